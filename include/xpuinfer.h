@@ -1,0 +1,255 @@
+/* libxpuinfer: run Hugging Face causal language models (Qwen3, Qwen2, Llama 3) from their Hub files
+ * on Intel GPUs through Level Zero, or on the CPU.
+ *
+ * Conventions
+ * - Every call that can fail returns xpi_status; on failure xpi_last_error() gives a message for a person
+ *   (which file, which tensor, what was expected). The library never prints, exits or aborts.
+ * - Objects are opaque and come in create/free pairs; free functions accept NULL.
+ * - Options structs start with struct_size and are filled by their *_default() function first, so the
+ *   ABI can grow.
+ * - Caller-owned output buffers use the size-query pattern: pass the capacity, the call stores the size it
+ *   needs in *len_out; if the buffer is NULL or too small it returns XPI_ERR_BUFFER_TOO_SMALL and writes
+ *   nothing else.
+ * - Thread safety: xpi_model and xpi_tokenizer are immutable after load and may be used from any number of
+ *   threads at once. An xpi_request belongs to one thread at a time. xpi_last_error() is per thread.
+ */
+#ifndef XPUINFER_H
+#define XPUINFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define XPI_API __attribute__((visibility("default")))
+#else
+#define XPI_API
+#endif
+
+#define XPI_VERSION_MAJOR 0
+#define XPI_VERSION_MINOR 1
+#define XPI_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ status */
+typedef enum xpi_status {
+  XPI_OK = 0,
+  XPI_ERR_INVALID_ARGUMENT = 1,  /* a parameter of the call is wrong (NULL, out of range, unknown name) */
+  XPI_ERR_IO = 2,                /* a file could not be opened, read or written */
+  XPI_ERR_FORMAT = 3,            /* a file's contents are malformed (JSON, safetensors, tokenizer.json) */
+  XPI_ERR_UNSUPPORTED = 4,       /* well formed but not supported (architecture, dtype, template) */
+  XPI_ERR_OUT_OF_MEMORY = 5,     /* host or device memory exhausted */
+  XPI_ERR_BUFFER_TOO_SMALL = 6,  /* size query: *len_out holds the size needed */
+  XPI_ERR_CONTEXT_LENGTH = 7,    /* prompt plus new tokens exceed the context */
+  XPI_ERR_DEVICE = 8,            /* device missing or a device call failed */
+  XPI_ERR_NETWORK = 9,           /* download failed (unreachable host, server error, interrupted) */
+  XPI_ERR_AUTH = 10,             /* 401/403 from the Hub: gated or private repository */
+  XPI_ERR_NOT_FOUND = 11,        /* repository, revision or file does not exist (or not in offline cache) */
+  XPI_ERR_CANCELLED = 12,        /* a callback asked to stop */
+  XPI_ERR_INTERNAL = 13          /* a bug in libxpuinfer; the message says where */
+} xpi_status;
+
+/* The message of the last failing call on this thread ("" if none). Valid until the next call on this thread. */
+XPI_API const char *xpi_last_error(void);
+/* A short constant name for a status, e.g. "XPI_ERR_FORMAT". */
+XPI_API const char *xpi_status_name(xpi_status status);
+/* "MAJOR.MINOR.PATCH". */
+XPI_API const char *xpi_version(void);
+
+/* Diagnostics from the library go to this callback (never to stdout/stderr). level: 0 debug, 1 info,
+ * 2 warning. Process-wide; set it before other calls. NULL silences (the default). */
+typedef void (*xpi_log_fn)(int level, const char *message, void *user);
+XPI_API void xpi_set_log_callback(xpi_log_fn fn, void *user);
+
+/* Progress of long operations (downloads, loading). total is 0 when unknown. Return nonzero to cancel. */
+typedef int (*xpi_progress_fn)(const char *what, uint64_t done, uint64_t total, void *user);
+
+/* ----------------------------------------------------------------- devices */
+typedef struct xpi_device_info {
+  size_t struct_size;
+  char name[256];          /* e.g. "Intel(R) Data Center GPU Max 1550" or the CPU model */
+  char id[16];             /* "cpu" or "xpu:N" */
+  int index;               /* N for xpu:N, -1 for the CPU */
+  char pci_bdf[32];        /* "0000:3a:00.0", "" when unknown */
+  uint64_t total_memory;   /* bytes */
+  uint64_t max_alloc_size; /* bytes; largest single allocation without relaxed limits */
+  uint32_t eu_count;       /* execution units (slices*subslices*EUs per subslice) */
+  uint32_t threads_per_eu;
+  uint32_t subgroup_sizes[8];
+  uint32_t n_subgroup_sizes;
+  int has_fp16, has_fp64, has_bf16; /* bf16 decided as PyTorch XPU does */
+  int has_dpas;            /* Intel matrix engine (XMX) reported */
+} xpi_device_info;
+
+typedef struct xpi_device_list xpi_device_list;
+/* Enumerates Level Zero GPUs (honouring ZE_AFFINITY_MASK, ZE_ENABLE_PCI_ID_DEVICE_ORDER,
+ * ZE_FLAT_DEVICE_HIERARCHY as Intel's driver does). No loader or no driver is not an error: the list then
+ * has zero XPUs. The CPU is not counted by xpi_device_list_count_xpu(). */
+XPI_API xpi_status xpi_device_list_create(xpi_device_list **out);
+XPI_API void xpi_device_list_free(xpi_device_list *list);
+XPI_API size_t xpi_device_list_count_xpu(const xpi_device_list *list);
+/* i in [0, count_xpu) gives xpu:i; i == count_xpu gives the CPU. */
+XPI_API xpi_status xpi_device_list_get(const xpi_device_list *list, size_t i, xpi_device_info *out);
+/* Human-readable description of why XPUs are or are not available (loader found, drivers, env vars). */
+XPI_API const char *xpi_device_list_summary(const xpi_device_list *list);
+
+/* --------------------------------------------------------------- tokenizer */
+typedef struct xpi_tokenizer xpi_tokenizer;
+
+/* Loads tokenizer.json (+ tokenizer_config.json when present) from a folder. */
+XPI_API xpi_status xpi_tokenizer_load(const char *dir, xpi_tokenizer **out);
+XPI_API void xpi_tokenizer_free(xpi_tokenizer *tok);
+XPI_API int32_t xpi_tokenizer_vocab_size(const xpi_tokenizer *tok);
+
+/* Encodes UTF-8 text (len bytes; invalid UTF-8 is XPI_ERR_INVALID_ARGUMENT). add_special applies the
+ * post-processor (BOS for Llama 3), as tokenizers' encode(text, add_special_tokens=True). Size query on ids. */
+XPI_API xpi_status xpi_tokenize(const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
+                                int32_t *ids, size_t cap, size_t *n_out);
+/* Decodes ids to UTF-8 (as tokenizers' decode). skip_special drops special added tokens. Size query on text
+ * (the written text is NUL-terminated; *len_out excludes the NUL, cap must include it). */
+XPI_API xpi_status xpi_detokenize(const xpi_tokenizer *tok, const int32_t *ids, size_t n, int skip_special,
+                                  char *text, size_t cap, size_t *len_out);
+
+/* Incremental decoding for streaming: each push returns the newly complete text, never a partial UTF-8
+ * character. Belongs to one thread at a time. */
+typedef struct xpi_detok_stream xpi_detok_stream;
+XPI_API xpi_status xpi_detok_stream_create(const xpi_tokenizer *tok, int skip_special, xpi_detok_stream **out);
+XPI_API void xpi_detok_stream_free(xpi_detok_stream *s);
+/* *piece points into the stream's own buffer, valid until the next call on s. */
+XPI_API xpi_status xpi_detok_stream_push(xpi_detok_stream *s, int32_t id, const char **piece, size_t *piece_len);
+/* Text held back at the end (an incomplete character at end of generation, decoded as tokenizers would). */
+XPI_API xpi_status xpi_detok_stream_flush(xpi_detok_stream *s, const char **piece, size_t *piece_len);
+
+typedef struct xpi_chat_message {
+  const char *role;    /* "system", "user", "assistant" */
+  const char *content; /* UTF-8 */
+} xpi_chat_message;
+/* Renders a conversation with the tokenizer's chat template (Qwen ChatML, Llama 3), as transformers'
+ * apply_chat_template(messages, tokenize=False, add_generation_prompt, enable_thinking). A template the
+ * library does not know is XPI_ERR_UNSUPPORTED. Size query on text (NUL-terminated). */
+XPI_API xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n_msgs,
+                                           int add_generation_prompt, int enable_thinking,
+                                           char *text, size_t cap, size_t *len_out);
+
+/* ---------------------------------------------------------------- hub */
+typedef struct xpi_download_options {
+  size_t struct_size;
+  const char *revision;    /* NULL: "main" (or the @revision in the repo id) */
+  int offline;             /* also on when HF_HUB_OFFLINE=1 */
+  int quiet;               /* no progress bar on stderr (also HF_HUB_DISABLE_PROGRESS_BARS=1) */
+  xpi_progress_fn progress; void *progress_user;
+} xpi_download_options;
+XPI_API void xpi_download_options_default(xpi_download_options *o);
+/* Resolves "org/name[@rev]" to a snapshot folder in the Hugging Face cache, downloading what the model needs
+ * (config, tokenizer, weights). An existing folder path is returned as is. Size query on path. */
+XPI_API xpi_status xpi_hub_download(const char *repo_or_path, const xpi_download_options *opts,
+                                    char *path, size_t cap, size_t *len_out);
+
+/* ---------------------------------------------------------------- model */
+typedef struct xpi_model xpi_model;
+
+typedef struct xpi_model_options {
+  size_t struct_size;
+  const char *device;              /* "auto" (default: first XPU, else CPU), "cpu", "xpu", "xpu:N" */
+  const char *device_map;          /* NULL: one device; "auto": layers split over all visible XPUs */
+  const char *dtype;               /* "auto" (as stored, default), "bf16", "f16", "f32": weight dtype */
+  const char *quant;               /* NULL or "none", "q8", "q4": weight-only quantization at load */
+  const char *attn_implementation; /* "sdpa" (default), "eager", "flash_attention_2" */
+  const char *kv_dtype;            /* NULL: backend default; "f32", "bf16", "f16" */
+  int n_threads;                   /* CPU threads; 0: all cores */
+  int use_kernels;                 /* fused kernels (default 1); 0 selects the unfused reference path */
+  xpi_download_options download;   /* used when the model argument is a repo id */
+} xpi_model_options;
+XPI_API void xpi_model_options_default(xpi_model_options *o);
+
+/* Loads a model from a folder (config.json, *.safetensors, tokenizer.json) or a Hub repo id. */
+XPI_API xpi_status xpi_model_load(const char *path_or_repo, const xpi_model_options *opts, xpi_model **out);
+XPI_API void xpi_model_free(xpi_model *model);
+/* The model's tokenizer, owned by the model. */
+XPI_API const xpi_tokenizer *xpi_model_tokenizer(const xpi_model *model);
+
+typedef struct xpi_model_info {
+  size_t struct_size;
+  char architecture[64];     /* "qwen3", "qwen2", "llama" */
+  char device[64];           /* "cpu", "xpu:0", "xpu:0-2" with a device map */
+  char weight_dtype[16];     /* "bf16", "f16", "f32", "q8", "q4" */
+  char attn_implementation[32];
+  int32_t vocab_size, hidden_size, n_layers, n_heads, n_kv_heads, head_dim, intermediate_size;
+  int32_t max_position_embeddings;
+  int32_t eos_ids[8]; int32_t n_eos;
+  int32_t bos_id;            /* -1 if none */
+  uint64_t weight_bytes;     /* bytes of weights as used by the backend */
+} xpi_model_info;
+XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
+
+/* ---------------------------------------------------------------- requests and generation */
+typedef struct xpi_request xpi_request;
+
+typedef struct xpi_request_options {
+  size_t struct_size;
+  int32_t n_ctx;  /* KV cache capacity in tokens; 0: min(max_position_embeddings, 4096) */
+} xpi_request_options;
+XPI_API void xpi_request_options_default(xpi_request_options *o);
+
+/* A request holds a KV cache and sampler state. Several requests may share one model from several threads. */
+XPI_API xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts, xpi_request **out);
+XPI_API void xpi_request_free(xpi_request *req);
+/* Forgets the context (KV cache length back to 0). */
+XPI_API void xpi_request_reset(xpi_request *req);
+/* Tokens currently in the KV cache. */
+XPI_API int32_t xpi_request_n_past(const xpi_request *req);
+
+/* Appends ids to the context and computes logits (float, vocab_size per row). all_positions: 0 writes one row
+ * (the last position), 1 writes n rows. logits may be NULL when not needed. cap is in floats. */
+XPI_API xpi_status xpi_request_eval(xpi_request *req, const int32_t *ids, size_t n, int all_positions,
+                                    float *logits, size_t cap);
+
+typedef struct xpi_gen_options {
+  size_t struct_size;
+  int32_t max_new_tokens;        /* default 256 */
+  int greedy;                    /* 1: argmax, ignoring the sampling fields below (default 0) */
+  float temperature;             /* default 1.0; <= 0 means greedy */
+  int32_t top_k;                 /* 0: off (default) */
+  float top_p;                   /* 1.0: off (default) */
+  float min_p;                   /* 0: off (default) */
+  float repetition_penalty;      /* 1.0: off (default); as transformers, over prompt and generated ids */
+  uint64_t seed;                 /* same seed, same text */
+  const char *const *stop_strings; size_t n_stop_strings; /* generation ends when the text contains one */
+  int ignore_eos;                /* do not stop on eos ids */
+  int32_t logprobs;              /* >0: report this many top log-probabilities per generated token */
+} xpi_gen_options;
+XPI_API void xpi_gen_options_default(xpi_gen_options *o);
+
+typedef struct xpi_logprob { int32_t id; float logprob; } xpi_logprob;
+
+typedef struct xpi_token_event {
+  int32_t id;                 /* the sampled token */
+  const char *text;           /* newly complete text (may be empty), not NUL-terminated */
+  size_t text_len;
+  const xpi_logprob *top;     /* logprobs requested: log-softmax of the raw logits, best first */
+  int32_t n_top;
+} xpi_token_event;
+/* Called for every generated token. Return 0 to continue, nonzero to stop (finish reason "stop"). */
+typedef int (*xpi_token_callback)(const xpi_token_event *ev, void *user);
+
+typedef enum xpi_finish_reason { XPI_FINISH_LENGTH = 0, XPI_FINISH_STOP = 1 } xpi_finish_reason;
+
+typedef struct xpi_gen_result {
+  size_t struct_size;
+  xpi_finish_reason finish_reason;
+  int32_t n_prompt_tokens, n_generated;
+  double prompt_seconds;   /* prefill, up to the first token's logits */
+  double generate_seconds; /* all later tokens */
+} xpi_gen_result;
+
+/* Generates after the given prompt ids (appended to the request's context). cb may be NULL. */
+XPI_API xpi_status xpi_request_generate(xpi_request *req, const int32_t *prompt_ids, size_t n_prompt,
+                                        const xpi_gen_options *opts, xpi_token_callback cb, void *user,
+                                        xpi_gen_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* XPUINFER_H */

@@ -1,0 +1,127 @@
+/* Fork-join pool over pthreads. One job at a time (a mutex serializes callers from several requests). */
+#include "core/threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/status.h"
+
+struct xpi_pool {
+  int n;
+  pthread_t *threads;
+  pthread_mutex_t run_lock; /* serializes xpi_pool_run callers */
+  pthread_mutex_t m;
+  pthread_cond_t cv;
+  atomic_uint_fast64_t generation; /* bumped per job */
+  atomic_int pending;              /* workers still running the current job */
+  xpi_pool_fn fn;
+  void *ctx;
+  int stop;
+};
+
+typedef struct { xpi_pool *p; int ith; } worker_arg;
+
+static void *worker(void *arg) {
+  worker_arg wa = *(worker_arg *)arg;
+  free(arg);
+  xpi_pool *p = wa.p;
+  uint_fast64_t seen = 0;
+  for (;;) {
+    /* Spin a little before sleeping: ops in a decode step come back to back. */
+    uint_fast64_t g = atomic_load(&p->generation);
+    for (int spin = 0; g == seen && spin < 20000; spin++) g = atomic_load(&p->generation);
+    if (g == seen) {
+      pthread_mutex_lock(&p->m);
+      while ((g = atomic_load(&p->generation)) == seen && !p->stop) pthread_cond_wait(&p->cv, &p->m);
+      pthread_mutex_unlock(&p->m);
+    }
+    if (p->stop) return NULL;
+    seen = g;
+    p->fn(p->ctx, wa.ith, p->n);
+    atomic_fetch_sub(&p->pending, 1);
+  }
+}
+
+xpi_status xpi_pool_create(int n_threads, xpi_pool **out) {
+  *out = NULL;
+  if (n_threads <= 0) {
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    n_threads = c > 0 ? (int)c : 1;
+  }
+  if (n_threads > 1024) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "n_threads = %d is more than 1024", n_threads);
+  xpi_pool *p = calloc(1, sizeof *p);
+  if (!p) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory creating a thread pool");
+  p->n = n_threads;
+  pthread_mutex_init(&p->run_lock, NULL);
+  pthread_mutex_init(&p->m, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  atomic_init(&p->generation, 0);
+  atomic_init(&p->pending, 0);
+  p->threads = calloc((size_t)n_threads, sizeof *p->threads);
+  if (!p->threads) {
+    xpi_pool_free(p);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory creating a thread pool");
+  }
+  for (int i = 1; i < n_threads; i++) {
+    worker_arg *wa = malloc(sizeof *wa);
+    if (!wa || pthread_create(&p->threads[i], NULL, worker, wa) != 0) {
+      free(wa);
+      p->n = i; /* only these were started */
+      xpi_pool_free(p);
+      return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cannot start thread %d of %d", i, n_threads);
+    }
+    wa->p = p;
+    wa->ith = i;
+  }
+  *out = p;
+  return XPI_OK;
+}
+
+void xpi_pool_free(xpi_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->m);
+  p->stop = 1;
+  atomic_fetch_add(&p->generation, 1);
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->m);
+  for (int i = 1; i < p->n; i++)
+    if (p->threads) pthread_join(p->threads[i], NULL);
+  free(p->threads);
+  pthread_mutex_destroy(&p->run_lock);
+  pthread_mutex_destroy(&p->m);
+  pthread_cond_destroy(&p->cv);
+  free(p);
+}
+
+int xpi_pool_size(const xpi_pool *p) { return p ? p->n : 1; }
+
+void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx) {
+  if (!p || p->n == 1) {
+    fn(ctx, 0, 1);
+    return;
+  }
+  pthread_mutex_lock(&p->run_lock);
+  p->fn = fn;
+  p->ctx = ctx;
+  atomic_store(&p->pending, p->n - 1);
+  pthread_mutex_lock(&p->m);
+  atomic_fetch_add(&p->generation, 1);
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->m);
+  fn(ctx, 0, p->n);
+  while (atomic_load(&p->pending) > 0) { /* workers finish within the same op; spin */ }
+  pthread_mutex_unlock(&p->run_lock);
+}
+
+void xpi_pool_range(int64_t n, int ith, int nth, int64_t align, int64_t *b, int64_t *e) {
+  if (align < 1) align = 1;
+  int64_t blocks = (n + align - 1) / align;
+  int64_t per = blocks / nth, rem = blocks % nth;
+  int64_t sb = ith * per + (ith < rem ? ith : rem);
+  int64_t eb = sb + per + (ith < rem ? 1 : 0);
+  *b = sb * align < n ? sb * align : n;
+  *e = eb * align < n ? eb * align : n;
+}

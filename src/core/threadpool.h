@@ -1,0 +1,21 @@
+/* A small fork-join thread pool: run fn(ctx, i, n) on n workers (the caller is worker 0) and wait.
+ * Workers spin briefly then sleep, so back-to-back ops in a decode step do not pay a wake-up each. */
+#ifndef XPI_CORE_THREADPOOL_H
+#define XPI_CORE_THREADPOOL_H
+
+#include "xpuinfer.h"
+
+typedef struct xpi_pool xpi_pool;
+typedef void (*xpi_pool_fn)(void *ctx, int ith, int nth);
+
+/* n_threads <= 0: number of online CPUs. */
+xpi_status xpi_pool_create(int n_threads, xpi_pool **out);
+void xpi_pool_free(xpi_pool *p);
+int xpi_pool_size(const xpi_pool *p);
+/* Runs fn on every worker and returns when all are done. Calls from several threads are serialized. */
+void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx);
+
+/* Splits [0, n) into nth nearly equal chunks, rounded to multiples of align: chunk ith is [*b, *e). */
+void xpi_pool_range(int64_t n, int ith, int nth, int64_t align, int64_t *b, int64_t *e);
+
+#endif

@@ -1,0 +1,147 @@
+/* The op interface: the seam between the model graph (written once) and the backends (cpu, xpu).
+ *
+ * Memory: every pointer an op takes is backend memory from be->ops->alloc (host memory for the CPU backend,
+ * Level Zero USM device memory for XPU). Pointer arithmetic inside an allocation is allowed on both.
+ * Activations are f32, row-major. Weights are xpi_weight in their stored or quantized dtype.
+ *
+ * Semantics are "enqueue": the CPU backend may run an op at once, the XPU backend appends it to a command
+ * list. Host-visible results exist only after be->ops->read (which synchronizes). Positions live in backend
+ * memory (pos[]), so a recorded decode step can be replayed with new positions without re-recording.
+ *
+ * Ops report errors through xpi_status; a failing op leaves the backend usable (the step's results are
+ * undefined).
+ */
+#ifndef XPI_OPS_H
+#define XPI_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "xpuinfer.h"
+
+typedef enum xpi_dtype {
+  XPI_DT_F32 = 0,
+  XPI_DT_F16 = 1,
+  XPI_DT_BF16 = 2,
+  XPI_DT_Q8 = 3,  /* block-quantized int8, layout owned by the backend that made it */
+  XPI_DT_Q4 = 4,  /* block-quantized int4, likewise */
+  XPI_DT_I32 = 5
+} xpi_dtype;
+
+const char *xpi_dtype_name(xpi_dtype dt);
+size_t xpi_dtype_size(xpi_dtype dt); /* bytes per element; 0 for block types */
+
+/* A weight placed on a backend. Matrices are [rows=out_features, cols=in_features] row-major, as in
+ * safetensors; vectors have rows == 1. */
+typedef struct xpi_weight {
+  xpi_dtype dtype;
+  int64_t rows, cols;
+  const void *data;   /* backend memory; CPU may point straight into the mmapped file */
+  const void *aux;    /* backend-specific (scales of quantized types, repacked layouts) or NULL */
+  void *owned;        /* what the backend must release (NULL when data borrows the mapping) */
+  size_t bytes;       /* bytes this weight occupies on the backend */
+} xpi_weight;
+
+typedef enum xpi_attn_impl { XPI_ATTN_SDPA = 0, XPI_ATTN_EAGER = 1, XPI_ATTN_FLASH = 2 } xpi_attn_impl;
+
+typedef enum xpi_rope_type { XPI_ROPE_DEFAULT = 0, XPI_ROPE_LLAMA3 = 1 } xpi_rope_type;
+
+typedef struct xpi_rope_params {
+  xpi_rope_type type;
+  float theta;
+  int32_t head_dim;          /* rotary dim == head_dim for these families */
+  /* llama3 scaling */
+  float factor, low_freq_factor, high_freq_factor;
+  int32_t original_max_position_embeddings;
+} xpi_rope_params;
+
+/* Inverse frequencies for RoPE, head_dim/2 of them, as transformers computes them (in double, stored f32).
+ * Written once by the graph and shared by backends (see model/rope.c). */
+void xpi_rope_inv_freq(const xpi_rope_params *p, float *inv_freq /* [head_dim/2] */);
+
+/* One request's KV cache on a backend: n_layers x n_ctx slots of n_kv_heads x head_dim for K and V.
+ * The layout and dtype inside are the backend's business. */
+typedef struct xpi_kv xpi_kv;
+
+typedef struct xpi_backend xpi_backend;
+
+typedef struct xpi_backend_ops {
+  const char *name; /* "cpu", "xpu" */
+  void (*destroy)(xpi_backend *be);
+
+  /* ---- memory */
+  void *(*alloc)(xpi_backend *be, size_t bytes);             /* NULL on failure, error set */
+  void (*free)(xpi_backend *be, void *p);
+  xpi_status (*write)(xpi_backend *be, void *dst, const void *host_src, size_t bytes); /* host -> backend */
+  xpi_status (*read)(xpi_backend *be, void *host_dst, const void *src, size_t bytes);  /* backend -> host; syncs */
+
+  /* ---- weights
+   * Places a host tensor (src_dtype, rows x cols, unaligned host pointer that stays valid for the model's
+   * life, e.g. the mmap) on the backend as dtype want (same as src_dtype, or f32/bf16/f16 conversion, or
+   * XPI_DT_Q8/Q4 quantization). The CPU backend borrows src when no conversion is needed. */
+  xpi_status (*weight_create)(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
+                              int64_t rows, int64_t cols, xpi_dtype want);
+  void (*weight_free)(xpi_backend *be, xpi_weight *w);
+
+  /* ---- KV cache */
+  xpi_status (*kv_create)(xpi_backend *be, int32_t n_layers, int32_t n_ctx, int32_t n_kv_heads, int32_t head_dim,
+                          xpi_dtype dtype, xpi_kv **out);
+  void (*kv_free)(xpi_backend *be, xpi_kv *kv);
+
+  /* ---- ops (shapes in comments; n = tokens in this step) */
+  /* out[n, d] = table[ids[i], :] (converted to f32); ids in backend memory */
+  xpi_status (*embed)(xpi_backend *be, float *out, const xpi_weight *table, const int32_t *ids, int32_t n);
+  /* if residual: x[n,d] += residual[n,d] (x updated in place, it is the residual stream);
+   * then out[n,d] = x * rsqrt(mean(x^2) + eps) * w[d] */
+  xpi_status (*rmsnorm)(xpi_backend *be, float *out, float *x, const float *residual, const xpi_weight *w,
+                        int32_t n, int32_t d, float eps);
+  /* out[n, rows] = in[n, cols] @ w^T (+ bias[rows]); f32 accumulation */
+  xpi_status (*matmul)(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
+                       int32_t n);
+  /* In place on q[n, hq, hd] and k[n, hk, hd]: optional per-head RMSNorm (qwen3 q_norm/k_norm, weights [hd];
+   * NULL to skip), then rotary embedding at positions pos[n] (rotate_half convention of transformers). */
+  xpi_status (*rope)(xpi_backend *be, float *q, float *k, const int32_t *pos, int32_t n, int32_t hq, int32_t hk,
+                     const xpi_rope_params *rp, const float *inv_freq /* backend memory [hd/2] */,
+                     const xpi_weight *q_norm, const xpi_weight *k_norm, float eps);
+  /* Stores k,v [n, hk, hd] into kv layer at slots pos[i], then causal attention:
+   * out[i, h, :] = softmax(q[i,h,:] . K[0..pos[i], h/(hq/hk), :] * scale) @ V[...]. Query heads sharing a KV
+   * head read it in place (GQA). impl selects sdpa / eager (reference: full scores, KV heads expanded) /
+   * flash (tiled online softmax); all must agree within rounding. */
+  xpi_status (*attention)(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
+                          int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                          float scale, xpi_attn_impl impl);
+  /* out[n, f] = silu(gate[n, f]) * up[n, f] */
+  xpi_status (*swiglu)(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+  /* x[i] += y[i], i < count */
+  xpi_status (*add)(xpi_backend *be, float *x, const float *y, int64_t count);
+  /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties) */
+  xpi_status (*argmax)(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
+
+  /* ---- optional: record a step once and replay it ("XPU graph"). NULL where unsupported.
+   * Between capture_begin and capture_end ops are recorded, not run; replay runs the recording again,
+   * reading positions/ids from the same backend buffers. */
+  xpi_status (*capture_begin)(xpi_backend *be);
+  xpi_status (*capture_end)(xpi_backend *be, void **graph);
+  xpi_status (*replay)(xpi_backend *be, void *graph);
+  void (*graph_free)(xpi_backend *be, void *graph);
+
+  /* Waits for everything enqueued. */
+  xpi_status (*sync)(xpi_backend *be);
+} xpi_backend_ops;
+
+struct xpi_backend {
+  const xpi_backend_ops *ops;
+  char device[64];        /* "cpu", "xpu:0" */
+  int use_kernels;        /* 1: fused/fast kernels, 0: plain reference path */
+  void *impl;             /* backend private state */
+};
+
+/* Backend constructors. */
+typedef struct xpi_backend_config {
+  const char *device;      /* "cpu", "xpu:N" */
+  int n_threads;           /* CPU */
+  int use_kernels;
+} xpi_backend_config;
+xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out);
+xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out); /* src/ops/xpu */
+
+#endif /* XPI_OPS_H */

@@ -1,0 +1,4 @@
+/* TEMPORARY placeholder until the subcommand lands. */
+#include <stdio.h>
+#include "cli.h"
+int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "xpuinfer: cmd_bench not implemented yet\n"); return 2; }
