@@ -1,0 +1,23 @@
+/* The process's Level Zero devices in library order (xpu:0, xpu:1, ...), enumerated once. */
+#ifndef XPI_ZE_DEVICES_H
+#define XPI_ZE_DEVICES_H
+
+#include <stddef.h>
+#include <level_zero/ze_api.h>
+#include "xpuinfer.h"
+
+typedef struct xpi_ze_device {
+  ze_driver_handle_t driver;
+  ze_device_handle_t device;
+  ze_api_version_t api_version;   /* the driver's: newer entry points only when it has them */
+  xpi_device_info info;
+} xpi_ze_device;
+
+/* All visible XPUs (ZE_AFFINITY_MASK / ZE_ENABLE_PCI_ID_DEVICE_ORDER / ZE_FLAT_DEVICE_HIERARCHY applied as
+ * Intel's driver applies them, never twice). *n = 0 and XPI_OK when Level Zero is unavailable. Thread safe. */
+xpi_status xpi_ze_devices(const xpi_ze_device **devs, size_t *n);
+
+/* "xpu" -> 0, "xpu:N" -> N (range-checked against the visible devices). */
+xpi_status xpi_ze_parse_device(const char *name, int *index);
+
+#endif
