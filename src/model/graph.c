@@ -83,6 +83,13 @@ void xpi_graph_release(xpi_graph *g) {
     }
 }
 
+/* The device of the last layer (final norm, lm_head and logits live there). */
+static int last_dev(const xpi_graph *g) {
+  int d = g->n_backends - 1;
+  while (d > 0 && g->layer_dev[d] >= g->cfg->n_layers) d--;
+  return d;
+}
+
 /* ------------------------------------------------------------------ request state */
 
 void xpi_graph_state_free(xpi_graph_state *st) {
@@ -136,7 +143,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, int32_t n_ctx, xpi_graph_s
     ds->v = balloc(be, B * K, sizeof(float), &s);
     ds->gate = balloc(be, B * I, sizeof(float), &s);
     ds->up = balloc(be, B * I, sizeof(float), &s);
-    if (d == g->n_backends - 1) ds->logits = balloc(be, (size_t)N_LOGIT_ROWS * (size_t)c->vocab_size, sizeof(float), &s);
+    if (d == last_dev(g)) ds->logits = balloc(be, (size_t)N_LOGIT_ROWS * (size_t)c->vocab_size, sizeof(float), &s);
   }
   if (s != XPI_OK) {
     xpi_graph_state_free(st);
@@ -209,7 +216,7 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
 
 /* lm_head over rows [row0, row0+rows) of the last device's h, copied to host logits. */
 static xpi_status run_logits(const xpi_graph *g, xpi_graph_state *st, int32_t row0, int32_t rows, float *logits) {
-  dev_state *D = &st->dev[g->n_backends - 1];
+  dev_state *D = &st->dev[last_dev(g)];
   int32_t H = g->cfg->hidden_size, V = g->cfg->vocab_size;
   for (int32_t r = 0; r < rows; r += N_LOGIT_ROWS) {
     int32_t m = rows - r < N_LOGIT_ROWS ? rows - r : N_LOGIT_ROWS;
