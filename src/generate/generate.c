@@ -164,3 +164,17 @@ xpi_status xpi_request_generate(xpi_request *r, const int32_t *prompt, size_t n_
   }
   return s;
 }
+
+void xpi_gen_options_from_model(const xpi_model *m, xpi_gen_options *o) {
+  xpi_gen_options_default(o);
+  if (!m) return;
+  const xpi_config *c = &m->cfg;
+  o->greedy = c->gen_do_sample != 1;
+  if (c->gen_do_sample == 1) {
+    if (c->gen_temperature > 0) o->temperature = c->gen_temperature;
+    o->top_k = c->gen_top_k > 0 ? c->gen_top_k : 50;
+    if (c->gen_top_p > 0 && c->gen_top_p <= 1) o->top_p = c->gen_top_p;
+  }
+  if (c->gen_repetition_penalty > 0) o->repetition_penalty = c->gen_repetition_penalty;
+  if (c->gen_max_new_tokens > 0) o->max_new_tokens = c->gen_max_new_tokens;
+}
