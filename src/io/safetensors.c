@@ -136,7 +136,7 @@ static int span_cmp(const void *a, const void *b) {
 
 /* The spec requires the byte ranges to tile the payload: sorted by offset, each starts where the last ended. */
 static xpi_status check_tiling(const char *path, span *sp, size_t n, const xpi_st_tensor *ts, uint64_t payload) {
-  qsort(sp, n, sizeof *sp, span_cmp);
+  if (n) qsort(sp, n, sizeof *sp, span_cmp);
   uint64_t at = 0;
   for (size_t i = 0; i < n; i++) {
     if (sp[i].begin != at)
