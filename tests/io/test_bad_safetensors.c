@@ -274,6 +274,11 @@ static void index_cases(void) {
   xpi_safetensors *st = NULL;
   CHECK_ERR(xpi_st_open_dir(dir, &st), XPI_ERR_NOT_FOUND, "no model.safetensors");
   CHECK(strstr(xpi_last_error(), dir) != NULL, "names the folder: %s", xpi_last_error());
+  char *bin = xpi_test_strf("%s/pytorch_model.bin", dir);
+  CHECK(xpi_test_write_file(bin, "PK", 2) == 0, "write");
+  CHECK_ERR(xpi_st_open_dir(dir, &st), XPI_ERR_UNSUPPORTED, "only safetensors weights are supported");
+  remove(bin);
+  free(bin);
   remove(dir);
   free(dir);
   CHECK_ERR(xpi_st_open_file("/nonexistent/model.safetensors", &st), XPI_ERR_IO, "/nonexistent/model.safetensors");
