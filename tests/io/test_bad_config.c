@@ -212,6 +212,49 @@ static void file_cases(void) {
   free(p);
 }
 
+/* Random edits to a full config text: never a crash or leak; a success must hold sane values. */
+static void mutation_loop(void) {
+  static const char *base =
+      "{\"architectures\":[\"Qwen3ForCausalLM\"],\"model_type\":\"qwen3\",\"hidden_size\":64,"
+      "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":2,\"head_dim\":16,"
+      "\"intermediate_size\":128,\"vocab_size\":1000,\"max_position_embeddings\":4096,\"rms_norm_eps\":1e-6,"
+      "\"rope_scaling\":{\"rope_type\":\"llama3\",\"factor\":8.0,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
+      "\"original_max_position_embeddings\":8192},\"sliding_window\":null,\"tie_word_embeddings\":true,"
+      "\"torch_dtype\":\"bfloat16\",\"bos_token_id\":1,\"eos_token_id\":[2,3]}";
+  static const char alphabet[] = "{}[]\",:-.0123456789eltn ";
+  uint64_t rng = 0x2545F4914F6CDD1Dull;
+  size_t n = strlen(base);
+  char *m = malloc(n + 1), *p = xpi_test_strf("%s/config.json", g_dir);
+  char *g = xpi_test_strf("%s/generation_config.json", g_dir);
+  remove(g); /* left by the cases above */
+  free(g);
+  int ok = 0;
+  for (int it = 0; it < 1000; it++) {
+    memcpy(m, base, n + 1);
+    size_t len = n;
+    for (int e = 0; e < 2; e++) {
+      rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+      uint64_t r = rng * 2685821657736338717ull;
+      if ((r >> 60) == 0) len = (size_t)((r >> 8) % (len + 1)); /* sometimes truncate */
+      else m[(r >> 8) % n] = alphabet[(r >> 40) % (sizeof alphabet - 1)];
+    }
+    CHECK(xpi_test_write_file(p, m, len) == 0, "write");
+    xpi_config c;
+    if (xpi_config_load(g_dir, &c) == XPI_OK) {
+      ok++;
+      CHECK(c.hidden_size > 0 && c.n_heads > 0 && c.n_heads % c.n_kv_heads == 0 && c.head_dim % 2 == 0 &&
+                c.n_eos <= XPI_MAX_EOS && c.rms_norm_eps > 0,
+            "accepted config with bad values: %.*s", (int)len, m);
+    }
+  }
+  /* Edits inside key names or string values often keep the file valid; if none did, the loop tested nothing. */
+  CHECK(ok > 0 && ok < 1000, "config mutation loop accepted %d of 1000", ok);
+  printf("config mutation loop: %d of 1000 accepted\n", ok);
+  remove(p);
+  free(p);
+  free(m);
+}
+
 int main(void) {
   g_dir = xpi_test_tmpdir("badcfg");
   /* The base itself must load, so each failure below comes from its one edit. */
@@ -222,6 +265,7 @@ int main(void) {
   rope_cases();
   dtype_and_ids_cases();
   file_cases();
+  mutation_loop();
   char *g = xpi_test_strf("%s/generation_config.json", g_dir);
   remove(g);
   free(g);

@@ -374,12 +374,52 @@ static void mutation_loop(void) {
   printf("mutation loop: %d of 3000 mutants accepted (checksum %u)\n", accepted, sum);
 }
 
+/* The index is untrusted too: mutate its text and open the folder; any outcome but a crash or leak is fine,
+ * and a success must still list exactly the two tensors. */
+static void index_mutation_loop(void) {
+  char *dir = xpi_test_tmpdir("idxfuzz");
+  char *a = xpi_test_strf("%s/a.safetensors", dir), *b = xpi_test_strf("%s/b.safetensors", dir);
+  char *ip = xpi_test_strf("%s/model.safetensors.index.json", dir);
+  unsigned char z[4] = {0};
+  CHECK(st_write(a, ONE_W, z, 4) == 0 && st_write(b, ONE_V, z, 4) == 0, "write");
+  const char *index = "{\"metadata\":{\"total_size\":8},\"weight_map\":{\"w\":\"a.safetensors\",\"v\":\"b.safetensors\"}}";
+  size_t n = strlen(index);
+  char *m = malloc(n + 1);
+  static const char alphabet[] = "{}[]\",:./ab0";
+  int ok = 0;
+  for (int it = 0; it < 300; it++) {
+    memcpy(m, index, n + 1);
+    for (int e = 0, k = 1 + (int)rnd(2); e < k; e++) m[rnd((uint32_t)n)] = alphabet[rnd(sizeof alphabet - 1)];
+    CHECK(xpi_test_write_file(ip, m, n) == 0, "write");
+    xpi_safetensors *st = NULL;
+    if (xpi_st_open_dir(dir, &st) == XPI_OK) {
+      ok++;
+      CHECK(xpi_st_count(st) == 2, "mutated index accepted with %zu tensors: %s", xpi_st_count(st), m);
+      xpi_st_close(st);
+    } else {
+      CHECK(st == NULL && strlen(xpi_last_error()) > 0, "failure without a message");
+    }
+  }
+  CHECK(ok > 0 && ok < 300, "index mutation loop accepted %d of 300", ok);
+  printf("index mutation loop: %d of 300 accepted\n", ok);
+  free(m);
+  remove(a);
+  remove(b);
+  remove(ip);
+  remove(dir);
+  free(a);
+  free(b);
+  free(ip);
+  free(dir);
+}
+
 int main(void) {
   g_dir = xpi_test_tmpdir("badst");
   header_cases();
   tensor_cases();
   index_cases();
   mutation_loop();
+  index_mutation_loop();
   remove(g_dir);
   free(g_dir);
   return xpi_test_done();
