@@ -136,6 +136,7 @@ def main():
         rc, bar = run_tty([])
         check(rc == 0 and "model.safetensors" in bar and "ETA" in bar and "MB/s" in bar.replace("kB/s", "MB/s"),
               "progress bar drawn on a terminal: %r" % bar[-300:])
+        check(bar.count("ETA done") == 1, "the bar of a file is finished once: %r" % bar[-300:])
         rc, bar = run_tty(["--quiet"])
         check(rc == 0 and bar == "", "--quiet: no bar (%r)" % bar[-200:])
         rc, bar = run_tty([], HF_HUB_DISABLE_PROGRESS_BARS=1)

@@ -30,7 +30,7 @@ typedef struct bar {
   char file[256];
   double start, last;
   uint64_t start_done;
-  int drawn;
+  int drawn, finished;
 } bar;
 
 static double now_s(void) {
@@ -57,7 +57,9 @@ static int draw_bar(const char *what, uint64_t done, uint64_t total, void *user)
     b->start_done = done; /* resumed bytes do not count toward the rate */
     b->last = 0;
     b->drawn = 0;
+    b->finished = 0;
   }
+  if (b->finished) return 0; /* libcurl reports again after the end */
   if (total < (1u << 20)) return 0; /* small files: no bar */
   int finished = done >= total;
   if (!finished && t - b->last < 0.1) return 0;
@@ -79,7 +81,7 @@ static int draw_bar(const char *what, uint64_t done, uint64_t total, void *user)
   if (finished) {
     fputc('\n', stderr);
     b->drawn = 0;
-    b->file[0] = 0;
+    b->finished = 1;
   }
   fflush(stderr);
   return 0;
