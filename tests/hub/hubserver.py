@@ -282,6 +282,7 @@ import sys
 import tempfile
 
 CLI = os.environ.get("XPI_CLI", os.path.join(ROOT, "build", "xpuinfer"))
+SANITIZER_REPORTS = []
 
 
 class Checker:
@@ -297,6 +298,9 @@ class Checker:
         return cond
 
     def done(self):
+        # A sanitizer build reports leaks and UB on stderr: fail on any report, also on expected error paths.
+        for args, err in SANITIZER_REPORTS:
+            self(False, "sanitizer report from xpuinfer %s:\n%s" % (" ".join(args), err[-3000:]))
         print("%d passed, %d failed" % (self.passed, self.failed))
         return 1 if self.failed else 0
 
@@ -323,6 +327,8 @@ class Sandbox:
 
     def run(self, args, timeout=30, **extra):
         p = subprocess.run([CLI] + args, env=self.env(**extra), capture_output=True, text=True, timeout=timeout)
+        if "Sanitizer" in p.stderr or "runtime error:" in p.stderr:
+            SANITIZER_REPORTS.append((args, p.stderr))
         return p.returncode, p.stdout.strip(), p.stderr.strip()
 
     def repo_dir(self, repo_id):

@@ -4,6 +4,7 @@ progress callback (monotonic bytes of each file, ending at its total), cancellat
 import ctypes
 import hashlib
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,9 +24,26 @@ class Options(ctypes.Structure):  # xpi_download_options in include/xpuinfer.h
                 ("quiet", ctypes.c_int), ("progress", PROGRESS), ("progress_user", ctypes.c_void_p)]
 
 
-def load_lib():
+def lib_path():
     build = os.environ.get("XPI_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-    lib = ctypes.CDLL(os.path.join(build, "libxpuinfer.so"))
+    return os.path.join(build, "libxpuinfer.so")
+
+
+def reexec_under_asan():
+    """A sanitizer build of the library needs the ASan runtime loaded first: re-run this script with it
+    preloaded (leak checking off: the Python interpreter itself would be reported)."""
+    if "XPI_ASAN_REEXEC" in os.environ:
+        return
+    deps = subprocess.run(["ldd", lib_path()], capture_output=True, text=True).stdout
+    asan = [l.split("=>")[1].split()[0] for l in deps.splitlines() if "libasan" in l and "=>" in l]
+    if asan:
+        env = dict(os.environ, LD_PRELOAD=asan[0], XPI_ASAN_REEXEC="1",
+                   ASAN_OPTIONS="detect_leaks=0:abort_on_error=0")
+        os.execve(sys.executable, [sys.executable] + sys.argv, env)
+
+
+def load_lib():
+    lib = ctypes.CDLL(lib_path())
     lib.xpi_hub_download.argtypes = [ctypes.c_char_p, ctypes.POINTER(Options), ctypes.c_char_p, ctypes.c_size_t,
                                      ctypes.POINTER(ctypes.c_size_t)]
     lib.xpi_hub_download.restype = ctypes.c_int
@@ -35,6 +53,7 @@ def load_lib():
 
 
 def main():
+    reexec_under_asan()
     lib = load_lib()
     state = HubState()
     tiny = state.add(Repo("org/tiny", FILES))
