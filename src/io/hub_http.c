@@ -287,7 +287,8 @@ xpi_status hub_http_head(const hub_client *c, const char *revision, const char *
       rc = curl_easy_perform(h);
       code = 0;
       if (rc == CURLE_OK) curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-      int retry = rc == CURLE_OK ? is_transient_http(code) : is_transient(rc);
+      /* A timeout is not retried here: as huggingface_hub, fall back to the cache at once. */
+      int retry = rc == CURLE_OK ? is_transient_http(code) : rc != CURLE_OPERATION_TIMEDOUT && is_transient(rc);
       if (!retry || attempt >= c->max_retries) break;
       xpi_log(2, "%s: %s; retrying", url, rc == CURLE_OK ? "server error" : curl_reason(rc, errbuf));
       sleep_ms(backoff_ms(c, attempt));

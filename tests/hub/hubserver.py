@@ -78,6 +78,8 @@ class HubState:
         self.repos = {}
         self.faults = {}        # file name -> list of faults for CDN GETs, consumed in order ("x*" persists)
         self.size_delta = {}    # file name -> added to the announced X-Linked-Size
+        self.head_faults = []   # statuses answered to the next metadata requests (e.g. 503), consumed in order
+        self.renames = {}       # old repo id -> new one, answered with a relative 307 as the Hub does
         self.throttle = 0.0     # seconds of sleep per 256 KiB chunk on the CDN
         self.stall_s = 3.0
         self.lock = threading.Lock()
@@ -137,6 +139,22 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) < 5 or parts[2] != "resolve":
             return self._error(404, message="not a resolve URL")
         repo_id, rev, file = parts[0] + "/" + parts[1], parts[3], "/".join(parts[4:])
+        with self.st.lock:
+            injected = self.st.head_faults.pop(0) if self.st.head_faults and self.command == "HEAD" else None
+        if injected == "stall":  # answer nothing for a while, then hang up
+            end = time.time() + self.st.stall_s
+            while time.time() < end and not self.server.stopping:
+                time.sleep(0.05)
+            self.close_connection = True
+            return
+        if injected:
+            return self._error(injected, message="injected")
+        if repo_id in self.st.renames:
+            self.send_response(307)
+            self.send_header("Location", "/%s/resolve/%s/%s" % (self.st.renames[repo_id], rev, file))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         repo = self.st.repos.get(repo_id)
         auth = self.headers.get("Authorization")
         if repo is None:

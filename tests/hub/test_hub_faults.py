@@ -94,6 +94,23 @@ def main():
         check(state.gets["model.safetensors"] == 4, "XPI_HUB_MAX_RETRIES=3 means 4 attempts")
         sb.cleanup()
 
+        # -- the metadata request: 503s retried; a renamed repo answered by a relative redirect is followed
+        sb = fresh()
+        state.head_faults = [503, 502]
+        state.renames["old/tiny"] = "org/tiny"
+        rc, out, err = sb.run(["download", "old/tiny"])
+        check(rc == 0 and out.endswith("models--old--tiny/snapshots/" + tiny.commit),
+              "HEAD 503/502 retried, relative 307 followed, cached under the name asked for: %d %s %s" % (rc, out, err))
+        check(state.head_faults == [], "both injected HEAD failures were met")
+        # a Hub that does not answer in HF_HUB_ETAG_TIMEOUT: the cached snapshot serves, else a clear error
+        state.head_faults = ["stall"]
+        rc, out2, err = sb.run(["download", "old/tiny"], HF_HUB_ETAG_TIMEOUT=1)
+        check(rc == 0 and out2 == out, "metadata timeout falls back to the cache: %d %s" % (rc, err))
+        state.head_faults = ["stall"]
+        rc, out2, err = sb.run(["download", "org/tiny"], HF_HUB_ETAG_TIMEOUT=1)
+        check(rc != 0 and "timed out" in err and "not in the cache" in err, "metadata timeout, no cache: %s" % err)
+        sb.cleanup()
+
         # -- wrong size (short and long) and wrong sha256: rejected, nothing in snapshots/ or blobs/
         for delta, words in ((100, "incomplete"), (-100, "more than")):
             sb = fresh()
