@@ -29,15 +29,24 @@ static char *dup_printf2(const char *a, const char *b) {
   return s;
 }
 
+/* malloc'd copy of an environment path with a leading "~/" expanded, as Python's os.path.expanduser. */
+static char *env_path(const char *v) {
+  const char *home = getenv("HOME");
+  if (v[0] == '~' && (v[1] == '/' || !v[1]) && home && *home) return dup_printf2(home, v[1] ? v + 2 : ".");
+  char *s = strdup(v);
+  if (!s) xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  return s;
+}
+
 char *hf_home(void) {
   const char *e = getenv("HF_HOME");
-  if (e && *e) {
-    char *s = strdup(e);
-    if (!s) xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  if (e && *e) return env_path(e);
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) {
+    char *x = env_path(xdg), *s = x ? dup_printf2(x, "huggingface") : NULL;
+    free(x);
     return s;
   }
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  if (xdg && *xdg) return dup_printf2(xdg, "huggingface");
   const char *home = getenv("HOME");
   if (!home || !*home) {
     xpi_err(XPI_ERR_INVALID_ARGUMENT, "cannot locate the Hugging Face cache: set HF_HOME or HF_HUB_CACHE (HOME is unset)");
@@ -48,11 +57,7 @@ char *hf_home(void) {
 
 char *hf_cache_root(void) {
   const char *e = getenv("HF_HUB_CACHE");
-  if (e && *e) {
-    char *s = strdup(e);
-    if (!s) xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-    return s;
-  }
+  if (e && *e) return env_path(e);
   char *home = hf_home();
   if (!home) return NULL;
   char *s = dup_printf2(home, "hub");

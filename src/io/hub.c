@@ -420,6 +420,10 @@ xpi_status xpi_hub_download(const char *repo_or_path, const xpi_download_options
     memcpy(path, repo_or_path, n + 1);
     return XPI_OK;
   }
+  if (xpi_file_exists(repo_or_path))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT,
+                   "%s is a file: give the folder that holds config.json, tokenizer.json and the safetensors, or a "
+                   "Hub repo id (org/name)", repo_or_path);
   xpi_download_options o;
   xpi_download_options_default(&o);
   if (opts) {

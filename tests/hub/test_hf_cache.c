@@ -37,6 +37,11 @@ int main(void) {
   check_root("/hfh/hub");
   setenv("HF_HUB_CACHE", "/cache", 1);
   check_root("/cache");
+  setenv("HF_HUB_CACHE", "~/hubcache", 1); /* expanded as Python's os.path.expanduser */
+  check_root("/home/u/hubcache");
+  unsetenv("HF_HUB_CACHE");
+  setenv("HF_HOME", "~/hfh", 1);
+  check_root("/home/u/hfh/hub");
 
   CHECK(hf_is_commit_hash("0123456789abcdef0123456789abcdef01234567"), "40 hex");
   CHECK(!hf_is_commit_hash("0123456789ABCDEF0123456789abcdef01234567"), "upper case is a branch name");
@@ -117,6 +122,7 @@ int main(void) {
   o.offline = 1;
   CHECK_ERR(xpi_hub_download("org/other", &o, path, sizeof path, &len), XPI_ERR_NOT_FOUND, "offline mode is on");
   CHECK_ERR(xpi_hub_download("org/name", &o, path, sizeof path, &len), XPI_ERR_FORMAT, "40-hex"); /* bad ref */
+  CHECK_ERR(xpi_hub_download(blob, NULL, path, sizeof path, &len), XPI_ERR_INVALID_ARGUMENT, "is a file");
   CHECK_OK(xpi_hub_download(tmp, NULL, path, sizeof path, &len));
   CHECK(!strcmp(path, tmp) && len == strlen(tmp), "a folder is returned as is");
 
