@@ -39,20 +39,23 @@ kernel void xpi_rmsnorm(global float *out, global float *x, const global float *
   for (int j = lid; j < d; j += XPI_NWG) out[base + j] = x[base + j] * inv * xpi_load(w, wdt, j);
 }
 
-/* rope_forward(q[n,hq,hd], k[n,hk,hd]) in place: optional per-head RMSNorm (norm weights [hd]), then
- * rotate_half RoPE at position pos[i] with angle pos * inv_freq[j] (f32, as transformers). Positions are read
- * from device memory so a recorded step replays at new positions. Grid: n*(hq+hk) groups of 64; the group
- * index is token * (hq+hk) + head, heads >= hq being k heads. */
+/* rope_forward(q[n,hq,hd], k[n,hk,hd]) in place: optional per-head RMSNorm (q_norm / k_norm weights [hd]),
+ * then rotate_half RoPE at position pos[i] with angle pos * inv_freq[j] (f32, as transformers). Positions are
+ * read from device memory so a recorded step replays at new positions. Grid: n*(hq+hk) groups of 64; group
+ * index = token * (hq+hk) + head, heads >= hq being k heads. */
 __attribute__((reqd_work_group_size(XPI_NWG, 1, 1)))
 kernel void xpi_rope(global float *q, global float *k, const global int *pos, int hq, int hk, int hd,
-                     const global float *inv_freq, int has_norm, const global void *qn, const global void *kn,
-                     int ndt, float eps) {
+                     const global float *inv_freq, const global void *qn, int qndt, int has_qn,
+                     const global void *kn, int kndt, int has_kn, float eps) {
   local float red[XPI_NWG];
   int lid = get_local_id(0);
   int g = get_group_id(0);
   int i = g / (hq + hk), h = g % (hq + hk);
-  global float *x = h < hq ? q + ((ulong)i * hq + h) * hd : k + ((ulong)i * hk + (h - hq)) * hd;
-  const global void *nw = h < hq ? qn : kn;
+  int is_q = h < hq;
+  global float *x = is_q ? q + ((ulong)i * hq + h) * hd : k + ((ulong)i * hk + (h - hq)) * hd;
+  const global void *nw = is_q ? qn : kn;
+  int ndt = is_q ? qndt : kndt;
+  int has_norm = is_q ? has_qn : has_kn; /* uniform over the work-group (one head) */
   float inv = 1.0f;
   if (has_norm) {
     float ss = 0.0f;
