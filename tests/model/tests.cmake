@@ -1,2 +1,3 @@
 set_tests_properties(model/test_goldens PROPERTIES FIXTURES_REQUIRED random_models)
 set_tests_properties(model/test_goldens_big PROPERTIES FIXTURES_REQUIRED random_models LABELS "model;slow" TIMEOUT 1800)
+set_tests_properties(model/test_device_map PROPERTIES FIXTURES_REQUIRED random_models)
