@@ -23,7 +23,8 @@ static void help(FILE *f) {
           "  --quiet        no progress bar (also HF_HUB_DISABLE_PROGRESS_BARS=1)\n"
           "\n"
           "Environment: HF_ENDPOINT, HF_TOKEN (or $HF_HOME/token), HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE,\n"
-          "HF_HUB_DISABLE_PROGRESS_BARS, HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT.\n");
+          "HF_HUB_DISABLE_PROGRESS_BARS, HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT (seconds), XPI_HUB_MAX_RETRIES\n"
+          "(default 5), XPI_HUB_RETRY_DELAY_MS (first backoff delay, doubled per retry; default 1000).\n");
 }
 
 typedef struct bar {
