@@ -325,6 +325,7 @@ xpi_status hub_http_head(const hub_client *c, const char *revision, const char *
       url = NULL;
     } else {
       copy_value(m->commit, sizeof m->commit, hdr->commit, strlen(hdr->commit));
+      m->unreachable = is_transient_http(code); /* a Hub outage: cached models still serve */
       s = http_error(c, code, hdr, revision, file, m);
       break;
     }

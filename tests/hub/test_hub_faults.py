@@ -106,6 +106,9 @@ def main():
         state.head_faults = ["stall"]
         rc, out2, err = sb.run(["download", "old/tiny"], HF_HUB_ETAG_TIMEOUT=1)
         check(rc == 0 and out2 == out, "metadata timeout falls back to the cache: %d %s" % (rc, err))
+        state.head_faults = [503] * 4
+        rc, out2, err = sb.run(["download", "old/tiny"])
+        check(rc == 0 and out2 == out and not state.head_faults, "Hub outage (503 x4) falls back to the cache: %s" % err)
         state.head_faults = ["stall"]
         rc, out2, err = sb.run(["download", "org/tiny"], HF_HUB_ETAG_TIMEOUT=1)
         check(rc != 0 and "timed out" in err and "not in the cache" in err, "metadata timeout, no cache: %s" % err)
