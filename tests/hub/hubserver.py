@@ -215,7 +215,9 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "corrupt":
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         start, status = 0, 200
-        rng = self.headers.get("Range")
+        rng = self.headers.get("Range") if fault != "norange" else None  # "norange": answer 200, whole file
+        if fault == "badrange" and rng:  # a 206 that starts somewhere else than asked
+            rng = "bytes=0-"
         if rng:
             a = rng.split("=", 1)[1].split("-", 1)[0]
             start, status = int(a), 206

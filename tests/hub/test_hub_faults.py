@@ -74,6 +74,16 @@ def main():
               "next run fetched only the rest (%s bytes)" % state.bytes_served.get("model.safetensors"))
         sb.cleanup()
 
+        # -- a server that ignores Range (200, whole file) or answers the wrong part: start over, never append
+        for fault in ("norange", "badrange"):
+            sb = fresh()
+            state.faults["model.safetensors"] = ["drop:%d" % CUT]
+            sb.run(["download", "org/tiny"], XPI_HUB_MAX_RETRIES=0)
+            state.faults["model.safetensors"] = [fault]
+            rc, out, err = sb.run(["download", "org/tiny"])
+            check(rc == 0 and good_weights(sb, tiny), "%s after a partial download: %d %s" % (fault, rc, err))
+            sb.cleanup()
+
         # -- 500 then success; a stalled transfer times out and resumes
         sb = fresh()
         state.faults["model.safetensors"] = ["500", "500"]
