@@ -78,6 +78,7 @@ def main():
         # -- first run: everything downloaded, token only sent to the Hub's own host
         rc, out, err = sb.run(["download", "org/tiny", "--quiet"], HF_TOKEN="hf_testtoken")
         check(rc == 0, "first download: rc %d, stderr %s" % (rc, err))
+        check(err == "", "nothing on stderr without a terminal (the library never prints): %r" % err)
         snap = check_layout(sb, tiny, "tiny")
         check(out == snap, "download prints the snapshot folder (%r)" % out)
         resolve = [l for l in state.log if "/resolve/" in l[1]]
