@@ -9,7 +9,7 @@
 
 #include "xpuinfer.h"
 
-/* ---- cache layout: <cache>/models--org--name/{blobs,snapshots,refs,.no_exist}, <cache>/.locks/... */
+/* ---- cache layout (hf_cache.c): <cache>/models--org--name/{blobs,snapshots,refs,.no_exist}, <cache>/.locks/... */
 
 /* malloc'd cache root: HF_HUB_CACHE, else $HF_HOME/hub, HF_HOME defaulting to $XDG_CACHE_HOME/huggingface
  * or ~/.cache/huggingface. NULL with the error set when no home directory is known. */
@@ -41,7 +41,7 @@ void hf_unlock(int fd);
 /* 1 when path names an existing regular file (following symlinks). */
 int hf_is_file(const char *path);
 
-/* ---- HTTP (libcurl) */
+/* ---- HTTP (libcurl; hub_http.c) */
 
 typedef struct hub_client {
   const char *endpoint;      /* e.g. "https://huggingface.co", no trailing '/' */
@@ -75,7 +75,7 @@ void hub_meta_release(hub_meta *m);
  * sent only while the host is the endpoint's. what names the file in messages and progress. */
 xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_path, uint64_t expected,
                         const char *what);
-/* Lowercase hex SHA-256 of a file (OpenSSL libcrypto). */
+/* Lowercase hex SHA-256 of a file (OpenSSL libcrypto; hub_sha256.c). */
 xpi_status hub_sha256_file(const char *path, char hex[65]);
 
 #endif

@@ -81,7 +81,7 @@ class HubState:
         self.head_faults = []   # statuses answered to the next metadata requests (e.g. 503), consumed in order
         self.renames = {}       # old repo id -> new one, answered with a relative 307 as the Hub does
         self.throttle = 0.0     # seconds of sleep per 256 KiB chunk on the CDN
-        self.stall_s = 3.0
+        self.stall_s = 4.0
         self.lock = threading.Lock()
         self.reset_counts()
 
@@ -215,7 +215,9 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "corrupt":
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         start, status = 0, 200
-        rng = self.headers.get("Range")
+        rng = self.headers.get("Range") if fault != "norange" else None  # "norange": answer 200, whole file
+        if fault == "badrange" and rng:  # a 206 that starts somewhere else than asked
+            rng = "bytes=0-"
         if rng:
             a = rng.split("=", 1)[1].split("-", 1)[0]
             start, status = int(a), 206
@@ -334,7 +336,7 @@ class Sandbox:
 
     def env(self, **extra):
         env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-        env.update({"HF_HOME": self.hf_home, "HF_ENDPOINT": self.endpoint, "HF_HUB_DOWNLOAD_TIMEOUT": "1",
+        env.update({"HF_HOME": self.hf_home, "HF_ENDPOINT": self.endpoint, "HF_HUB_DOWNLOAD_TIMEOUT": "2",
                     "HF_HUB_ETAG_TIMEOUT": "5", "XPI_HUB_RETRY_DELAY_MS": "10", "XPI_HUB_MAX_RETRIES": "3"})
         for k, v in extra.items():
             if v is None:

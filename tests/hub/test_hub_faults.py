@@ -74,6 +74,16 @@ def main():
               "next run fetched only the rest (%s bytes)" % state.bytes_served.get("model.safetensors"))
         sb.cleanup()
 
+        # -- a server that ignores Range (200, whole file) or answers the wrong part: start over, never append
+        for fault in ("norange", "badrange"):
+            sb = fresh()
+            state.faults["model.safetensors"] = ["drop:%d" % CUT]
+            sb.run(["download", "org/tiny"], XPI_HUB_MAX_RETRIES=0)
+            state.faults["model.safetensors"] = [fault]
+            rc, out, err = sb.run(["download", "org/tiny"])
+            check(rc == 0 and good_weights(sb, tiny), "%s after a partial download: %d %s" % (fault, rc, err))
+            sb.cleanup()
+
         # -- 500 then success; a stalled transfer times out and resumes
         sb = fresh()
         state.faults["model.safetensors"] = ["500", "500"]
@@ -106,6 +116,9 @@ def main():
         state.head_faults = ["stall"]
         rc, out2, err = sb.run(["download", "old/tiny"], HF_HUB_ETAG_TIMEOUT=1)
         check(rc == 0 and out2 == out, "metadata timeout falls back to the cache: %d %s" % (rc, err))
+        state.head_faults = [503] * 4
+        rc, out2, err = sb.run(["download", "old/tiny"])
+        check(rc == 0 and out2 == out and not state.head_faults, "Hub outage (503 x4) falls back to the cache: %s" % err)
         state.head_faults = ["stall"]
         rc, out2, err = sb.run(["download", "org/tiny"], HF_HUB_ETAG_TIMEOUT=1)
         check(rc != 0 and "timed out" in err and "not in the cache" in err, "metadata timeout, no cache: %s" % err)
