@@ -140,7 +140,15 @@ static void check_model(const cJSON *goldens, const char *name) {
     if (!m) continue;
     int compared = 0, total = 0;
     const cJSON *cs;
+    int n_cases = 0;
     cJSON_ArrayForEach(cs, cJSON_GetObjectItem(mj, "cases")) {
+#if defined(__SANITIZE_ADDRESS__)
+      /* Sanitizer builds (-O0, ~20x slower) check one case per model: the code paths are the same for every
+       * prompt, and the full numeric comparison runs in the normal build. */
+      if (n_cases++ > 0) break;
+#else
+      n_cases++;
+#endif
       compared += check_case(m, name, impls[i], cs->string, cs);
       total += cJSON_GetArraySize(cJSON_GetObjectItem(cs, "greedy_new_ids"));
     }
