@@ -9,7 +9,7 @@ foreach(t ${XPI_XPU_TESTS})
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
       "ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>"
-      "ZESIM_DEVICES=0000:3a:00.0,0000:1a:00.0,0000:9a:00.0"
+      "ZESIM_DEVICES=0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M"
       "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
   else()
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
