@@ -327,7 +327,12 @@ static void test_big_alloc(void) {
     return;
   }
   size_t bytes = (size_t)max + (1u << 20);
+  uint64_t free0 = 0, free1 = 0, free2 = 0;
+  CHECK_OK(xpi_xpu_free_memory(0, &free0));
   unsigned char *p = xpu->ops->alloc(xpu, bytes);
+  CHECK_OK(xpi_xpu_free_memory(0, &free1));
+  CHECK(free0 - free1 >= bytes, "free memory went from %llu to %llu after allocating %zu", (unsigned long long)free0,
+        (unsigned long long)free1, bytes);
   CHECK(p != NULL, "allocation of %zu bytes (max_alloc_size %llu): %s", bytes, (unsigned long long)max,
         xpi_last_error());
   if (!p) return;
@@ -337,6 +342,9 @@ static void test_big_alloc(void) {
   xt_down(xpu, back, p + bytes - sizeof tail, sizeof back);
   CHECK(memcmp(back, tail, sizeof tail) == 0, "data at the end of the relaxed allocation");
   xpu->ops->free(xpu, p);
+  CHECK_OK(xpi_xpu_free_memory(0, &free2));
+  CHECK(free2 == free0, "free memory %llu after freeing, %llu before", (unsigned long long)free2,
+        (unsigned long long)free0);
 }
 
 /* One decode step: embed -> rmsnorm -> q/k/v projections -> rope -> attention -> argmax, with ids and

@@ -11,19 +11,10 @@
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
 
-static xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
-
-#define ZE_CHECK(call, what)                                                                                   \
-  do {                                                                                                       \
-    ze_result_t r_ = (call);                                                                                 \
-    if (r_ != ZE_RESULT_SUCCESS)                                                                             \
-      return xpi_err(r_ == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY ? XPI_ERR_OUT_OF_MEMORY : XPI_ERR_DEVICE,     \
-                     "%s: %s failed (%s)", be->device, what, xpu_ze_result_name(r_));                         \
-  } while (0)
 
 /* ------------------------------------------------------------------ ordering and sync */
 
-static xpi_status sync_imm(xpi_backend *be) {
+xpi_status xpu_sync_imm(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (!im->imm_pending) return XPI_OK;
   ZE_CHECK(im->ze->zeCommandListAppendSignalEvent(im->imm, im->ev), "zeCommandListAppendSignalEvent");
@@ -43,7 +34,7 @@ xpi_status xpu_order_after_queue(xpi_backend *be) {
 
 xpi_status xpu_sync(xpi_backend *be) {
   XPI_TRY(xpu_order_after_queue(be));
-  return sync_imm(be);
+  return xpu_sync_imm(be);
 }
 
 static xpi_status xpu_sync_op(xpi_backend *be) {
@@ -83,90 +74,6 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
     return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %d failed (%s)", be->device, what, (int)kid,
                    xpu_ze_result_name(r));
   if (!im->rec) im->imm_pending = 1;
-  return XPI_OK;
-}
-
-/* ------------------------------------------------------------------ memory */
-
-static void *xpu_alloc(xpi_backend *be, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  const xpi_device_info *info = &im->d->dev->info;
-  size_t sz = bytes ? bytes : 1;
-  ze_relaxed_allocation_limits_exp_desc_t relaxed = {.stype = ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC,
-                                                     .flags = ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE};
-  ze_device_mem_alloc_desc_t md = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
-  if (info->max_alloc_size && sz > info->max_alloc_size) {
-    if (!im->d->relaxed_alloc) {
-      xpi_err(XPI_ERR_OUT_OF_MEMORY,
-              "%s: an allocation of %zu bytes exceeds the device's maximum allocation size of %llu bytes, and its "
-              "driver does not offer relaxed allocation limits (%s)",
-              be->device, bytes, (unsigned long long)info->max_alloc_size, ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
-      return NULL;
-    }
-    md.pNext = &relaxed;
-  }
-  void *p = NULL;
-  ze_result_t r = im->ze->zeMemAllocDevice(im->d->ctx, &md, sz, 64, im->d->dev->device, &p);
-  if (r != ZE_RESULT_SUCCESS || !p) {
-    xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: device allocation of %zu bytes failed (%s)", be->device, bytes,
-            xpu_ze_result_name(r));
-    return NULL;
-  }
-  return p;
-}
-
-static void xpu_free(xpi_backend *be, void *p) {
-  if (!p) return;
-  xpu_impl *im = im_of(be);
-  if (!im->rec) xpu_sync(be); /* memory must not be in use by pending commands; errors surface later */
-  im->ze->zeMemFree(im->d->ctx, p);
-}
-
-static xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: write while capturing a graph", be->device);
-  if (!bytes) return XPI_OK;
-  XPI_TRY(xpu_order_after_queue(be));
-  ZE_CHECK(im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL), "host-to-device copy");
-  ZE_CHECK(im->ze->zeCommandListAppendBarrier(im->imm, NULL, 0, NULL), "zeCommandListAppendBarrier");
-  im->imm_pending = 1;
-  return sync_imm(be); /* the caller may reuse src as soon as we return */
-}
-
-static xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: read while capturing a graph", be->device);
-  if (!bytes) return XPI_OK;
-  XPI_TRY(xpu_order_after_queue(be));
-  ZE_CHECK(im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL), "device-to-host copy");
-  im->imm_pending = 1;
-  return sync_imm(be);
-}
-
-xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {
-  xpu_impl *im = im_of(be);
-  if (im->scratch_bytes < bytes) {
-    size_t want = bytes + bytes / 2;
-    void *p = xpu_alloc(be, want);
-    if (!p) return XPI_ERR_OUT_OF_MEMORY;
-    if (im->scratch) {
-      if (im->rec) { /* a recording may reference the old buffer: keep it until the backend goes */
-        xpu_retired *r = malloc(sizeof *r);
-        if (!r) {
-          im->ze->zeMemFree(im->d->ctx, p);
-          return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device);
-        }
-        r->p = im->scratch;
-        r->next = im->retired;
-        im->retired = r;
-      } else {
-        xpu_free(be, im->scratch);
-      }
-    }
-    im->scratch = p;
-    im->scratch_bytes = want;
-  }
-  *out = im->scratch;
   return XPI_OK;
 }
 
@@ -285,7 +192,7 @@ static xpi_status xpu_replay(xpi_backend *be, void *graph) {
   xpu_impl *im = im_of(be);
   if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
   ze_command_list_handle_t list = graph;
-  XPI_TRY(sync_imm(be)); /* inputs written through the immediate list must have landed */
+  XPI_TRY(xpu_sync_imm(be)); /* inputs written through the immediate list must have landed */
   ZE_CHECK(im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL), "zeCommandQueueExecuteCommandLists");
   im->queue_pending = 1;
   return XPI_OK;
@@ -308,13 +215,14 @@ static void xpu_destroy(xpi_backend *be) {
     if (im->rec) ze->zeCommandListDestroy(im->rec);
     im->rec = NULL;
     if (im->imm) xpu_sync(be);
-    if (im->scratch) ze->zeMemFree(im->d->ctx, im->scratch);
+    xpu_free(be, im->scratch);
     while (im->retired) {
       xpu_retired *r = im->retired;
       im->retired = r->next;
-      ze->zeMemFree(im->d->ctx, r->p);
+      xpu_free(be, r->p);
       free(r);
     }
+    xpu_usage_release(im);
     if (im->ev) ze->zeEventDestroy(im->ev);
     if (im->evpool) ze->zeEventPoolDestroy(im->evpool);
     if (im->imm) ze->zeCommandListDestroy(im->imm);
@@ -416,16 +324,4 @@ xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **o
 const char *xpi_xpu_tier(const xpi_backend *be) {
   const xpu_device *d = im_of(be)->d;
   return d->dpas ? "tuned+dpas" : d->tuned ? "tuned" : "portable";
-}
-
-xpi_status xpi_xpu_free_memory(int index, uint64_t *bytes) {
-  const xpi_ze_device *devs = NULL;
-  size_t n = 0;
-  *bytes = 0;
-  XPI_TRY(xpi_ze_devices(&devs, &n));
-  if (index < 0 || (size_t)index >= n) return xpi_err(XPI_ERR_DEVICE, "xpu:%d does not exist", index);
-  /* Level Zero 1.4 reports total memory only (usage needs sysman); what this process allocated is not
-   * subtracted, so the figure is the device's capacity. */
-  *bytes = devs[index].info.total_memory;
-  return XPI_OK;
 }

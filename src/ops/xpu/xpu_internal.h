@@ -56,10 +56,22 @@ typedef struct xpu_impl {
   ze_event_pool_handle_t evpool;
   ze_event_handle_t ev;                  /* host wait for the immediate list */
   int imm_pending, queue_pending;        /* unsynchronized work on either path */
+  struct xpu_usage *usage;               /* live allocations (xpu_memory.c) */
   void *scratch;                         /* eager attention scores */
   size_t scratch_bytes;
   xpu_retired *retired;
 } xpu_impl;
+
+static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
+
+/* Returns from the calling function with a Level Zero failure as an xpi_status (be in scope). */
+#define ZE_CHECK(call, what)                                                                                   \
+  do {                                                                                                       \
+    ze_result_t r_ = (call);                                                                                 \
+    if (r_ != ZE_RESULT_SUCCESS)                                                                             \
+      return xpi_err(r_ == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY ? XPI_ERR_OUT_OF_MEMORY : XPI_ERR_DEVICE,     \
+                     "%s: %s failed (%s)", be->device, what, xpu_ze_result_name(r_));                         \
+  } while (0)
 
 /* A kernel argument: size and address of the value (pointers by address of the pointer). */
 typedef struct xpu_arg {
@@ -77,6 +89,16 @@ xpi_status xpu_order_after_queue(xpi_backend *be);
 /* Device memory of at least bytes for temporary results (grows; old buffers kept while recording). */
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
 xpi_status xpu_sync(xpi_backend *be);
+xpi_status xpu_sync_imm(xpi_backend *be);
+
+/* Memory (xpu_memory.c): device allocations, counted per device so that device maps can split by free
+ * memory; copies. */
+void *xpu_alloc(xpi_backend *be, size_t bytes);
+void xpu_free(xpi_backend *be, void *p);
+xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes);
+xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes);
+/* Frees whatever the backend still holds (at destroy) and its bookkeeping. */
+void xpu_usage_release(xpu_impl *im);
 const char *xpu_ze_result_name(ze_result_t r);
 
 struct xpi_kv {
