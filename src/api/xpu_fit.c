@@ -64,7 +64,7 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
         hi = l;
       }
     char what[96];
-    snprintf(what, sizeof what, "the model's weights for layers %d-%d of %d", lo, hi, nl);
+    snprintf(what, sizeof what, "the weights for layers %d-%d of %d", lo, hi, nl);
     XPI_TRY(xpi_xpu_check_fit(idx, t.need[i], what));
   }
   return XPI_OK;

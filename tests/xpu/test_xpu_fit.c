@@ -26,7 +26,7 @@ int main(void) {
   xpi_model_options_default(&o);
   o.device = "xpu:0";
   xpi_model *m = NULL;
-  CHECK_ERR(xpi_model_load(dir, &o, &m), XPI_ERR_OUT_OF_MEMORY, "does not fit on xpu:0");
+  CHECK_ERR(xpi_model_load(dir, &o, &m), XPI_ERR_OUT_OF_MEMORY, "does not fit on xpu:0: the weights for layers 0-3 of 4 need 8.0 MiB");
   printf("message: %s\n", xpi_last_error());
   CHECK(m == NULL, "no model on failure");
   CHECK_OK(xpi_xpu_free_memory(0, &after));

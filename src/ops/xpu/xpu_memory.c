@@ -111,9 +111,9 @@ xpi_status xpi_xpu_check_fit(int index, uint64_t need, const char *what) {
   XPI_TRY(xpi_xpu_free_memory(index, &avail));
   if (need > avail)
     return xpi_err(XPI_ERR_OUT_OF_MEMORY,
-                   "%s does not fit on xpu:%d: it needs %.1f MiB, the device has %.1f MiB free; use a smaller dtype "
-                   "(--dtype bf16), a device map over more XPUs (--device-map auto), or the CPU",
-                   what, index, (double)need / 1048576.0, (double)avail / 1048576.0);
+                   "the model does not fit on xpu:%d: %s need %.1f MiB, the device has %.1f MiB free; use a smaller "
+                   "dtype (--dtype bf16), a device map over more XPUs (--device-map auto), or the CPU",
+                   index, what, (double)need / 1048576.0, (double)avail / 1048576.0);
   return XPI_OK;
 }
 
