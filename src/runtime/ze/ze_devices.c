@@ -163,6 +163,7 @@ static void discover(void) {
         e->d.api_version = ver;
         e->order = n;
         xpi_ze_fill_info(ze, drivers[di], devs[i], &e->d.info, &e->pci_known, e->pci);
+        e->d.relaxed_alloc = driver_has_ext(ze, drivers[di], ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
         n++;
       }
     }
@@ -173,7 +174,7 @@ static void discover(void) {
   for (size_t i = 0; i < n; i++) {
     g_devs[i] = all[i].d;
     g_devs[i].info.index = (int)i;
-    snprintf(g_devs[i].info.id, sizeof g_devs[i].info.id, "xpu:%zu", i);
+    snprintf(g_devs[i].info.id, sizeof g_devs[i].info.id, "xpu:%u", (unsigned)i);
   }
   g_n = n;
   snprintf(g_summary, sizeof g_summary, "Level Zero: %u driver%s, %zu GPU device%s%s%s%s", nd, nd == 1 ? "" : "s", n,
