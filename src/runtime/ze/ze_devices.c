@@ -18,6 +18,7 @@
 static xpi_ze_device g_devs[XPI_ZE_MAX_DEVICES];
 static size_t g_n;
 static char g_summary[1024];
+static int g_wrapped;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* Intel's dot-product module properties (compute-runtime's ze_intel_gpu.h, driver 24.05+; not in the spec
@@ -145,6 +146,8 @@ static void discover(void) {
     snprintf(g_summary, sizeof g_summary, "Level Zero driver enumeration failed (out of memory or zeDriverGet)");
     return;
   }
+  const char *icpt = getenv("ZE_ENABLE_LOADER_INTERCEPT");
+  g_wrapped = nd > 1 || (icpt && atoi(icpt) != 0);
   size_t n = 0;
   for (uint32_t di = 0; di < nd; di++) {
     ze_api_version_t ver = ZE_API_VERSION_1_0;
@@ -194,6 +197,11 @@ xpi_status xpi_ze_devices(const xpi_ze_device **devs, size_t *n) {
 const char *xpi_ze_devices_summary(void) {
   pthread_once(&g_once, discover);
   return g_summary;
+}
+
+int xpi_ze_handles_wrapped(void) {
+  pthread_once(&g_once, discover);
+  return g_wrapped;
 }
 
 xpi_status xpi_ze_parse_device(const char *name, int *index) {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/status.h"
+#include "runtime/ze/ze_discovery.h"
 #include "runtime/ze/ze_loader.h"
 
 xpi_status xpi_ze_alloc_device(ze_context_handle_t ctx, const xpi_ze_device *dev, size_t size, size_t align, void **out) {
@@ -45,7 +46,8 @@ xpi_status xpi_ze_module_from_spirv(ze_context_handle_t ctx, const xpi_ze_device
                            .pInputModule = spirv,
                            .pBuildFlags = flags ? flags : ""};
   ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = ze->zeModuleCreate(ctx, dev->device, &desc, out, &log);
+  int wrapped = xpi_ze_handles_wrapped();
+  ze_result_t r = ze->zeModuleCreate(ctx, dev->device, &desc, out, wrapped ? NULL : &log);
   if (r == ZE_RESULT_SUCCESS) {
     if (log) ze->zeModuleBuildLogDestroy(log);
     return XPI_OK;
@@ -57,7 +59,10 @@ xpi_status xpi_ze_module_from_spirv(ze_context_handle_t ctx, const xpi_ze_device
     if (ze->zeModuleBuildLogGetString(log, &n, text) != ZE_RESULT_SUCCESS) text[0] = 0;
   if (log) ze->zeModuleBuildLogDestroy(log);
   xpi_status s = xpi_err(XPI_ERR_DEVICE, "%s (%s): building SPIR-V module %s failed (0x%x): %s", dev->info.id,
-                         dev->info.name, name ? name : "?", (unsigned)r, text && *text ? text : "no build log");
+                         dev->info.name, name ? name : "?", (unsigned)r, text && *text ? text
+                         : wrapped ? "no build log (the Level Zero loader cannot return it with several drivers or "
+                                     "ZE_ENABLE_LOADER_INTERCEPT=1; retry with one driver)"
+                                   : "no build log");
   free(text);
   return s;
 }
