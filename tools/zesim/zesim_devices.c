@@ -110,8 +110,13 @@ static int parse_card(char *s, card *c) {
   return 0;
 }
 
+/* A second zesim build may read another variable, so that tests can load two zesim drivers at once. */
+#ifndef ZESIM_DEVICES_ENV
+#define ZESIM_DEVICES_ENV "ZESIM_DEVICES"
+#endif
+
 static int parse_devices(card *cards, uint32_t *n) {
-  const char *env = getenv("ZESIM_DEVICES");
+  const char *env = getenv(ZESIM_DEVICES_ENV);
   if (!env || !*env) env = "0000:03:00.0";
   char *copy = strdup(env);
   if (!copy) return -1;
@@ -121,14 +126,14 @@ static int parse_devices(card *cards, uint32_t *n) {
   for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     while (isspace((unsigned char)*tok)) tok++;
     if (*n == ZS_MAX_DEVICES) {
-      zs_config_error("ZESIM_DEVICES lists more than %d devices", ZS_MAX_DEVICES);
+      zs_config_error(ZESIM_DEVICES_ENV " lists more than %d devices", ZS_MAX_DEVICES);
       rc = -1;
       break;
     }
     char entry[256];
     snprintf(entry, sizeof entry, "%s", tok);
     if (parse_card(tok, &cards[*n])) {
-      zs_config_error("ZESIM_DEVICES entry '%s' is not DDDD:BB:DD.F[=SIZE][/integrated][/tiles=N][/maxalloc=SIZE]",
+      zs_config_error(ZESIM_DEVICES_ENV " entry '%s' is not DDDD:BB:DD.F[=SIZE][/integrated][/tiles=N][/maxalloc=SIZE]",
                       entry);
       rc = -1;
       break;
