@@ -113,7 +113,15 @@ xpi_status xpi_st_open_dir(const char *dir, xpi_safetensors **out) {
   } else if (xpi_file_exists(index)) {
     s = open_index(dir, index, st);
   } else {
-    s = xpi_err(XPI_ERR_NOT_FOUND, "%s: no %s or %s in this folder", dir, ST_SINGLE_NAME, ST_INDEX_NAME);
+    /* Say why when the weights are there in PyTorch's pickle format (which we do not read: it can run code). */
+    char *pt = xpi_path_join(dir, "pytorch_model.bin"), *pti = xpi_path_join(dir, "pytorch_model.bin.index.json");
+    if (pt && pti && (xpi_file_exists(pt) || xpi_file_exists(pti)))
+      s = xpi_err(XPI_ERR_UNSUPPORTED, "%s: only safetensors weights are supported, this folder has %s", dir,
+                  xpi_file_exists(pt) ? "pytorch_model.bin" : "pytorch_model.bin.index.json");
+    else
+      s = xpi_err(XPI_ERR_NOT_FOUND, "%s: no %s or %s in this folder", dir, ST_SINGLE_NAME, ST_INDEX_NAME);
+    free(pt);
+    free(pti);
   }
   free(single);
   free(index);

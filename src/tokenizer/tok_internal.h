@@ -158,6 +158,7 @@ struct xpi_tokenizer {
   char *config_path;
   int chat_family;             /* TOK_CHAT_* from the chat template's fingerprint */
   char *vocab_arena;           /* the vocabulary's token strings */
+  int dec_byte_fallback;       /* decoder has ByteFallback */
   int strip_stop;              /* decoder has Strip with stop > 0 (streaming cannot anchor) */
 };
 

@@ -387,10 +387,11 @@ static void tok_destroy(xpi_tokenizer *t) {
   free(t);
 }
 
-static int dec_has_strip_stop(const tok_dec *d) {
-  if (d->type == DEC_STRIP && d->stop > 0) return 1;
+/* Whether the decoder chain has a component of this type (Strip: one that strips at the end). */
+static int dec_has(const tok_dec *d, int type) {
+  if (d->type == type && (type != DEC_STRIP || d->stop > 0)) return 1;
   for (size_t i = 0; i < d->n_kids; i++)
-    if (dec_has_strip_stop(&d->kids[i])) return 1;
+    if (dec_has(&d->kids[i], type)) return 1;
   return 0;
 }
 
@@ -413,7 +414,8 @@ static xpi_status load_components(xpi_tokenizer *t, const cJSON *root) {
     snprintf(what, sizeof what, "%s: decoder", t->path);
     if (!(t->dec = calloc(1, sizeof *t->dec))) return oom();
     XPI_TRY(tok_dec_parse(d, what, t->dec));
-    t->strip_stop = dec_has_strip_stop(t->dec);
+    t->strip_stop = dec_has(t->dec, DEC_STRIP);
+    t->dec_byte_fallback = dec_has(t->dec, DEC_BYTEFALLBACK);
   }
   const cJSON *pp = cJSON_GetObjectItemCaseSensitive(root, "post_processor");
   if (pp && !cJSON_IsNull(pp)) {

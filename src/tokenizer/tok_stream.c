@@ -2,7 +2,8 @@
  * context-free (decodes alone to clean UTF-8, not a byte token, not skipped): decoders only treat the first
  * token of a window specially (Strip, Metaspace) and byte runs never cross such a token, so
  *   decode(all) = emitted-before-window + decode(window) - decode(anchor alone).
- * Trailing U+FFFD is held back until the next token tells whether it completes a character. */
+ * Trailing U+FFFD is held back until the next token tells whether it completes a character, and a run of
+ * byte-fallback tokens until it ends (the whole run turns into U+FFFDs if it is not valid UTF-8). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,6 +82,17 @@ xpi_status xpi_detok_stream_push(xpi_detok_stream *s, int32_t id, const char **p
   *piece_len = 0;
   XPI_TRY(tok_check_ids(s->tok, &id, 1));
   XPI_TRY(tok_ids_add(&s->win, id));
+  if (s->tok->dec_byte_fallback) {
+    /* a run of <0xNN> tokens decodes as a whole (valid UTF-8, or U+FFFD for every byte): wait for its end */
+    size_t l;
+    const char *p = tok_id_text(s->tok, id, &l);
+    if (l == 6 && !memcmp(p, "<0x", 3) && p[5] == '>' && !(s->skip_special && s->tok->id_special[id])) {
+      s->piece.len = 0;
+      XPI_TRY(tok_buf_put(&s->piece, "", 0));
+      *piece = s->piece.p;
+      return XPI_OK;
+    }
+  }
   s->text.len = 0;
   XPI_TRY(tok_decode(s->tok, s->win.v, s->win.n, s->skip_special, &s->text));
   size_t hold = trailing_fffd(&s->text);
@@ -106,6 +118,8 @@ xpi_status xpi_detok_stream_push(xpi_detok_stream *s, int32_t id, const char **p
 xpi_status xpi_detok_stream_flush(xpi_detok_stream *s, const char **piece, size_t *piece_len) {
   if (!s || !piece || !piece_len)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_detok_stream_flush: s, piece and piece_len must not be NULL");
+  s->text.len = 0;
+  XPI_TRY(tok_decode(s->tok, s->win.v, s->win.n, s->skip_special, &s->text));
   XPI_TRY(emit(s, s->text.len, piece, piece_len));
   s->win.n = 0;
   s->emitted = 0;

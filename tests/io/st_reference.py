@@ -5,6 +5,9 @@ Prints one line per tensor, sorted by name:
 dims is "d0,d1,.." ("-" for a scalar); checksum = sum(byte[i] * (i % 65521 + 1)) mod 2**64 over the raw bytes;
 first/mid/last are the elements at 0, n//2, n-1 converted to float32 and printed with 9 significant digits
 ("-" for an empty tensor). Used by test_safetensors.c.
+
+With --verdicts FILE..., prints "ACCEPT FILE" or "REJECT FILE" per file instead: whether the library accepts it
+(test_bad_safetensors.c checks that the files it rejects as malformed are malformed for the reference too).
 """
 import sys
 
@@ -44,5 +47,18 @@ def main(path):
         print(name, t["dtype"], dims, checksum(raw), picks)
 
 
+def verdicts(paths):
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                deserialize(f.read())
+            print("ACCEPT", path)
+        except Exception:  # the library raises SafetensorError, and also other errors for some malformed input
+            print("REJECT", path)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--verdicts":
+        verdicts(sys.argv[2:])
+    else:
+        main(sys.argv[1])

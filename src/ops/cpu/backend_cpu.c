@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "core/threadpool.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant_weight.h"
 #include "ops/half.h"
 #include "ops/ops.h"
 
@@ -102,8 +103,8 @@ static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
                                     int64_t rows, int64_t cols, xpi_dtype want) {
   (void)be;
   memset(w, 0, sizeof *w);
-  if (want == XPI_DT_Q8 || want == XPI_DT_Q4)
-    return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: %s weight quantization is not implemented yet", xpi_dtype_name(want));
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* perf: block quantization at load (quant.h, quant_weight.c) */
+    return xpi_cpu_quantize_weight(impl_of(be)->pool, w, src, src_dtype, rows, cols, want);
   if (!is_float_dtype(src_dtype) || !is_float_dtype(want))
     return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: weights of dtype %s -> %s are not supported",
                    xpi_dtype_name(src_dtype), xpi_dtype_name(want));

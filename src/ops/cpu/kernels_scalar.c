@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant.h" /* q8/q4 reference matmuls (perf) */
 #include "ops/half.h"
 
 static float dot_f32(const float *a, const float *b, int64_t n) {
@@ -125,7 +126,8 @@ static void swiglu(float *out, const float *gate, const float *up, int64_t n) {
 
 static const xpi_cpu_kernels k_scalar = {
   .isa = "scalar",
-  .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16},
+  .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16,
+         [XPI_DT_Q8] = xpi_mm_q8_scalar, [XPI_DT_Q4] = xpi_mm_q4_scalar},
   .dot = dot_f32,
   .axpy = axpy_f32,
   .scale = scale_f32,
