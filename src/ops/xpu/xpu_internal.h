@@ -34,7 +34,6 @@ typedef struct xpu_device {
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
   int dpas;              /* DPAS GEMM usable */
-  int relaxed_alloc;     /* driver supports ZE_experimental_relaxed_allocation_limits */
   pthread_mutex_t lock;
 } xpu_device;
 

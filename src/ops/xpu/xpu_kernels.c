@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "ops/xpu/xpu_internal.h"
 #include "ops/xpu/xpu_spirv.h"
+#include "runtime/ze/ze_memory.h"
 
 static const struct {
   const char *name;
@@ -50,50 +51,10 @@ const char *xpu_ze_result_name(ze_result_t r) {
   }
 }
 
-/* Builds a module; on failure returns the driver's build log in the error message. */
-static xpi_status build_module(xpu_device *d, const unsigned char *spv, size_t size, const char *tier,
-                               ze_module_handle_t *out) {
-  const xpi_ze_api *ze = d->ze;
-  ze_module_desc_t md = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC, .format = ZE_MODULE_FORMAT_IL_SPIRV,
-                         .inputSize = size, .pInputModule = spv, .pBuildFlags = ""};
-  ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = ze->zeModuleCreate(d->ctx, d->dev->device, &md, out, &log);
-  if (r == ZE_RESULT_SUCCESS) {
-    if (log) ze->zeModuleBuildLogDestroy(log);
-    return XPI_OK;
-  }
-  char text[1024] = "";
-  size_t len = sizeof text;
-  if (log) {
-    size_t need = 0;
-    if (ze->zeModuleBuildLogGetString(log, &need, NULL) == ZE_RESULT_SUCCESS && need <= sizeof text)
-      ze->zeModuleBuildLogGetString(log, &len, text);
-    ze->zeModuleBuildLogDestroy(log);
-  }
-  *out = NULL;
-  return xpi_err(XPI_ERR_DEVICE, "xpu:%d: building the %s SPIR-V module failed (%s)%s%s", d->index, tier,
-                 xpu_ze_result_name(r), text[0] ? ": " : "", text);
-}
-
 static int has_subgroup16(const xpi_device_info *info) {
   for (uint32_t i = 0; i < info->n_subgroup_sizes && i < 8; i++)
     if (info->subgroup_sizes[i] == 16) return 1;
   return 0;
-}
-
-static int driver_has_ext(const xpi_ze_api *ze, ze_driver_handle_t drv, const char *name) {
-  uint32_t n = 0;
-  if (!ze->zeDriverGetExtensionProperties || ze->zeDriverGetExtensionProperties(drv, &n, NULL) != ZE_RESULT_SUCCESS ||
-      n == 0)
-    return 0;
-  ze_driver_extension_properties_t *p = calloc(n, sizeof *p);
-  if (!p) return 0;
-  int found = 0;
-  if (ze->zeDriverGetExtensionProperties(drv, &n, p) == ZE_RESULT_SUCCESS)
-    for (uint32_t i = 0; i < n; i++)
-      if (strncmp(p[i].name, name, sizeof p[i].name) == 0) found = 1;
-  free(p);
-  return found;
 }
 
 static void device_destroy(xpu_device *d) {
@@ -144,8 +105,8 @@ static xpi_status device_create(int index, xpu_device **out) {
     device_destroy(d);
     return xpi_err(XPI_ERR_DEVICE, "xpu:%d: zeContextCreate failed (%s)", index, xpu_ze_result_name(r));
   }
-  d->relaxed_alloc = driver_has_ext(ze, d->dev->driver, ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
-  xpi_status s = build_module(d, xpi_spv_portable, xpi_spv_portable_size, "portable", &d->mod_portable);
+  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, "portable", xpi_spv_portable, xpi_spv_portable_size, NULL,
+                                          &d->mod_portable);
   if (s == XPI_OK) s = create_kernels(d, d->mod_portable, 0);
   if (s != XPI_OK) {
     device_destroy(d);
@@ -155,7 +116,8 @@ static xpi_status device_create(int index, xpu_device **out) {
   if (has_subgroup16(&d->dev->info) && !(tier && strcmp(tier, "portable") == 0)) {
     d->dpas = d->dev->info.has_dpas;
     /* The tuned tier is an optimization: where it does not build, the portable kernels serve. */
-    if (build_module(d, xpi_spv_tuned, xpi_spv_tuned_size, "tuned", &d->mod_tuned) == XPI_OK &&
+    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, NULL, &d->mod_tuned) ==
+            XPI_OK &&
         create_kernels(d, d->mod_tuned, 1) == XPI_OK) {
       d->tuned = 1;
     } else {

@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
+#include "runtime/ze/ze_memory.h"
 
 #define XPU_MAX_DEV 64
 static uint64_t g_used[XPU_MAX_DEV]; /* bytes allocated on xpu:N by every backend of the process */
@@ -120,28 +121,9 @@ xpi_status xpi_xpu_check_fit(int index, uint64_t need, const char *what) {
 
 void *xpu_alloc(xpi_backend *be, size_t bytes) {
   xpu_impl *im = im_of(be);
-  const xpi_device_info *info = &im->d->dev->info;
   size_t sz = bytes ? bytes : 1;
-  ze_relaxed_allocation_limits_exp_desc_t relaxed = {.stype = ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC,
-                                                     .flags = ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE};
-  ze_device_mem_alloc_desc_t md = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
-  if (info->max_alloc_size && sz > info->max_alloc_size) {
-    if (!im->d->relaxed_alloc) {
-      xpi_err(XPI_ERR_OUT_OF_MEMORY,
-              "%s: an allocation of %zu bytes exceeds the device's maximum allocation size of %llu bytes, and its "
-              "driver does not offer relaxed allocation limits (%s)",
-              be->device, bytes, (unsigned long long)info->max_alloc_size, ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
-      return NULL;
-    }
-    md.pNext = &relaxed;
-  }
-  void *p = NULL;
-  ze_result_t r = im->ze->zeMemAllocDevice(im->d->ctx, &md, sz, 64, im->d->dev->device, &p);
-  if (r != ZE_RESULT_SUCCESS || !p) {
-    xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: device allocation of %zu bytes failed (%s)", be->device, bytes,
-            xpu_ze_result_name(r));
-    return NULL;
-  }
+  void *p = NULL; /* relaxed limits above max_alloc_size where the driver allows, else a clear error */
+  if (xpi_ze_alloc_device(im->d->ctx, im->d->dev, sz, 64, &p) != XPI_OK) return NULL;
   if (!im->usage) im->usage = calloc(1, sizeof *im->usage);
   if (!im->usage || !usage_put(im->usage, p, sz)) {
     im->ze->zeMemFree(im->d->ctx, p);
