@@ -14,7 +14,7 @@
 
 /* ------------------------------------------------------------------ ordering and sync */
 
-xpi_status xpu_sync_imm(xpi_backend *be) {
+static xpi_status sync_imm_locked(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (!im->imm_pending) return XPI_OK;
   ZE_CHECK(im->ze->zeCommandListAppendSignalEvent(im->imm, im->ev), "zeCommandListAppendSignalEvent");
@@ -24,7 +24,15 @@ xpi_status xpu_sync_imm(xpi_backend *be) {
   return XPI_OK;
 }
 
-xpi_status xpu_order_after_queue(xpi_backend *be) {
+xpi_status xpu_sync_imm(xpi_backend *be) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = sync_imm_locked(be);
+  pthread_mutex_unlock(&im->lock);
+  return s;
+}
+
+static xpi_status order_after_queue_locked(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (!im->queue_pending) return XPI_OK;
   ZE_CHECK(im->ze->zeCommandQueueSynchronize(im->queue, UINT64_MAX), "waiting for the replayed graph");
@@ -32,13 +40,25 @@ xpi_status xpu_order_after_queue(xpi_backend *be) {
   return XPI_OK;
 }
 
+xpi_status xpu_order_after_queue(xpi_backend *be) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = order_after_queue_locked(be);
+  pthread_mutex_unlock(&im->lock);
+  return s;
+}
+
 xpi_status xpu_sync(xpi_backend *be) {
-  XPI_TRY(xpu_order_after_queue(be));
-  return xpu_sync_imm(be);
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = order_after_queue_locked(be);
+  if (s == XPI_OK) s = sync_imm_locked(be);
+  pthread_mutex_unlock(&im->lock);
+  return s;
 }
 
 static xpi_status xpu_sync_op(xpi_backend *be) {
-  if (im_of(be)->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: sync while capturing a graph", be->device);
+  if (xpu_my_rec(im_of(be))) return xpi_err(XPI_ERR_INTERNAL, "%s: sync while capturing a graph", be->device);
   return xpu_sync(be);
 }
 
@@ -49,8 +69,16 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
   ze_kernel_handle_t k = d->k[kid];
   if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %d not available", be->device, (int)kid);
   if (gx == 0 || gy == 0 || gz == 0) return XPI_OK; /* empty op */
-  if (!im->rec) XPI_TRY(xpu_order_after_queue(be));
-  ze_command_list_handle_t list = im->rec ? im->rec : im->imm;
+  ze_command_list_handle_t rec = xpu_my_rec(im);
+  pthread_mutex_lock(&im->lock);
+  if (!rec) {
+    xpi_status s = order_after_queue_locked(be);
+    if (s != XPI_OK) {
+      pthread_mutex_unlock(&im->lock);
+      return s;
+    }
+  }
+  ze_command_list_handle_t list = rec ? rec : im->imm;
   const xpi_ze_api *ze = im->ze;
   ze_result_t r = ZE_RESULT_SUCCESS;
   const char *what = "zeKernelSetGroupSize";
@@ -70,10 +98,11 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
     what = "zeCommandListAppendBarrier";
     r = ze->zeCommandListAppendBarrier(list, NULL, 0, NULL);
   }
+  if (r == ZE_RESULT_SUCCESS && !rec) im->imm_pending = 1;
+  pthread_mutex_unlock(&im->lock);
   if (r != ZE_RESULT_SUCCESS)
     return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %d failed (%s)", be->device, what, (int)kid,
                    xpu_ze_result_name(r));
-  if (!im->rec) im->imm_pending = 1;
   return XPI_OK;
 }
 
@@ -87,7 +116,7 @@ static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
   if (!is_float(src_dtype) || !is_float(want))
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: weights of dtype %s -> %s are not supported (f32, f16, bf16)", be->device,
                    xpi_dtype_name(src_dtype), xpi_dtype_name(want));
-  if (im_of(be)->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: weight upload while capturing a graph", be->device);
+  if (xpu_my_rec(im_of(be))) return xpi_err(XPI_ERR_INTERNAL, "%s: weight upload while capturing a graph", be->device);
   if (rows <= 0 || cols <= 0 || rows > INT64_MAX / cols || rows * cols > (int64_t)(SIZE_MAX / 4))
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: bad weight shape [%lld, %lld]", be->device, (long long)rows,
                    (long long)cols);
@@ -167,18 +196,31 @@ static void xpu_kv_free(xpi_backend *be, xpi_kv *kv) {
 
 static xpi_status xpu_capture_begin(xpi_backend *be) {
   xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_begin while already capturing", be->device);
-  ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, .commandQueueGroupOrdinal = 0};
-  ZE_CHECK(im->ze->zeCommandListCreate(im->d->ctx, im->d->dev->device, &ld, &im->rec), "zeCommandListCreate");
+  if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_begin while already capturing", be->device);
+  pthread_mutex_lock(&im->cap_lock); /* one recording at a time; other threads' ops go on meanwhile */
+  ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, .commandQueueGroupOrdinal = im->ordinal};
+  ze_command_list_handle_t list = NULL;
+  ze_result_t r = im->ze->zeCommandListCreate(im->d->ctx, im->d->dev->device, &ld, &list);
+  if (r != ZE_RESULT_SUCCESS) {
+    pthread_mutex_unlock(&im->cap_lock);
+    return xpi_err(XPI_ERR_DEVICE, "%s: zeCommandListCreate failed (%s)", be->device, xpu_ze_result_name(r));
+  }
+  pthread_mutex_lock(&im->lock);
+  im->rec_owner = pthread_self();
+  im->rec = list;
+  pthread_mutex_unlock(&im->lock);
   return XPI_OK;
 }
 
 static xpi_status xpu_capture_end(xpi_backend *be, void **graph) {
   xpu_impl *im = im_of(be);
   *graph = NULL;
-  if (!im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_end without capture_begin", be->device);
-  ze_command_list_handle_t list = im->rec;
+  ze_command_list_handle_t list = xpu_my_rec(im);
+  if (!list) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_end without capture_begin", be->device);
+  pthread_mutex_lock(&im->lock);
   im->rec = NULL;
+  pthread_mutex_unlock(&im->lock);
+  pthread_mutex_unlock(&im->cap_lock);
   ze_result_t r = im->ze->zeCommandListClose(list);
   if (r != ZE_RESULT_SUCCESS) {
     im->ze->zeCommandListDestroy(list);
@@ -190,12 +232,17 @@ static xpi_status xpu_capture_end(xpi_backend *be, void **graph) {
 
 static xpi_status xpu_replay(xpi_backend *be, void *graph) {
   xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
+  if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
   ze_command_list_handle_t list = graph;
-  XPI_TRY(xpu_sync_imm(be)); /* inputs written through the immediate list must have landed */
-  ZE_CHECK(im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL), "zeCommandQueueExecuteCommandLists");
-  im->queue_pending = 1;
-  return XPI_OK;
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = sync_imm_locked(be); /* inputs written through the immediate list must have landed */
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (s == XPI_OK) r = im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL);
+  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) im->queue_pending = 1;
+  pthread_mutex_unlock(&im->lock);
+  if (s == XPI_OK && r != ZE_RESULT_SUCCESS)
+    s = xpi_err(XPI_ERR_DEVICE, "%s: zeCommandQueueExecuteCommandLists failed (%s)", be->device, xpu_ze_result_name(r));
+  return s;
 }
 
 static void xpu_graph_free(xpi_backend *be, void *graph) {
@@ -212,7 +259,7 @@ static void xpu_destroy(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (im) {
     const xpi_ze_api *ze = im->ze;
-    if (im->rec) ze->zeCommandListDestroy(im->rec);
+    if (im->rec) ze->zeCommandListDestroy(im->rec); /* destroyed mid-recording: the owner's error path */
     im->rec = NULL;
     if (im->imm) xpu_sync(be);
     xpu_free(be, im->scratch);
@@ -228,6 +275,8 @@ static void xpu_destroy(xpi_backend *be) {
     if (im->imm) ze->zeCommandListDestroy(im->imm);
     if (im->queue) ze->zeCommandQueueDestroy(im->queue);
     xpu_device_release(im->d);
+    pthread_mutex_destroy(&im->lock);
+    pthread_mutex_destroy(&im->cap_lock);
     free(im);
   }
   free(be);
@@ -275,6 +324,7 @@ static xpi_status xpu_init(xpi_backend *be, xpu_impl *im) {
   const xpi_ze_api *ze = im->ze;
   ze_device_handle_t dev = im->d->dev->device;
   uint32_t ord = compute_ordinal(ze, dev);
+  im->ordinal = ord;
   ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, .ordinal = ord,
                                 .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
                                 .priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
@@ -300,12 +350,20 @@ xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **o
     free(im);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "xpu:%d: out of host memory", index);
   }
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&im->lock, &ma);
+  pthread_mutexattr_destroy(&ma);
+  pthread_mutex_init(&im->cap_lock, NULL);
   be->ops = &k_xpu_ops;
   be->impl = im;
   be->use_kernels = cfg ? cfg->use_kernels : 1;
   snprintf(be->device, sizeof be->device, "xpu:%d", index);
   xpi_status s = xpu_device_acquire(index, &im->d);
   if (s != XPI_OK) {
+    pthread_mutex_destroy(&im->lock);
+    pthread_mutex_destroy(&im->cap_lock);
     free(im);
     be->impl = NULL;
     free(be);

@@ -50,8 +50,12 @@ typedef struct xpu_impl {
   xpu_device *d;
   const xpi_ze_api *ze;
   ze_command_queue_handle_t queue;       /* runs recorded graphs */
+  uint32_t ordinal;                      /* compute queue group */
   ze_command_list_handle_t imm;          /* immediate list: ordinary ops, copies */
-  ze_command_list_handle_t rec;          /* regular list being recorded, or NULL */
+  ze_command_list_handle_t rec;          /* regular list being recorded by rec_owner, or NULL */
+  pthread_t rec_owner;
+  pthread_mutex_t lock;                  /* recursive: one thread at a time appends, syncs, copies */
+  pthread_mutex_t cap_lock;              /* held from capture_begin to capture_end by the recording thread */
   ze_event_pool_handle_t evpool;
   ze_event_handle_t ev;                  /* host wait for the immediate list */
   int imm_pending, queue_pending;        /* unsynchronized work on either path */
@@ -62,6 +66,12 @@ typedef struct xpu_impl {
 } xpu_impl;
 
 static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
+
+/* The recording of the calling thread, or NULL: requests on other threads keep using the immediate list
+ * while one thread records. */
+static inline ze_command_list_handle_t xpu_my_rec(const xpu_impl *im) {
+  return im->rec && pthread_equal(im->rec_owner, pthread_self()) ? im->rec : NULL;
+}
 
 /* Returns from the calling function with a Level Zero failure as an xpi_status (be in scope). */
 #define ZE_CHECK(call, what)                                                                                   \
@@ -85,7 +95,8 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
                       uint32_t lz, const xpu_arg *args, int nargs);
 /* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
 xpi_status xpu_order_after_queue(xpi_backend *be);
-/* Device memory of at least bytes for temporary results (grows; old buffers kept while recording). */
+/* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
+ * goes, as recorded graphs may reference them). */
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
 xpi_status xpu_sync(xpi_backend *be);
 xpi_status xpu_sync_imm(xpi_backend *be);

@@ -124,8 +124,11 @@ void *xpu_alloc(xpi_backend *be, size_t bytes) {
   size_t sz = bytes ? bytes : 1;
   void *p = NULL; /* relaxed limits above max_alloc_size where the driver allows, else a clear error */
   if (xpi_ze_alloc_device(im->d->ctx, im->d->dev, sz, 64, &p) != XPI_OK) return NULL;
+  pthread_mutex_lock(&im->lock);
   if (!im->usage) im->usage = calloc(1, sizeof *im->usage);
-  if (!im->usage || !usage_put(im->usage, p, sz)) {
+  int ok = im->usage && usage_put(im->usage, p, sz);
+  pthread_mutex_unlock(&im->lock);
+  if (!ok) {
     im->ze->zeMemFree(im->d->ctx, p);
     xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device);
     return NULL;
@@ -137,56 +140,64 @@ void *xpu_alloc(xpi_backend *be, size_t bytes) {
 void xpu_free(xpi_backend *be, void *p) {
   if (!p) return;
   xpu_impl *im = im_of(be);
-  if (!im->rec) xpu_sync(be); /* memory must not be in use by pending commands; errors surface later */
-  account(im->d->index, -(int64_t)usage_take(im->usage, p));
+  if (!xpu_my_rec(im)) xpu_sync(be); /* memory must not be in use by pending commands; errors surface later */
+  pthread_mutex_lock(&im->lock);
+  size_t size = usage_take(im->usage, p);
+  pthread_mutex_unlock(&im->lock);
+  account(im->d->index, -(int64_t)size);
   im->ze->zeMemFree(im->d->ctx, p);
 }
 
-xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) {
+/* One copy on the immediate list, waited for: the host buffer may be reused when we return. */
+static xpi_status copy_sync(xpi_backend *be, void *dst, const void *src, size_t bytes, const char *what) {
   xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: write while capturing a graph", be->device);
+  if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: %s while capturing a graph", be->device, what);
   if (!bytes) return XPI_OK;
-  XPI_TRY(xpu_order_after_queue(be));
-  ZE_CHECK(im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL), "host-to-device copy");
-  ZE_CHECK(im->ze->zeCommandListAppendBarrier(im->imm, NULL, 0, NULL), "zeCommandListAppendBarrier");
-  im->imm_pending = 1;
-  return xpu_sync_imm(be); /* the caller may reuse src as soon as we return */
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = xpu_order_after_queue(be); /* a replay may write what we read, or read what we overwrite */
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (s == XPI_OK) r = im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL);
+  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) {
+    im->imm_pending = 1;
+    s = xpu_sync_imm(be);
+  }
+  pthread_mutex_unlock(&im->lock);
+  if (s == XPI_OK && r != ZE_RESULT_SUCCESS)
+    s = xpi_err(XPI_ERR_DEVICE, "%s: %s of %zu bytes failed (%s)", be->device, what, bytes, xpu_ze_result_name(r));
+  return s;
+}
+
+xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) {
+  return copy_sync(be, dst, src, bytes, "host-to-device copy");
 }
 
 xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: read while capturing a graph", be->device);
-  if (!bytes) return XPI_OK;
-  XPI_TRY(xpu_order_after_queue(be));
-  ZE_CHECK(im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL), "device-to-host copy");
-  im->imm_pending = 1;
-  return xpu_sync_imm(be);
+  return copy_sync(be, dst, src, bytes, "device-to-host copy");
 }
 
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {
   xpu_impl *im = im_of(be);
+  xpi_status s = XPI_OK;
+  pthread_mutex_lock(&im->lock);
   if (im->scratch_bytes < bytes) {
     size_t want = bytes + bytes / 2;
     void *p = xpu_alloc(be, want);
-    if (!p) return XPI_ERR_OUT_OF_MEMORY;
-    if (im->scratch) {
-      if (im->rec) { /* a recording may reference the old buffer: keep it until the backend goes */
-        xpu_retired *r = malloc(sizeof *r);
-        if (!r) {
-          xpu_free(be, p);
-          return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device);
-        }
+    xpu_retired *r = p && im->scratch ? malloc(sizeof *r) : NULL;
+    if (!p || (im->scratch && !r)) {
+      xpu_free(be, p);
+      s = p ? xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device) : XPI_ERR_OUT_OF_MEMORY;
+    } else {
+      if (r) { /* recorded graphs and other threads' queued ops may use the old buffer: freed with the backend */
         r->p = im->scratch;
         r->next = im->retired;
         im->retired = r;
-      } else {
-        xpu_free(be, im->scratch);
       }
+      im->scratch = p;
+      im->scratch_bytes = want;
     }
-    im->scratch = p;
-    im->scratch_bytes = want;
   }
   *out = im->scratch;
-  return XPI_OK;
+  pthread_mutex_unlock(&im->lock);
+  return s;
 }
 
