@@ -30,7 +30,7 @@ typedef struct xpu_device {
   const xpi_ze_api *ze;
   const xpi_ze_device *dev;
   ze_context_handle_t ctx;
-  ze_module_handle_t mod_portable, mod_tuned;
+  ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
   int dpas;              /* DPAS GEMM usable */

@@ -11,7 +11,7 @@
 
 static const struct {
   const char *name;
-  int tuned;
+  int tuned; /* module: 0 portable, 1 tuned, 2 dpas */
 } k_kernels[XK_COUNT] = {
   [XK_EMBED] = {"xpi_embed", 0},           [XK_ADD] = {"xpi_add", 0},
   [XK_SWIGLU] = {"xpi_swiglu", 0},         [XK_CONVERT] = {"xpi_convert", 0},
@@ -24,7 +24,7 @@ static const struct {
   [XK_EAGER] = {"xpi_attn_eager", 0},      [XK_FLASH] = {"xpi_flash_attention_2", 0},
   [XK_GEMV_SG_F32] = {"xpi_gemv_sg_f32", 1}, [XK_GEMV_SG_F16] = {"xpi_gemv_sg_f16", 1},
   [XK_GEMV_SG_BF16] = {"xpi_gemv_sg_bf16", 1}, [XK_RMSNORM_SG] = {"xpi_rmsnorm_sg", 1},
-  [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 1},
+  [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
 };
 
 #define XPU_MAX_DEVICES 64
@@ -61,6 +61,7 @@ static void device_destroy(xpu_device *d) {
   const xpi_ze_api *ze = d->ze;
   for (int i = 0; i < XK_COUNT; i++)
     if (d->k[i]) ze->zeKernelDestroy(d->k[i]);
+  if (d->mod_dpas) ze->zeModuleDestroy(d->mod_dpas);
   if (d->mod_tuned) ze->zeModuleDestroy(d->mod_tuned);
   if (d->mod_portable) ze->zeModuleDestroy(d->mod_portable);
   if (d->ctx) ze->zeContextDestroy(d->ctx);
@@ -71,7 +72,6 @@ static void device_destroy(xpu_device *d) {
 static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tuned) {
   for (int i = 0; i < XK_COUNT; i++) {
     if (k_kernels[i].tuned != tuned) continue;
-    if (tuned && i == XK_GEMM_DPAS_BF16 && !d->dpas) continue;
     ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = k_kernels[i].name};
     ze_result_t r = d->ze->zeKernelCreate(mod, &kd, &d->k[i]);
     if (r != ZE_RESULT_SUCCESS) {
@@ -81,6 +81,17 @@ static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tune
     }
   }
   return XPI_OK;
+}
+
+/* Forgets a tier that did not build: its kernels and module (the error stays recorded for the log). */
+static void drop_tier(xpu_device *d, int tier, ze_module_handle_t *mod) {
+  for (int i = 0; i < XK_COUNT; i++)
+    if (k_kernels[i].tuned == tier && d->k[i]) {
+      d->ze->zeKernelDestroy(d->k[i]);
+      d->k[i] = NULL;
+    }
+  if (*mod) d->ze->zeModuleDestroy(*mod);
+  *mod = NULL;
 }
 
 static xpi_status device_create(int index, xpu_device **out) {
@@ -112,22 +123,27 @@ static xpi_status device_create(int index, xpu_device **out) {
     device_destroy(d);
     return s;
   }
+  /* The faster tiers are optimizations: where one does not build, the tier below serves. */
   const char *tier = getenv("XPI_XPU_TIER");
-  if (has_subgroup16(&d->dev->info) && !(tier && strcmp(tier, "portable") == 0)) {
-    d->dpas = d->dev->info.has_dpas;
-    /* The tuned tier is an optimization: where it does not build, the portable kernels serve. */
+  int portable_only = tier && strcmp(tier, "portable") == 0;
+  if (has_subgroup16(&d->dev->info) && !portable_only) {
     if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, NULL, &d->mod_tuned) ==
             XPI_OK &&
-        create_kernels(d, d->mod_tuned, 1) == XPI_OK) {
+        create_kernels(d, d->mod_tuned, 1) == XPI_OK)
       d->tuned = 1;
-    } else {
+    else {
       xpi_log(2, "xpu:%d: Intel-tuned kernels unavailable (%s); using the portable tier", index, xpi_last_error());
-      for (int i = 0; i < XK_COUNT; i++)
-        if (k_kernels[i].tuned && d->k[i]) {
-          ze->zeKernelDestroy(d->k[i]);
-          d->k[i] = NULL;
-        }
-      d->dpas = 0;
+      drop_tier(d, 1, &d->mod_tuned);
+    }
+    if (d->tuned && d->dev->info.has_dpas) {
+      if (xpi_ze_module_from_spirv(d->ctx, d->dev, "dpas", xpi_spv_dpas, xpi_spv_dpas_size, NULL, &d->mod_dpas) ==
+              XPI_OK &&
+          create_kernels(d, d->mod_dpas, 2) == XPI_OK)
+        d->dpas = 1;
+      else {
+        xpi_log(2, "xpu:%d: DPAS GEMM unavailable (%s)", index, xpi_last_error());
+        drop_tier(d, 2, &d->mod_dpas);
+      }
     }
   }
   *out = d;
