@@ -11,7 +11,6 @@
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
 
-
 /* ------------------------------------------------------------------ ordering and sync */
 
 static xpi_status sync_imm_locked(xpi_backend *be) {
@@ -67,7 +66,7 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
   xpu_impl *im = im_of(be);
   xpu_device *d = im->d;
   ze_kernel_handle_t k = d->k[kid];
-  if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %d not available", be->device, (int)kid);
+  if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %s not available", be->device, xpu_kernel_name(kid));
   if (gx == 0 || gy == 0 || gz == 0) return XPI_OK; /* empty op */
   ze_command_list_handle_t rec = xpu_my_rec(im);
   pthread_mutex_lock(&im->lock);
@@ -101,7 +100,7 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
   if (r == ZE_RESULT_SUCCESS && !rec) im->imm_pending = 1;
   pthread_mutex_unlock(&im->lock);
   if (r != ZE_RESULT_SUCCESS)
-    return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %d failed (%s)", be->device, what, (int)kid,
+    return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %s failed (%s)", be->device, what, xpu_kernel_name(kid),
                    xpu_ze_result_name(r));
   return XPI_OK;
 }

@@ -38,6 +38,7 @@ typedef struct xpu_device {
 } xpu_device;
 
 xpi_status xpu_device_acquire(int index, xpu_device **out);
+const char *xpu_kernel_name(xpu_kid kid);
 void xpu_device_release(xpu_device *d);
 
 /* Scratch buffers replaced while a recording may reference them; freed with the backend. */

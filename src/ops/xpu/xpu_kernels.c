@@ -27,6 +27,8 @@ static const struct {
   [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
 };
 
+const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }
+
 #define XPU_MAX_DEVICES 64
 static xpu_device *g_devs[XPU_MAX_DEVICES];
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
