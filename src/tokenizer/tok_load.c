@@ -236,6 +236,10 @@ static xpi_status build_tables(xpi_tokenizer *t) {
   t->id_special = calloc(n ? n : 1, 1);
   if (!t->id_text || !t->id_len || !t->id_special) return oom();
   for (size_t e = 0; e < t->vocab.n; e++) {
+    int32_t id = t->vocab.vals[e];
+    if (t->id_text[id])
+      return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab: id %d is given to both \"%s\" and \"%s\"", t->path, id,
+                     t->id_text[id], t->vocab.keys[e]);
     t->id_text[t->vocab.vals[e]] = t->vocab.keys[e];
     t->id_len[t->vocab.vals[e]] = t->vocab.klens[e];
   }
