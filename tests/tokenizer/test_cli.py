@@ -26,8 +26,8 @@ def run(*args):
 goldens = json.load(open(os.path.join(DATA, "goldens", "tokenizer.json"), encoding="utf-8"))
 for name in ("qwen3", "llama3_1", "llama2"):
     d = os.path.join(DATA, "tokenizers", name)
-    # two cases per tokenizer keep the test quick (each call loads the tokenizer); test_goldens has them all
-    for case in (goldens[name][1], next(c for c in goldens[name] if "emoji" in c["text"])):
+    # one case per tokenizer keeps the test quick (each call loads the tokenizer); test_goldens has them all
+    for case in (next(c for c in goldens[name] if "emoji" in c["text"]),):
         rc, out, err = run("tokenize", "-m", d, "-p", case["text"])
         check(rc == 0 and json.loads(out) == case["ids"], f"{name} tokenize {case['text']!r}: {rc} {out} {err}")
         rc, out, err = run("tokenize", "-m", d, "-p", case["text"], "--add-special")
@@ -37,9 +37,9 @@ for name in ("qwen3", "llama3_1", "llama2"):
         rc, out, err = run("detokenize", "-m", d, "--skip-special", *map(str, case["ids"]))
         check(rc == 0 and out == case["decoded_skip_special"] + "\n", f"{name} detokenize --skip-special: {out!r}")
 
-l3 = os.path.join(DATA, "tokenizers", "llama3_1")
-rc, out, err = run("tokenize", "-m", l3, "-p", "", "--add-special")
-check(rc == 0 and json.loads(out) == [128000], f"empty text with BOS: {out} {err}")
+l2 = os.path.join(DATA, "tokenizers", "llama2")  # the smallest file: quick to load, also under the sanitizers
+rc, out, err = run("tokenize", "-m", l2, "-p", "", "--add-special")
+check(rc == 0 and json.loads(out) == [1], f"empty text with BOS: {out} {err}")
 for sub in ("tokenize", "detokenize"):
     rc, out, err = run(sub, "--help")
     check(rc == 0 and "usage: xpuinfer " + sub in out, f"{sub} --help: {rc} {out}")
@@ -47,13 +47,13 @@ for sub in ("tokenize", "detokenize"):
 with tempfile.TemporaryDirectory() as empty:
     bad = [
         (("tokenize", "-p", "x"), "-m DIR is required"),
-        (("tokenize", "-m", l3), "-p TEXT is required"),
-        (("tokenize", "-m", l3, "-p", "x", "--bogus"), "unknown argument"),
+        (("tokenize", "-m", l2), "-p TEXT is required"),
+        (("tokenize", "-m", l2, "-p", "x", "--bogus"), "unknown argument"),
         (("tokenize", "-m", empty, "-p", "x"), "tokenizer.json"),
-        (("detokenize", "-m", l3, "12", "abc"), "'abc' is not a token id"),
-        (("detokenize", "-m", l3, "999999"), "ids[0] = 999999"),
+        (("detokenize", "-m", l2, "12", "abc"), "'abc' is not a token id"),
+        (("detokenize", "-m", l2, "999999"), "ids[0] = 999999"),
         (("detokenize", "-m", empty, "1"), "tokenizer.json"),
-        (("tokenize", "-m", l3, "-p", b"caf\xe9".decode("latin-1").encode("latin-1")), "UTF-8"),
+        (("tokenize", "-m", l2, "-p", b"caf\xe9".decode("latin-1").encode("latin-1")), "UTF-8"),
     ]
     for args, needle in bad:
         rc, out, err = run(*args)
