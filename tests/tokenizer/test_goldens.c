@@ -2,6 +2,8 @@
  * tokenizers 0.23.2 / transformers 5.17.0): ids, decodes and rendered text must match exactly. Also checks the
  * streaming decode on every golden (pieces are whole UTF-8 characters and add up to the full decode), the
  * tinyfortunes prompts' input_ids, and the internal queries of tokenizer/tokenizer.h. */
+#include <pthread.h>
+
 #include "check.h"
 #include "tokenizer/tokenizer.h"
 
@@ -195,6 +197,73 @@ static void check_queries(const char *data) {
   CHECK_ERR(xpi_apply_chat_template(l2, &m, 1, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "tokenizer_config.json");
 }
 
+/* Byte-fallback pieces of one emoji: nothing comes out until the character is complete. */
+static void check_stream_bytes(const char *data) {
+  char *d = xpi_test_strf("%s/tokenizers/llama2", data);
+  xpi_tokenizer *t = get_tok(d);
+  free(d);
+  if (!t) return;
+  /* "▁a" then the 4 bytes of U+1F600 as <0xF0><0x9F><0x98><0x80> (ids 3 + byte), then "▁a" */
+  int32_t a = xpi_tokenizer_token_id(t, "\xE2\x96\x81" "a");
+  int32_t ids[] = {a, 3 + 0xF0, 3 + 0x9F, 3 + 0x98, 3 + 0x80, a};
+  const char *want[] = {"a", "", "", "", "", "\xF0\x9F\x98\x80 a"};
+  xpi_detok_stream *s = NULL;
+  CHECK_OK(xpi_detok_stream_create(t, 0, &s));
+  for (int i = 0; s && i < 6; i++) {
+    const char *p;
+    size_t n;
+    CHECK_OK(xpi_detok_stream_push(s, ids[i], &p, &n));
+    CHECK(n == strlen(want[i]) && !memcmp(p, want[i], n), "push %d: got \"%.*s\"", i, (int)n, p);
+  }
+  /* an incomplete character at the end comes out at flush, as tokenizers decodes it (one U+FFFD per byte) */
+  const char *p;
+  size_t n;
+  CHECK_OK(xpi_detok_stream_push(s, 3 + 0xF0, &p, &n));
+  CHECK(n == 0, "incomplete byte emitted");
+  CHECK_OK(xpi_detok_stream_flush(s, &p, &n));
+  CHECK(n == 3 && !memcmp(p, "\xEF\xBF\xBD", 3), "flush: got \"%.*s\"", (int)n, p);
+  xpi_detok_stream_free(s);
+}
+
+/* The tokenizer is shared read-only: several threads encode at once and must all get the golden ids. */
+typedef struct { const xpi_tokenizer *t; const cJSON *cases; int bad; } thread_arg;
+
+static void *encode_all(void *p) {
+  thread_arg *a = p;
+  for (int rep = 0; rep < 3; rep++) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, a->cases) {
+      const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+      const cJSON *want = cJSON_GetObjectItem(c, "ids");
+      int32_t ids[512];
+      size_t n = 0;
+      if (xpi_tokenize(a->t, text, strlen(text), 0, ids, 512, &n) != XPI_OK || n != (size_t)cJSON_GetArraySize(want)) {
+        a->bad++;
+        continue;
+      }
+      for (size_t i = 0; i < n; i++) a->bad += ids[i] != (int32_t)cJSON_GetArrayItem(want, (int)i)->valuedouble;
+    }
+  }
+  return NULL;
+}
+
+static void check_threads(const char *data, const cJSON *goldens) {
+  char *d = xpi_test_strf("%s/tokenizers/qwen3", data);
+  xpi_tokenizer *t = get_tok(d);
+  free(d);
+  if (!t) return;
+  pthread_t th[4];
+  thread_arg args[4];
+  for (int i = 0; i < 4; i++) {
+    args[i] = (thread_arg){t, cJSON_GetObjectItem(goldens, "qwen3"), 0};
+    pthread_create(&th[i], NULL, encode_all, &args[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(args[i].bad == 0, "thread %d: %d wrong ids", i, args[i].bad);
+  }
+}
+
 int main(void) {
   const char *data = xpi_test_env("XPI_TEST_DATA");
   const char *src = xpi_test_env("XPI_SOURCE_DIR");
@@ -210,7 +279,9 @@ int main(void) {
     n++;
   }
   CHECK(n == 3, "expected 3 tokenizers in the goldens, found %d", n);
+  check_threads(data, g);
   cJSON_Delete(g);
+  check_stream_bytes(data);
   p = xpi_test_strf("%s/goldens/chat_template.json", data);
   cJSON *chat = xpi_test_load_json(p);
   free(p);
