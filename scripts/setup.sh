@@ -2,7 +2,7 @@
 # Installs what libxpuinfer needs to build and test on Debian 12. Idempotent; run as root.
 set -euo pipefail
 APT_PKGS=(build-essential cmake pkg-config git ca-certificates
-  libze-dev libze1 libcjson-dev libcurl4-openssl-dev libpcre2-dev libutf8proc-dev
+  libze-dev libze1 libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev
   clang-15 llvm-15 llvm-spirv-15 spirv-tools
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1
   python3 python3-venv python3-pip)

@@ -1,0 +1,466 @@
+/* AVX2 + FMA + F16C kernels for the CPU backend's table (cpu_kernels.h).
+ *
+ * Matmul has two paths:
+ *  - decode (n < XPI_CPU_GEMM_MIN_N): streaming GEMV. Each weight row is read once from memory and used for
+ *    all n tokens while it sits in L1; four rows are walked together so loads of x are shared and enough
+ *    independent FMA chains hide latency. Q8/Q4 quantize the activations to int8 once per call and use
+ *    exact int32 block dot products (maddubs), as quant.h documents.
+ *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM. A panel of 16 weight rows x KC columns is converted
+ *    (bf16/f16/q8/q4 -> f32, once per matmul) into a column-major panel that stays in L1, then a 6x16
+ *    register-blocked outer-product microkernel sweeps all tokens over it.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant.h"
+
+#define KC 128   /* columns per packed panel: 16 x 128 f32 = 8 KiB in L1; X chunk n x 128 f32 in L2 */
+#define NR 16    /* weight rows per panel = two ymm */
+#define MR 6     /* tokens per microkernel call: 12 accumulators */
+#define CC 4096  /* decode: activation columns quantized per chunk (stack buffers) */
+
+static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* 8 weights -> f32 */
+static inline __m256 ld8_f32(const void *p) { return _mm256_loadu_ps((const float *)p); }
+static inline __m256 ld8_bf16(const void *p) {
+  __m128i h = _mm_loadu_si128((const __m128i *)p);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+static inline __m256 ld8_f16(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+static inline float ld1_f32(const void *p, int64_t i) { float f; memcpy(&f, (const char *)p + 4 * i, 4); return f; }
+static inline float ld1_bf16(const void *p, int64_t i) {
+  uint16_t h; memcpy(&h, (const char *)p + 2 * i, 2); return xpi_bf16_to_f32(h);
+}
+static inline float ld1_f16(const void *p, int64_t i) {
+  uint16_t h; memcpy(&h, (const char *)p + 2 * i, 2); return _cvtsh_ss(h);
+}
+
+/* ------------------------------------------------------------------ decode GEMV for f32/f16/bf16 weights */
+/* Y[t*ldy + r] = dot(W[r, :], X[t, :]) for r0 <= r < r1, t < n. ES = element size. */
+#define DEF_GEMV(NAME, ES, LD8, LD1)                                                                           \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,     \
+                   int64_t cols) {                                                                             \
+    const char *base = (const char *)W;                                                                        \
+    int64_t r = r0;                                                                                            \
+    for (; r + 4 <= r1; r += 4) {                                                                              \
+      const char *w0 = base + r * cols * ES, *w1 = w0 + cols * ES, *w2 = w1 + cols * ES, *w3 = w2 + cols * ES; \
+      for (int32_t t = 0; t < n; t++) {                                                                        \
+        const float *x = X + (int64_t)t * cols;                                                                \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;       \
+        int64_t c = 0;                                                                                         \
+        for (; c + 16 <= cols; c += 16) {                                                                      \
+          __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);                                 \
+          a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), x0, a0); a1 = _mm256_fmadd_ps(LD8(w0 + (c + 8) * ES), x1, a1); \
+          b0 = _mm256_fmadd_ps(LD8(w1 + c * ES), x0, b0); b1 = _mm256_fmadd_ps(LD8(w1 + (c + 8) * ES), x1, b1); \
+          c0 = _mm256_fmadd_ps(LD8(w2 + c * ES), x0, c0); c1 = _mm256_fmadd_ps(LD8(w2 + (c + 8) * ES), x1, c1); \
+          d0 = _mm256_fmadd_ps(LD8(w3 + c * ES), x0, d0); d1 = _mm256_fmadd_ps(LD8(w3 + (c + 8) * ES), x1, d1); \
+        }                                                                                                      \
+        for (; c + 8 <= cols; c += 8) {                                                                        \
+          __m256 x0 = _mm256_loadu_ps(x + c);                                                                  \
+          a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), x0, a0); b0 = _mm256_fmadd_ps(LD8(w1 + c * ES), x0, b0);     \
+          c0 = _mm256_fmadd_ps(LD8(w2 + c * ES), x0, c0); d0 = _mm256_fmadd_ps(LD8(w3 + c * ES), x0, d0);     \
+        }                                                                                                      \
+        float s0 = hsum8(_mm256_add_ps(a0, a1)), s1 = hsum8(_mm256_add_ps(b0, b1));                            \
+        float s2 = hsum8(_mm256_add_ps(c0, c1)), s3 = hsum8(_mm256_add_ps(d0, d1));                            \
+        for (; c < cols; c++) {                                                                                \
+          s0 += LD1(w0, c) * x[c]; s1 += LD1(w1, c) * x[c]; s2 += LD1(w2, c) * x[c]; s3 += LD1(w3, c) * x[c]; \
+        }                                                                                                      \
+        float *y = Y + (int64_t)t * ldy + r;                                                                   \
+        y[0] = s0; y[1] = s1; y[2] = s2; y[3] = s3;                                                            \
+      }                                                                                                        \
+    }                                                                                                          \
+    for (; r < r1; r++) {                                                                                      \
+      const char *w0 = base + r * cols * ES;                                                                   \
+      for (int32_t t = 0; t < n; t++) {                                                                        \
+        const float *x = X + (int64_t)t * cols;                                                                \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                                              \
+        int64_t c = 0;                                                                                         \
+        for (; c + 16 <= cols; c += 16) {                                                                      \
+          a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);                                  \
+          a1 = _mm256_fmadd_ps(LD8(w0 + (c + 8) * ES), _mm256_loadu_ps(x + c + 8), a1);                        \
+        }                                                                                                      \
+        for (; c + 8 <= cols; c += 8) a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);      \
+        float s0 = hsum8(_mm256_add_ps(a0, a1));                                                               \
+        for (; c < cols; c++) s0 += LD1(w0, c) * x[c];                                                         \
+        Y[(int64_t)t * ldy + r] = s0;                                                                          \
+      }                                                                                                        \
+    }                                                                                                          \
+  }
+
+DEF_GEMV(gemv_f32, 4, ld8_f32, ld1_f32)
+DEF_GEMV(gemv_bf16, 2, ld8_bf16, ld1_bf16)
+DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
+
+/* ------------------------------------------------------------------ decode GEMV for q8/q4 weights */
+/* Activation blocks of 32 floats -> int8 (same rounding as xpi_quantize_act_scalar: x * (127/amax) rounded
+ * to nearest even by cvtps under the default MXCSR). xq gets |q| in xa for the q8 sign trick. */
+void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const float *x, int64_t cols) {
+  const __m256 signbit = _mm256_set1_ps(-0.0f);
+  const int64_t nb = xpi_q_nblocks(cols);
+  for (int64_t b = 0; b < nb; b++) {
+    float tmp[XPI_QK];
+    const float *p = x + b * XPI_QK;
+    if ((b + 1) * XPI_QK > cols) {
+      int64_t k = cols - b * XPI_QK;
+      memset(tmp, 0, sizeof tmp);
+      memcpy(tmp, p, (size_t)k * sizeof(float));
+      p = tmp;
+    }
+    __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+           v3 = _mm256_loadu_ps(p + 24);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signbit, v0), _mm256_andnot_ps(signbit, v1)),
+                             _mm256_max_ps(_mm256_andnot_ps(signbit, v2), _mm256_andnot_ps(signbit, v3)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float id = amax > 0 ? 127.0f / amax : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
+    __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    /* packs interleave 128-bit lanes; the permute restores element order */
+    __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)(xq + b * XPI_QK), q);
+    _mm256_storeu_si256((__m256i *)(xa + b * XPI_QK), _mm256_sign_epi8(q, q));
+    dx[b] = amax / 127.0f;
+    sx[b] = dx[b] * (float)_mm_cvtsi128_si32(s4);
+  }
+}
+
+/* Per-block products dw[b]*dx[b] for blocks [b0, b0+cnt), cnt <= 8, into sc. */
+static inline void block_scales(float *sc, const uint16_t *dw, const float *dx, int64_t b0, int64_t cnt) {
+  if (cnt == 8) {
+    __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b0)));
+    _mm256_storeu_ps(sc, _mm256_mul_ps(w, _mm256_loadu_ps(dx + b0)));
+  } else {
+    for (int64_t k = 0; k < cnt; k++) sc[k] = _cvtsh_ss(dw[b0 + k]) * dx[b0 + k];
+  }
+}
+
+static inline __m256i q4_unpack(const uint8_t *p) {
+  __m128i v = _mm_loadu_si128((const __m128i *)p);
+  __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+  return _mm256_and_si256(w, _mm256_set1_epi8(0x0f));
+}
+
+/* sum over blocks [0, nb) of row(s) . activations; 2 rows at a time share the activation loads. */
+static void q_dot2(xpi_dtype dt, float *out0, float *out1, const uint8_t *q0, const uint8_t *q1, const uint16_t *d0,
+                   const uint16_t *d1, const int8_t *xq, const uint8_t *xa, const float *dx, const float *sx,
+                   int64_t nb) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+  float corr0 = 0, corr1 = 0;
+  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
+  for (int64_t b8 = 0; b8 < nb; b8 += 8) {
+    const int64_t cnt = nb - b8 < 8 ? nb - b8 : 8;
+    float s0[8], s1[8];
+    block_scales(s0, d0, dx, b8, cnt);
+    if (q1) block_scales(s1, d1, dx, b8, cnt);
+    for (int64_t k = 0; k < cnt; k++) {
+      const int64_t b = b8 + k;
+      __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * XPI_QK));
+      __m256i p0, p1 = _mm256_setzero_si256();
+      if (dt == XPI_DT_Q8) {
+        __m256i ax = _mm256_loadu_si256((const __m256i *)(xa + b * XPI_QK));
+        p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q0 + b * bs)), x));
+        if (q1) p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q1 + b * bs)), x));
+      } else { /* unsigned nibbles times signed x; the -8 offset is corrected with sx below */
+        p0 = _mm256_maddubs_epi16(q4_unpack(q0 + b * bs), x);
+        if (q1) p1 = _mm256_maddubs_epi16(q4_unpack(q1 + b * bs), x);
+      }
+      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p0, ones)), _mm256_broadcast_ss(&s0[k]), acc0);
+      if (q1)
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p1, ones)), _mm256_broadcast_ss(&s1[k]), acc1);
+    }
+    if (dt == XPI_DT_Q4) {
+      for (int64_t k = 0; k < cnt; k++) {
+        corr0 += _cvtsh_ss(d0[b8 + k]) * sx[b8 + k];
+        if (q1) corr1 += _cvtsh_ss(d1[b8 + k]) * sx[b8 + k];
+      }
+    }
+  }
+  *out0 = hsum8(acc0) - 8.0f * corr0;
+  if (q1) *out1 = hsum8(acc1) - 8.0f * corr1;
+}
+
+static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                   int64_t r0, int64_t r1, int64_t cols) {
+  int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
+  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC];
+  float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
+  const uint8_t *qs = W;
+  const uint16_t *d = aux;
+  /* column chunks keep the quantized activations on the stack for any width */
+  for (int64_t c0 = 0; c0 < cols; c0 += CC) {
+    const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
+    for (int32_t t = 0; t < n; t++) xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
+    (void)nb;
+    int64_t r = r0;
+    for (; r < r1; r += 2) {
+      const int two = r + 1 < r1;
+      const uint8_t *q0 = qs + r * rb + cb * bs, *q1 = two ? q0 + rb : NULL;
+      const uint16_t *d0 = d + r * nb + cb, *d1 = two ? d0 + nb : NULL;
+      for (int32_t t = 0; t < n; t++) {
+        float s0, s1 = 0;
+        q_dot2(dt, &s0, &s1, q0, q1, d0, d1, xq[t], xa[t], dx[t], sx[t], nbc);
+        float *y = Y + (int64_t)t * ldy + r;
+        if (c0 == 0) { y[0] = s0; if (two) y[1] = s1; }
+        else { y[0] += s0; if (two) y[1] += s1; }
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ prefill GEMM */
+/* Converts rows [r, r+nr) x cols [c0, c0+kc) of W to f32 in panel P[k*NR + i] (rows >= nr zero). */
+typedef void (*pack_fn)(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc,
+                        int64_t cols);
+
+#define DEF_PACK(NAME, ES, LD8, LD1)                                                                   \
+  static void NAME(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, \
+                   int64_t cols) {                                                                     \
+    (void)aux;                                                                                         \
+    float tmp[KC];                                                                                     \
+    for (int i = 0; i < NR; i++) {                                                                     \
+      if (i >= nr) { for (int64_t k = 0; k < kc; k++) P[k * NR + i] = 0; continue; }                  \
+      const char *w = (const char *)W + ((r + i) * cols + c0) * ES;                                    \
+      int64_t k = 0;                                                                                   \
+      for (; k + 8 <= kc; k += 8) _mm256_storeu_ps(tmp + k, LD8(w + k * ES));                          \
+      for (; k < kc; k++) tmp[k] = LD1(w, k);                                                          \
+      for (k = 0; k < kc; k++) P[k * NR + i] = tmp[k];                                                 \
+    }                                                                                                  \
+  }
+DEF_PACK(pack_f32, 4, ld8_f32, ld1_f32)
+DEF_PACK(pack_bf16, 2, ld8_bf16, ld1_bf16)
+DEF_PACK(pack_f16, 2, ld8_f16, ld1_f16)
+
+/* c0 is a multiple of KC, hence of the 32-column block. */
+static void pack_q(xpi_dtype dt, float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0,
+                   int64_t kc, int64_t cols) {
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  const uint16_t *d = aux;
+  float tmp[KC];
+  for (int i = 0; i < NR; i++) {
+    if (i >= nr) { for (int64_t k = 0; k < kc; k++) P[k * NR + i] = 0; continue; }
+    for (int64_t k = 0; k < kc; k += XPI_QK) {
+      const int64_t b = (c0 + k) / XPI_QK;
+      const __m256 s = _mm256_set1_ps(_cvtsh_ss(d[(r + i) * nb + b]));
+      __m256i q8[4];
+      if (dt == XPI_DT_Q8) {
+        const int8_t *q = (const int8_t *)W + (r + i) * rb + b * XPI_QK;
+        for (int j = 0; j < 4; j++) q8[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j)));
+      } else {
+        __m256i u = _mm256_sub_epi8(q4_unpack((const uint8_t *)W + (r + i) * rb + b * 16), _mm256_set1_epi8(8));
+        int8_t qq[32];
+        _mm256_storeu_si256((__m256i *)qq, u);
+        for (int j = 0; j < 4; j++) q8[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(qq + 8 * j)));
+      }
+      /* kc may end inside the last block (cols not a multiple of 32): write through a full block buffer */
+      float blk[XPI_QK];
+      for (int j = 0; j < 4; j++) _mm256_storeu_ps(blk + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(q8[j]), s));
+      const int64_t m = kc - k < XPI_QK ? kc - k : XPI_QK;
+      memcpy(tmp + k, blk, (size_t)m * sizeof(float));
+    }
+    for (int64_t k = 0; k < kc; k++) P[k * NR + i] = tmp[k];
+  }
+}
+static void pack_q8(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
+  pack_q(XPI_DT_Q8, P, W, aux, r, nr, c0, kc, cols);
+}
+static void pack_q4(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
+  pack_q(XPI_DT_Q4, P, W, aux, r, nr, c0, kc, cols);
+}
+
+/* Y[t, 0..nr) (+)= X[t, 0..kc) @ P for t < nt <= MR. Rows of X past nt alias the last one (results dropped). */
+static void ukr(const float *X, int64_t ldx, int nt, const float *P, int64_t kc, float *Y, int64_t ldy, int nr,
+                int accumulate) {
+  const float *x[MR];
+  for (int t = 0; t < MR; t++) x[t] = X + (t < nt ? t : nt - 1) * ldx;
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t k = 0; k < kc; k++) {
+    const __m256 p0 = _mm256_load_ps(P + k * NR), p1 = _mm256_load_ps(P + k * NR + 8);
+    __m256 a;
+    a = _mm256_broadcast_ss(x[0] + k); c00 = _mm256_fmadd_ps(a, p0, c00); c01 = _mm256_fmadd_ps(a, p1, c01);
+    a = _mm256_broadcast_ss(x[1] + k); c10 = _mm256_fmadd_ps(a, p0, c10); c11 = _mm256_fmadd_ps(a, p1, c11);
+    a = _mm256_broadcast_ss(x[2] + k); c20 = _mm256_fmadd_ps(a, p0, c20); c21 = _mm256_fmadd_ps(a, p1, c21);
+    a = _mm256_broadcast_ss(x[3] + k); c30 = _mm256_fmadd_ps(a, p0, c30); c31 = _mm256_fmadd_ps(a, p1, c31);
+    a = _mm256_broadcast_ss(x[4] + k); c40 = _mm256_fmadd_ps(a, p0, c40); c41 = _mm256_fmadd_ps(a, p1, c41);
+    a = _mm256_broadcast_ss(x[5] + k); c50 = _mm256_fmadd_ps(a, p0, c50); c51 = _mm256_fmadd_ps(a, p1, c51);
+  }
+  __m256 cs[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int t = 0; t < nt; t++) {
+    float *y = Y + t * ldy;
+    if (nr == NR) {
+      if (accumulate) {
+        cs[t][0] = _mm256_add_ps(cs[t][0], _mm256_loadu_ps(y));
+        cs[t][1] = _mm256_add_ps(cs[t][1], _mm256_loadu_ps(y + 8));
+      }
+      _mm256_storeu_ps(y, cs[t][0]);
+      _mm256_storeu_ps(y + 8, cs[t][1]);
+    } else {
+      float tmp[NR];
+      _mm256_storeu_ps(tmp, cs[t][0]);
+      _mm256_storeu_ps(tmp + 8, cs[t][1]);
+      for (int i = 0; i < nr; i++) y[i] = accumulate ? y[i] + tmp[i] : tmp[i];
+    }
+  }
+}
+
+static void gemm(pack_fn pack, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                 int64_t r0, int64_t r1, int64_t cols) {
+  _Alignas(32) float P[KC * NR];
+  for (int64_t r = r0; r < r1; r += NR) {
+    const int nr = r1 - r < NR ? (int)(r1 - r) : NR;
+    for (int64_t c0 = 0; c0 < cols; c0 += KC) {
+      const int64_t kc = cols - c0 < KC ? cols - c0 : KC;
+      pack(P, W, aux, r, nr, c0, kc, cols);
+      for (int32_t t = 0; t < n; t += MR) {
+        const int nt = n - t < MR ? n - t : MR;
+        ukr(X + (int64_t)t * cols + c0, cols, nt, P, kc, Y + (int64_t)t * ldy + r, ldy, nr, c0 > 0);
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ table entries */
+static void mm_f32(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                   int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_f32, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                    int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_bf16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_f16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                   int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_f16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                  int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                  int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+
+/* ------------------------------------------------------------------ vector kernels */
+static float dot_avx2(const float *a, const float *b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void scale_avx2(float *y, float a, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(va, _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] *= a;
+}
+
+static void rmsnorm_row_avx2(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    s0 = _mm256_fmadd_ps(a, a, s0);
+    s1 = _mm256_fmadd_ps(b, b, s1);
+  }
+  for (; i + 8 <= d; i += 8) { __m256 a = _mm256_loadu_ps(x + i); s0 = _mm256_fmadd_ps(a, a, s0); }
+  float ss = hsum8(_mm256_add_ps(s0, s1));
+  for (; i < d; i++) ss += x[i] * x[i];
+  const float r = 1.0f / sqrtf(ss / (float)d + eps);
+  const __m256 vr = _mm256_set1_ps(r);
+  for (i = 0; i + 8 <= d; i += 8) {
+    __m256 wv = wdt == XPI_DT_BF16 ? ld8_bf16((const uint16_t *)w + i)
+              : wdt == XPI_DT_F16  ? ld8_f16((const uint16_t *)w + i)
+                                   : ld8_f32((const float *)w + i);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vr), wv));
+  }
+  for (; i < d; i++) {
+    float wv = wdt == XPI_DT_BF16 ? ld1_bf16(w, i) : wdt == XPI_DT_F16 ? ld1_f16(w, i) : ld1_f32(w, i);
+    out[i] = x[i] * r * wv;
+  }
+}
+
+/* exp(x) for x in [-88, 88] (clamped outside): 2^k * p(r), Cephes polynomial, about 2 ulp. */
+static inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static void swiglu_avx2(float *out, const float *gate, const float *up, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 g = _mm256_loadu_ps(gate + i);
+    __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_xor_ps(g, neg))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+static const xpi_cpu_kernels k_avx2 = {
+  .isa = "avx2",
+  .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16, [XPI_DT_Q8] = mm_q8,
+         [XPI_DT_Q4] = mm_q4},
+  .dot = dot_avx2,
+  .axpy = axpy_avx2,
+  .scale = scale_avx2,
+  .rmsnorm_row = rmsnorm_row_avx2,
+  .swiglu = swiglu_avx2,
+};
+
+const xpi_cpu_kernels *xpi_cpu_kernels_avx2(void) { return &k_avx2; }

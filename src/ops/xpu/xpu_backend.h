@@ -1,0 +1,19 @@
+/* XPU-only entry points beyond ops.h (sampling helpers, introspection for tests and device maps). */
+#ifndef XPI_XPU_BACKEND_H
+#define XPI_XPU_BACKEND_H
+
+#include <stdint.h>
+#include "ops/ops.h"
+
+/* ids[r, k], vals[r, k]: the k largest logits of each row, best first (ties: lower index first).
+ * All pointers are backend memory of an XPU backend. */
+xpi_status xpi_xpu_topk(xpi_backend *be, int32_t *ids, float *vals, const float *x, int32_t rows, int32_t cols,
+                        int32_t k);
+
+/* Which kernel tier the backend's device uses: "portable", "tuned" or "tuned+dpas". */
+const char *xpi_xpu_tier(const xpi_backend *be);
+
+/* Free device memory of xpu:index in bytes (total memory where the driver does not report usage). */
+xpi_status xpi_xpu_free_memory(int index, uint64_t *bytes);
+
+#endif

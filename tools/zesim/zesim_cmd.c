@@ -1,0 +1,640 @@
+/* zesim command lists, queues, events and fences.
+ * Everything runs on the engine's single in-order OpenCL queue, so the order in which work is submitted is
+ * the order in which it completes: barriers and event waits are satisfied by construction. Kernel launches
+ * are enqueued asynchronously; copies and fills finish the queue first and run on the host. Signals are
+ * recorded as pending and become visible at the next flush (any host wait or query flushes), which is
+ * always after the work before them completed. A regular command list is a recorded array of commands with
+ * their own kernel-argument snapshots, replayable any number of times. */
+#include "zesim.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+zs_kernel *zs_kernel_of(ze_kernel_handle_t h);
+
+enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_SIGNAL, OP_RESET_EVENT };
+
+typedef struct zs_cmd {
+  int op;
+  cl_kernel k; /* OP_LAUNCH: retained */
+  zs_arg *args;
+  uint32_t n_args;
+  size_t global[3], local[3];
+  void *dst;
+  const void *src;
+  size_t size;
+  unsigned char pattern[128];
+  size_t pattern_size;
+  zs_event *event; /* signaled after the command (OP_SIGNAL: the event; OP_RESET_EVENT: the event reset) */
+} zs_cmd;
+
+typedef struct zs_list {
+  uint32_t magic;
+  int immediate, synchronous;
+  zs_cmd *cmds;
+  size_t n, cap;
+} zs_list;
+
+typedef struct zs_queue {
+  uint32_t magic;
+  int synchronous;
+} zs_queue;
+
+typedef struct zs_fence {
+  uint32_t magic;
+  int signaled, pending;
+} zs_fence;
+
+static pthread_cond_t g_cond = PTHREAD_COND_INITIALIZER;
+/* Signals waiting for the next flush. */
+static zs_event **g_pend_ev;
+static size_t g_n_pend_ev, g_cap_pend_ev;
+static zs_fence **g_pend_fence;
+static size_t g_n_pend_fence, g_cap_pend_fence;
+static int g_engine_dirty; /* kernels enqueued since the last clFinish */
+
+static int push_ptr(void ***arr, size_t *n, size_t *cap, void *p) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 32;
+    void **na = realloc(*arr, nc * sizeof *na);
+    if (!na) return -1;
+    *arr = na;
+    *cap = nc;
+  }
+  (*arr)[(*n)++] = p;
+  return 0;
+}
+
+ze_result_t zs_flush(void) {
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (g_engine_dirty) {
+    cl_int e = clFinish(zs_cl.queue);
+    g_engine_dirty = 0;
+    if (e != CL_SUCCESS) {
+      zs_debug("clFinish failed (%d)", e);
+      r = ZE_RESULT_ERROR_DEVICE_LOST;
+    }
+  }
+  for (size_t i = 0; i < g_n_pend_ev; i++) {
+    g_pend_ev[i]->signaled = 1;
+    g_pend_ev[i]->pending = 0;
+  }
+  g_n_pend_ev = 0;
+  for (size_t i = 0; i < g_n_pend_fence; i++) {
+    g_pend_fence[i]->signaled = 1;
+    g_pend_fence[i]->pending = 0;
+  }
+  g_n_pend_fence = 0;
+  pthread_cond_broadcast(&g_cond);
+  return r;
+}
+
+static ze_result_t signal_later(zs_event *ev) {
+  if (!ev || ev->pending) return ZE_RESULT_SUCCESS;
+  ev->pending = 1;
+  if (push_ptr((void ***)&g_pend_ev, &g_n_pend_ev, &g_cap_pend_ev, ev)) {
+    ev->pending = 0;
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  return ZE_RESULT_SUCCESS;
+}
+
+/* Runs one command on the engine (zs_lock held). */
+static ze_result_t exec_cmd(const zs_cmd *c) {
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  switch (c->op) {
+    case OP_LAUNCH: {
+      cl_int e = zs_kernel_apply_args(c->k, c->args, c->n_args);
+      if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(zs_cl.queue, c->k, 3, NULL, c->global, c->local, 0, NULL, NULL);
+      if (e != CL_SUCCESS) {
+        zs_debug("kernel launch failed (%d)", e);
+        return ZE_RESULT_ERROR_UNKNOWN;
+      }
+      g_engine_dirty = 1;
+      break;
+    }
+    case OP_COPY:
+      r = zs_flush();
+      if (c->size) memmove(c->dst, c->src, c->size);
+      break;
+    case OP_FILL: {
+      r = zs_flush();
+      unsigned char *d = c->dst;
+      if (c->pattern_size == 1) {
+        memset(d, c->pattern[0], c->size);
+      } else {
+        for (size_t off = 0; off < c->size; off += c->pattern_size) {
+          size_t n = c->size - off < c->pattern_size ? c->size - off : c->pattern_size;
+          memcpy(d + off, c->pattern, n);
+        }
+      }
+      break;
+    }
+    case OP_RESET_EVENT:
+      r = zs_flush();
+      c->event->signaled = 0;
+      return r;
+    case OP_SIGNAL:
+    default:
+      break;
+  }
+  if (r == ZE_RESULT_SUCCESS && c->event) r = signal_later(c->event);
+  return r;
+}
+
+static void free_cmd(zs_cmd *c) {
+  if (c->op == OP_LAUNCH) {
+    clReleaseKernel(c->k);
+    zs_args_free(c->args, c->n_args);
+  }
+}
+
+static zs_list *list_of(ze_command_list_handle_t h) {
+  zs_list *l = (zs_list *)h;
+  return l && l->magic == ZS_MAGIC_LIST ? l : NULL;
+}
+
+static zs_event *ev_of(ze_event_handle_t h) {
+  zs_event *e = (zs_event *)h;
+  return e && e->magic == ZS_MAGIC_EVENT ? e : NULL;
+}
+
+/* Immediate lists run the command now; regular lists record it (taking ownership of its resources). */
+static ze_result_t submit(zs_list *l, zs_cmd *c) {
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (l->immediate) {
+    pthread_mutex_lock(&zs_lock);
+    r = exec_cmd(c);
+    if (r == ZE_RESULT_SUCCESS && l->synchronous) r = zs_flush();
+    pthread_mutex_unlock(&zs_lock);
+    free_cmd(c);
+    return r;
+  }
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 16;
+    zs_cmd *na = realloc(l->cmds, nc * sizeof *na);
+    if (!na) {
+      free_cmd(c);
+      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    l->cmds = na;
+    l->cap = nc;
+  }
+  l->cmds[l->n++] = *c;
+  return ZE_RESULT_SUCCESS;
+}
+
+static ze_result_t check_waits(uint32_t n, ze_event_handle_t *w) {
+  if (n && !w) return ZE_RESULT_ERROR_INVALID_SIZE;
+  for (uint32_t i = 0; i < n; i++)
+    if (!ev_of(w[i])) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return ZE_RESULT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ command lists */
+static ze_result_t new_list(int immediate, int synchronous, ze_command_list_handle_t *ph) {
+  if (!ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  zs_list *l = calloc(1, sizeof *l);
+  if (!l) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  l->magic = ZS_MAGIC_LIST;
+  l->immediate = immediate;
+  l->synchronous = synchronous;
+  *ph = (ze_command_list_handle_t)l;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeCommandListCreate(ze_context_handle_t hc, ze_device_handle_t hd, const ze_command_list_desc_t *desc,
+                                   ze_command_list_handle_t *ph) {
+  if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  return new_list(0, 0, ph);
+}
+
+ze_result_t zs_zeCommandListCreateImmediate(ze_context_handle_t hc, ze_device_handle_t hd,
+                                            const ze_command_queue_desc_t *desc, ze_command_list_handle_t *ph) {
+  if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  return new_list(1, desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ph);
+}
+
+ze_result_t zs_zeCommandListReset(ze_command_list_handle_t h) {
+  zs_list *l = list_of(h);
+  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  zs_flush();
+  pthread_mutex_unlock(&zs_lock);
+  for (size_t i = 0; i < l->n; i++) free_cmd(&l->cmds[i]);
+  l->n = 0;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeCommandListDestroy(ze_command_list_handle_t h) {
+  zs_list *l = list_of(h);
+  if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  zs_zeCommandListReset(h);
+  l->magic = 0;
+  free(l->cmds);
+  free(l);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeCommandListClose(ze_command_list_handle_t h) {
+  return list_of(h) ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+}
+
+static ze_result_t append_launch(ze_command_list_handle_t hl, ze_kernel_handle_t hk, const ze_group_count_t *gc,
+                                 ze_event_handle_t sig, uint32_t nw, ze_event_handle_t *w) {
+  zs_list *l = list_of(hl);
+  zs_kernel *k = zs_kernel_of(hk);
+  if (!l || !k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!gc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (sig && !ev_of(sig)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ze_result_t r = check_waits(nw, w);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  zs_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = OP_LAUNCH;
+  c.event = ev_of(sig);
+  c.local[0] = k->gx;
+  c.local[1] = k->gy;
+  c.local[2] = k->gz;
+  c.global[0] = (size_t)gc->groupCountX * k->gx;
+  c.global[1] = (size_t)gc->groupCountY * k->gy;
+  c.global[2] = (size_t)gc->groupCountZ * k->gz;
+  if (!c.global[0] || !c.global[1] || !c.global[2]) { /* nothing to run: only the signal */
+    c.op = OP_SIGNAL;
+    return submit(l, &c);
+  }
+  pthread_mutex_lock(&zs_lock);
+  for (uint32_t i = 0; i < k->n_args; i++)
+    if (k->args[i].kind == ZS_ARG_UNSET) {
+      pthread_mutex_unlock(&zs_lock);
+      zs_debug("kernel %s: argument %u not set", k->name, i);
+      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
+  c.n_args = k->n_args;
+  c.args = k->n_args ? calloc(k->n_args, sizeof *c.args) : NULL;
+  if ((k->n_args && !c.args) || zs_args_copy(c.args, k->args, k->n_args)) {
+    pthread_mutex_unlock(&zs_lock);
+    zs_args_free(c.args, k->n_args);
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  pthread_mutex_unlock(&zs_lock);
+  clRetainKernel(k->k);
+  c.k = k->k;
+  return submit(l, &c);
+}
+
+ze_result_t zs_zeCommandListAppendLaunchKernel(ze_command_list_handle_t hl, ze_kernel_handle_t hk,
+                                               const ze_group_count_t *gc, ze_event_handle_t sig, uint32_t nw,
+                                               ze_event_handle_t *w) {
+  return append_launch(hl, hk, gc, sig, nw, w);
+}
+
+ze_result_t zs_zeCommandListAppendLaunchCooperativeKernel(ze_command_list_handle_t hl, ze_kernel_handle_t hk,
+                                                          const ze_group_count_t *gc, ze_event_handle_t sig,
+                                                          uint32_t nw, ze_event_handle_t *w) {
+  return append_launch(hl, hk, gc, sig, nw, w);
+}
+
+ze_result_t zs_zeCommandListAppendMemoryCopy(ze_command_list_handle_t hl, void *dst, const void *src, size_t size,
+                                             ze_event_handle_t sig, uint32_t nw, ze_event_handle_t *w) {
+  zs_list *l = list_of(hl);
+  if (!l || (sig && !ev_of(sig))) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (size && (!dst || !src)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  ze_result_t r = check_waits(nw, w);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  zs_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = OP_COPY;
+  c.dst = dst;
+  c.src = src;
+  c.size = size;
+  c.event = ev_of(sig);
+  return submit(l, &c);
+}
+
+ze_result_t zs_zeCommandListAppendMemoryFill(ze_command_list_handle_t hl, void *ptr, const void *pattern,
+                                             size_t pattern_size, size_t size, ze_event_handle_t sig, uint32_t nw,
+                                             ze_event_handle_t *w) {
+  zs_list *l = list_of(hl);
+  if (!l || (sig && !ev_of(sig))) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!ptr || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (pattern_size == 0 || pattern_size > 128 || (pattern_size & (pattern_size - 1))) return ZE_RESULT_ERROR_INVALID_SIZE;
+  ze_result_t r = check_waits(nw, w);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  zs_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = OP_FILL;
+  c.dst = ptr;
+  c.size = size;
+  c.pattern_size = pattern_size;
+  memcpy(c.pattern, pattern, pattern_size);
+  c.event = ev_of(sig);
+  return submit(l, &c);
+}
+
+ze_result_t zs_zeCommandListAppendBarrier(ze_command_list_handle_t hl, ze_event_handle_t sig, uint32_t nw,
+                                          ze_event_handle_t *w) {
+  zs_list *l = list_of(hl);
+  if (!l || (sig && !ev_of(sig))) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  ze_result_t r = check_waits(nw, w);
+  if (r != ZE_RESULT_SUCCESS) return r;
+  if (!sig) return ZE_RESULT_SUCCESS; /* the single in-order engine queue is a barrier already */
+  zs_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = OP_SIGNAL;
+  c.event = ev_of(sig);
+  return submit(l, &c);
+}
+
+ze_result_t zs_zeCommandListAppendMemoryRangesBarrier(ze_command_list_handle_t hl, uint32_t nr, const size_t *sizes,
+                                                      const void **ranges, ze_event_handle_t sig, uint32_t nw,
+                                                      ze_event_handle_t *w) {
+  (void)nr;
+  (void)sizes;
+  (void)ranges;
+  return zs_zeCommandListAppendBarrier(hl, sig, nw, w);
+}
+
+ze_result_t zs_zeCommandListAppendSignalEvent(ze_command_list_handle_t hl, ze_event_handle_t he) {
+  zs_list *l = list_of(hl);
+  if (!l || !ev_of(he)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  zs_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = OP_SIGNAL;
+  c.event = ev_of(he);
+  return submit(l, &c);
+}
+
+ze_result_t zs_zeCommandListAppendWaitOnEvents(ze_command_list_handle_t hl, uint32_t n, ze_event_handle_t *w) {
+  if (!list_of(hl)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  return check_waits(n, w); /* in-order engine: everything earlier has completed when later work runs */
+}
+
+ze_result_t zs_zeCommandListAppendEventReset(ze_command_list_handle_t hl, ze_event_handle_t he) {
+  zs_list *l = list_of(hl);
+  if (!l || !ev_of(he)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  zs_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = OP_RESET_EVENT;
+  c.event = ev_of(he);
+  return submit(l, &c);
+}
+
+ze_result_t zs_zeCommandListAppendMemoryPrefetch(ze_command_list_handle_t hl, const void *p, size_t n) {
+  (void)p;
+  (void)n;
+  return list_of(hl) ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+}
+
+ze_result_t zs_zeCommandListAppendMemAdvise(ze_command_list_handle_t hl, ze_device_handle_t hd, const void *p, size_t n,
+                                            ze_memory_advice_t a) {
+  (void)p;
+  (void)n;
+  (void)a;
+  return list_of(hl) && zs_dev(hd) ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+}
+
+/* ------------------------------------------------------------------ queues */
+static zs_queue *queue_of(ze_command_queue_handle_t h) {
+  zs_queue *q = (zs_queue *)h;
+  return q && q->magic == ZS_MAGIC_QUEUE ? q : NULL;
+}
+
+static zs_fence *fence_of(ze_fence_handle_t h) {
+  zs_fence *f = (zs_fence *)h;
+  return f && f->magic == ZS_MAGIC_FENCE ? f : NULL;
+}
+
+ze_result_t zs_zeCommandQueueCreate(ze_context_handle_t hc, ze_device_handle_t hd, const ze_command_queue_desc_t *desc,
+                                    ze_command_queue_handle_t *ph) {
+  if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!desc || !ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  zs_queue *q = calloc(1, sizeof *q);
+  if (!q) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  q->magic = ZS_MAGIC_QUEUE;
+  q->synchronous = desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+  *ph = (ze_command_queue_handle_t)q;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeCommandQueueDestroy(ze_command_queue_handle_t h) {
+  zs_queue *q = queue_of(h);
+  if (!q) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  zs_flush();
+  pthread_mutex_unlock(&zs_lock);
+  q->magic = 0;
+  free(q);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t hq, uint32_t n,
+                                                 ze_command_list_handle_t *lists, ze_fence_handle_t hf) {
+  zs_queue *q = queue_of(hq);
+  if (!q || (hf && !fence_of(hf))) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (n == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
+  if (!lists) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  for (uint32_t i = 0; i < n; i++) {
+    zs_list *l = list_of(lists[i]);
+    if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    if (l->immediate) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  }
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  pthread_mutex_lock(&zs_lock);
+  for (uint32_t i = 0; i < n && r == ZE_RESULT_SUCCESS; i++) {
+    zs_list *l = list_of(lists[i]);
+    for (size_t j = 0; j < l->n && r == ZE_RESULT_SUCCESS; j++) r = exec_cmd(&l->cmds[j]);
+  }
+  zs_fence *f = fence_of(hf);
+  if (r == ZE_RESULT_SUCCESS && f && !f->pending) {
+    f->signaled = 0;
+    f->pending = 1;
+    if (push_ptr((void ***)&g_pend_fence, &g_n_pend_fence, &g_cap_pend_fence, f)) {
+      f->pending = 0;
+      r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+  }
+  if (r == ZE_RESULT_SUCCESS && q->synchronous) r = zs_flush();
+  pthread_mutex_unlock(&zs_lock);
+  return r;
+}
+
+ze_result_t zs_zeCommandQueueSynchronize(ze_command_queue_handle_t hq, uint64_t timeout) {
+  (void)timeout;
+  if (!queue_of(hq)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  ze_result_t r = zs_flush();
+  pthread_mutex_unlock(&zs_lock);
+  return r;
+}
+
+/* ------------------------------------------------------------------ waiting */
+/* Waits (zs_lock held) until *flag is set, up to timeout ns (UINT64_MAX: forever). */
+static ze_result_t wait_flag(const int *flag, int pending, uint64_t timeout) {
+  if (!*flag && pending) {
+    ze_result_t r = zs_flush();
+    if (r != ZE_RESULT_SUCCESS) return r;
+  }
+  if (*flag) return ZE_RESULT_SUCCESS;
+  if (timeout == 0) return ZE_RESULT_NOT_READY;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  if (timeout != UINT64_MAX) {
+    until.tv_sec += (time_t)(timeout / 1000000000ull);
+    until.tv_nsec += (long)(timeout % 1000000000ull);
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+  }
+  while (!*flag) {
+    if (timeout == UINT64_MAX) {
+      pthread_cond_wait(&g_cond, &zs_lock);
+    } else if (pthread_cond_timedwait(&g_cond, &zs_lock, &until) == ETIMEDOUT) {
+      return *flag ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
+    }
+  }
+  return ZE_RESULT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ fences */
+ze_result_t zs_zeFenceCreate(ze_command_queue_handle_t hq, const ze_fence_desc_t *desc, ze_fence_handle_t *ph) {
+  if (!queue_of(hq)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!desc || !ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  zs_fence *f = calloc(1, sizeof *f);
+  if (!f) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  f->magic = ZS_MAGIC_FENCE;
+  f->signaled = (desc->flags & ZE_FENCE_FLAG_SIGNALED) != 0;
+  *ph = (ze_fence_handle_t)f;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeFenceDestroy(ze_fence_handle_t h) {
+  zs_fence *f = fence_of(h);
+  if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  if (f->pending) zs_flush();
+  pthread_mutex_unlock(&zs_lock);
+  f->magic = 0;
+  free(f);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeFenceHostSynchronize(ze_fence_handle_t h, uint64_t timeout) {
+  zs_fence *f = fence_of(h);
+  if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  ze_result_t r = wait_flag(&f->signaled, f->pending, timeout);
+  pthread_mutex_unlock(&zs_lock);
+  return r;
+}
+
+ze_result_t zs_zeFenceQueryStatus(ze_fence_handle_t h) { return zs_zeFenceHostSynchronize(h, 0); }
+
+ze_result_t zs_zeFenceReset(ze_fence_handle_t h) {
+  zs_fence *f = fence_of(h);
+  if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  if (f->pending) zs_flush();
+  f->signaled = 0;
+  pthread_mutex_unlock(&zs_lock);
+  return ZE_RESULT_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ events */
+static zs_event_pool *pool_of(ze_event_pool_handle_t h) {
+  zs_event_pool *p = (zs_event_pool *)h;
+  return p && p->magic == ZS_MAGIC_POOL ? p : NULL;
+}
+
+ze_result_t zs_zeEventPoolCreate(ze_context_handle_t hc, const ze_event_pool_desc_t *desc, uint32_t nd,
+                                 ze_device_handle_t *devs, ze_event_pool_handle_t *ph) {
+  if (!hc) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!desc || !ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  for (uint32_t i = 0; i < nd; i++)
+    if (!devs || !zs_dev(devs[i])) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (desc->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
+  zs_event_pool *p = calloc(1, sizeof *p);
+  zs_event *evs = calloc(desc->count, sizeof *evs);
+  if (!p || !evs) {
+    free(p);
+    free(evs);
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  p->magic = ZS_MAGIC_POOL;
+  p->count = desc->count;
+  p->events = evs;
+  *ph = (ze_event_pool_handle_t)p;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeEventPoolDestroy(ze_event_pool_handle_t h) {
+  zs_event_pool *p = pool_of(h);
+  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  zs_flush(); /* no pending signal may point into the pool */
+  pthread_mutex_unlock(&zs_lock);
+  p->magic = 0;
+  free(p->events);
+  free(p);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeEventCreate(ze_event_pool_handle_t hp, const ze_event_desc_t *desc, ze_event_handle_t *ph) {
+  zs_event_pool *p = pool_of(hp);
+  if (!p) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  if (!desc || !ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (desc->index >= p->count) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  zs_event *e = &p->events[desc->index];
+  if (e->magic == ZS_MAGIC_EVENT) return ZE_RESULT_ERROR_INVALID_ARGUMENT; /* index in use */
+  memset(e, 0, sizeof *e);
+  e->magic = ZS_MAGIC_EVENT;
+  e->pool = p;
+  *ph = (ze_event_handle_t)e;
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeEventDestroy(ze_event_handle_t h) {
+  zs_event *e = ev_of(h);
+  if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  if (e->pending) zs_flush();
+  e->magic = 0;
+  pthread_mutex_unlock(&zs_lock);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeEventHostSynchronize(ze_event_handle_t h, uint64_t timeout) {
+  zs_event *e = ev_of(h);
+  if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  ze_result_t r = wait_flag(&e->signaled, e->pending, timeout);
+  pthread_mutex_unlock(&zs_lock);
+  return r;
+}
+
+ze_result_t zs_zeEventQueryStatus(ze_event_handle_t h) { return zs_zeEventHostSynchronize(h, 0); }
+
+ze_result_t zs_zeEventHostSignal(ze_event_handle_t h) {
+  zs_event *e = ev_of(h);
+  if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  e->signaled = 1;
+  pthread_cond_broadcast(&g_cond);
+  pthread_mutex_unlock(&zs_lock);
+  return ZE_RESULT_SUCCESS;
+}
+
+ze_result_t zs_zeEventHostReset(ze_event_handle_t h) {
+  zs_event *e = ev_of(h);
+  if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  pthread_mutex_lock(&zs_lock);
+  if (e->pending) zs_flush();
+  e->signaled = 0;
+  pthread_mutex_unlock(&zs_lock);
+  return ZE_RESULT_SUCCESS;
+}
