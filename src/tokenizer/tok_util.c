@@ -122,10 +122,13 @@ int tok_is_whitespace(int32_t c) {
 }
 
 /* ---------------------------------------------------------------- string map */
+/* FNV-1a, then a full avalanche: FNV's low bits depend only on the bytes' low bits, and the table is
+ * indexed by the low bits. */
 static uint64_t hash_bytes(const char *s, size_t n) {
   uint64_t h = 1469598103934665603ULL;
   for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 1099511628211ULL; }
-  return h ^ (h >> 29);
+  h ^= h >> 33; h *= 0xff51afd7ed558ccdULL; h ^= h >> 33; h *= 0xc4ceb9fe1a85ec53ULL; h ^= h >> 33;
+  return h;
 }
 
 static xpi_status strmap_rehash(tok_strmap *m, size_t nslots) {
