@@ -167,10 +167,55 @@ static void bad_calls(void) {
   xpi_tokenizer_free(t);
 }
 
+/* Random bytes (fixed seed) through encode, and random ids through decode and the stream: each call either
+ * succeeds or is refused as INVALID_ARGUMENT, and valid UTF-8 is always accepted (the sanitizers watch). */
+static void random_inputs(void) {
+  char *dir = xpi_test_strf("%s/tokenizers/llama2", xpi_test_env("XPI_TEST_DATA"));
+  xpi_tokenizer *t = NULL;
+  CHECK_OK(xpi_tokenizer_load(dir, &t));
+  free(dir);
+  if (!t) return;
+  uint32_t x = 12345;
+  int bad_status = 0, valid_refused = 0;
+  for (int iter = 0; iter < 2000; iter++) {
+    unsigned char buf[64];
+    size_t n = 0, len = (x = x * 1103515245u + 12345u) >> 26;
+    for (size_t i = 0; i < len; i++) buf[i] = (unsigned char)((x = x * 1103515245u + 12345u) >> 24);
+    int32_t ids[256];
+    xpi_status s = xpi_tokenize(t, (const char *)buf, len, iter & 1, ids, 256, &n);
+    if (s != XPI_OK && s != XPI_ERR_INVALID_ARGUMENT) bad_status++;
+    /* the same bytes with every non-ASCII byte replaced: valid UTF-8 must be accepted */
+    for (size_t i = 0; i < len; i++) buf[i] &= 0x7F;
+    if (xpi_tokenize(t, (const char *)buf, len, 0, ids, 256, &n) != XPI_OK) valid_refused++;
+    int32_t rid[16];
+    for (int i = 0; i < 16; i++) rid[i] = (int32_t)(((x = x * 1103515245u + 12345u) >> 8) % 32100) - 50;
+    char text[512];
+    s = xpi_detokenize(t, rid, 16, iter & 1, text, sizeof text, &len);
+    if (s != XPI_OK && s != XPI_ERR_INVALID_ARGUMENT) bad_status++;
+    xpi_detok_stream *st = NULL;
+    if (xpi_detok_stream_create(t, iter & 1, &st) == XPI_OK) {
+      for (int i = 0; i < 16; i++) {
+        const char *p;
+        size_t pl;
+        s = xpi_detok_stream_push(st, rid[i], &p, &pl);
+        if (s != XPI_OK && s != XPI_ERR_INVALID_ARGUMENT) bad_status++;
+      }
+      const char *p;
+      size_t pl;
+      if (xpi_detok_stream_flush(st, &p, &pl) != XPI_OK) bad_status++;
+      xpi_detok_stream_free(st);
+    }
+  }
+  CHECK(bad_status == 0, "%d calls returned an unexpected status", bad_status);
+  CHECK(valid_refused == 0, "%d valid UTF-8 texts were refused", valid_refused);
+  xpi_tokenizer_free(t);
+}
+
 int main(void) {
   g_dir = xpi_test_tmpdir("tok_bad");
   bad_files();
   bad_calls();
+  random_inputs();
   free(g_dir);
   return xpi_test_done();
 }

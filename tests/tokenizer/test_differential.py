@@ -35,7 +35,8 @@ def make_variants(tmp):
     """Crafted tokenizer.json variants covering features the four real files do not exercise: added-token
     lstrip/rstrip/single_word/normalized, legacy "a b" merges for Qwen, Metaspace pre-tokenizer and decoder,
     ByteLevel with add_prefix_space + GPT-2 regex, Split behaviors (MergedWithPrevious, Contiguous, Removed,
-    MergedWithNext, invert), NFKC + regex Replace, and a post-processor that adds tokens on both sides."""
+    MergedWithNext, invert), NFKC + regex Replace, <unk> with and without fuse_unk, and a post-processor that
+    adds tokens on both sides."""
     out = {}
 
     def write(name, j):
@@ -76,6 +77,12 @@ def make_variants(tmp):
     l2["decoder"] = {"type": "Sequence", "decoders": [{"type": "ByteFallback"},
                      {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}]}
     write("llama2_metaspace_always", l2)
+
+    for fuse in (True, False):  # unknown characters without byte fallback: <unk>, fused or one per character
+        l2 = load("llama2")
+        l2["model"]["byte_fallback"] = False
+        l2["model"]["fuse_unk"] = fuse
+        write(f"llama2_unk_fuse{int(fuse)}", l2)
 
     tf = load("tinyfortunes")
     tf["normalizer"] = {"type": "Sequence", "normalizers": [
