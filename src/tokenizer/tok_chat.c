@@ -1,6 +1,7 @@
 /* tokenizer_config.json (special token names, chat template) and chat rendering. The Jinja templates are not
  * interpreted: the template is recognised by a fingerprint of its distinctive parts and rendered by a C
- * transcription of that template family (Qwen3 ChatML with thinking, Llama 3). Anything else is refused. */
+ * transcription of that template family (Qwen3 ChatML with thinking, Llama 3, plain ChatML of Qwen2/Qwen2.5 with
+ * its default system prompt). Anything else is refused. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,14 +25,45 @@ static xpi_status config_token(const char *path, const cJSON *cfg, const char *k
 
 static int has(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
 
+/* ChatML's default system prompt: the first literal '<|im_start|>system\n TEXT <|im_end|>' in the template (a
+ * Jinja string, so "\\n" stands for a newline); NULL when there is none. */
+static xpi_status chatml_default_system(const char *tpl, char **out) {
+  *out = NULL;
+  for (const char *p = strstr(tpl, "<|im_start|>system"); p; p = strstr(p + 1, "<|im_start|>system")) {
+    const char *q = p + strlen("<|im_start|>system");
+    if (*q == '\n') q++;
+    else if (q[0] == '\\' && q[1] == 'n') q += 2;
+    else continue;
+    const char *end = strstr(q, "<|im_end|>");
+    if (!end || end == q) continue;
+    size_t n = (size_t)(end - q);
+    if (memchr(q, '\'', n) || memchr(q, '"', n) || memchr(q, '{', n) || memchr(q, '+', n)) continue;
+    tok_buf b = {0};
+    xpi_status st = XPI_OK;
+    for (size_t i = 0; !st && i < n; i++) {
+      if (q[i] == '\\' && i + 1 < n && q[i + 1] == 'n') { st = tok_buf_put(&b, "\n", 1); i++; }
+      else st = tok_buf_put(&b, q + i, 1);
+    }
+    if (st) { tok_buf_free(&b); return st; }
+    *out = b.p;
+    return XPI_OK;
+  }
+  return XPI_OK;
+}
+
 static int fingerprint(const char *tpl) {
   if (has(tpl, "<|im_start|>") && has(tpl, "<|im_end|>") && has(tpl, "enable_thinking") && has(tpl, "</think>") &&
       has(tpl, "reasoning_content") && has(tpl, "last_query_index"))
     return TOK_CHAT_QWEN3;
-  if (has(tpl, "<|start_header_id|>") && has(tpl, "<|end_header_id|>\n\n") && has(tpl, "<|eot_id|>") &&
+  if (has(tpl, "<|start_header_id|>") && has(tpl, "<|end_header_id|>") && has(tpl, "<|eot_id|>") &&
       has(tpl, "| trim") && has(tpl, "bos_token") && !has(tpl, "Cutting Knowledge Date") && !has(tpl, "tools") &&
       !has(tpl, "system_message"))
     return TOK_CHAT_LLAMA3;
+  /* Qwen2 / Qwen2.5: every turn '<|im_start|>' + role + '\n' + content + '<|im_end|>' + '\n' */
+  if (has(tpl, "<|im_start|>") && has(tpl, "<|im_end|>") && has(tpl, "add_generation_prompt") &&
+      (has(tpl, "message['content']") || has(tpl, "message.content")) && !has(tpl, "think") &&
+      !has(tpl, "reasoning") && !has(tpl, "bos_token") && !has(tpl, "date"))
+    return TOK_CHAT_CHATML;
   return TOK_CHAT_UNKNOWN;
 }
 
@@ -75,6 +107,10 @@ xpi_status tok_load_config(xpi_tokenizer *t, const char *dir) {
     XPI_TRY(st);
   }
   t->chat_family = t->chat_template ? fingerprint(t->chat_template) : TOK_CHAT_NONE;
+  if (t->chat_family == TOK_CHAT_CHATML) {
+    XPI_TRY(chatml_default_system(t->chat_template, &t->chat_default_system));
+    t->chat_tool_response = has(t->chat_template, "<tool_response>");
+  }
   return XPI_OK;
 }
 
@@ -193,6 +229,38 @@ static xpi_status render_qwen3(const xpi_chat_message *m, size_t n, int gen, int
   return st;
 }
 
+/* ---------------------------------------------------------------- ChatML (Qwen2, Qwen2.5) */
+static xpi_status chatml_turn(tok_buf *o, const char *role, const char *content) {
+  XPI_TRY(tok_buf_puts(o, "<|im_start|>"));
+  XPI_TRY(tok_buf_puts(o, role));
+  XPI_TRY(tok_buf_puts(o, "\n"));
+  XPI_TRY(tok_buf_puts(o, content));
+  return tok_buf_puts(o, "<|im_end|>\n");
+}
+
+static xpi_status render_chatml(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
+  xpi_status st = tok_buf_put(o, "", 0);
+  int has_system = n && !strcmp(m[0].role, "system");
+  if (!st && has_system) st = chatml_turn(o, "system", m[0].content);
+  else if (!st && t->chat_default_system) st = chatml_turn(o, "system", t->chat_default_system);
+  for (size_t i = has_system ? 1 : 0; !st && i < n; i++) {
+    const char *role = m[i].role;
+    if (!t->chat_tool_response) {
+      st = chatml_turn(o, role, m[i].content); /* Qwen2: every role alike */
+    } else if (!strcmp(role, "user") || !strcmp(role, "system") || !strcmp(role, "assistant")) {
+      st = chatml_turn(o, role, m[i].content);
+    } else if (!strcmp(role, "tool")) { /* Qwen2.5 */
+      if (i == 0 || strcmp(m[i - 1].role, "tool")) st = tok_buf_puts(o, "<|im_start|>user");
+      if (!st) st = tok_buf_puts(o, "\n<tool_response>\n");
+      if (!st) st = tok_buf_puts(o, m[i].content);
+      if (!st) st = tok_buf_puts(o, "\n</tool_response>");
+      if (!st && (i == n - 1 || strcmp(m[i + 1].role, "tool"))) st = tok_buf_puts(o, "<|im_end|>\n");
+    }
+  }
+  if (!st && gen) st = tok_buf_puts(o, "<|im_start|>assistant\n");
+  return st;
+}
+
 /* ---------------------------------------------------------------- Llama 3 */
 static xpi_status render_llama3(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
   xpi_status st = tok_buf_put(o, "", 0);
@@ -228,11 +296,12 @@ xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_mess
                    "tokenizer has no chat format", tok->config_path);
   if (tok->chat_family == TOK_CHAT_UNKNOWN)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"chat_template\" is not a template family libxpuinfer knows (supported: "
-                   "Qwen3 ChatML with thinking, Llama 3)", tok->config_path);
+                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3)", tok->config_path);
   tok_buf o = {0};
   xpi_status st = tok->chat_family == TOK_CHAT_QWEN3
                       ? render_qwen3(msgs, n_msgs, add_generation_prompt, enable_thinking, &o)
-                      : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
+                  : tok->chat_family == TOK_CHAT_CHATML ? render_chatml(tok, msgs, n_msgs, add_generation_prompt, &o)
+                                                        : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
   if (!st) {
     *len_out = o.len;
     if (!text || cap < o.len + 1)

@@ -382,6 +382,7 @@ static void tok_destroy(xpi_tokenizer *t) {
   free(t->dec);
   free(t->post_single);
   free(t->chat_template);
+  free(t->chat_default_system);
   free(t->bos_token);
   free(t->eos_token);
   free(t->pad_token);

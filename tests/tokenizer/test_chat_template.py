@@ -7,8 +7,10 @@ and enable_thinking both ways. The texts must be identical."""
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 
 try:
     import jinja2
@@ -49,12 +51,81 @@ def conversation(rng):
     return msgs
 
 
+# Qwen2 and Qwen2.5 instruct templates (not in tests/data): rendered from these texts by jinja2 and by us.
+QWEN2_TEMPLATE = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+                  "{{ '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}{% endif %}"
+                  "{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n'}}"
+                  "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+QWEN25_TEMPLATE = """{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\\n<tool_call>\\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- message.content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+{%- endif %}
+"""
+
+
 def main():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False, **kw)
     failures, compared = [], 0
-    for name in ("qwen3", "llama3_1"):
-        tok_dir = os.path.join(SRC, "tests/data/tokenizers", name)
+    tmp = tempfile.mkdtemp(prefix="xpi_chat_")
+    dirs = {name: os.path.join(SRC, "tests/data/tokenizers", name) for name in ("qwen3", "llama3_1")}
+    for name, tpl in (("qwen2", QWEN2_TEMPLATE), ("qwen2_5", QWEN25_TEMPLATE)):
+        d = dirs[name] = os.path.join(tmp, name)
+        os.makedirs(d)
+        shutil.copy(os.path.join(SRC, "examples/models/tinyfortunes/tokenizer.json"), d)
+        with open(os.path.join(d, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump({"chat_template": tpl, "eos_token": "<|im_end|>"}, f)
+    for name, tok_dir in dirs.items():
         cfg = json.load(open(os.path.join(tok_dir, "tokenizer_config.json"), encoding="utf-8"))
         tpl = env.from_string(cfg["chat_template"])
         rng = random.Random(f"xpi-chat-{name}")
@@ -63,6 +134,8 @@ def main():
             msgs = conversation(rng)
             if not msgs or rng.random() < 0.1:
                 msgs.append({"role": "user", "content": content(rng)})
+            if name.startswith("qwen2"):  # their templates index messages[0]: never empty
+                msgs = msgs or [{"role": "user", "content": "x"}]
             reqs.append({"chat": msgs, "gen": rng.random() < 0.8, "think": rng.random() < 0.5})
         inp = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in reqs)
         p = subprocess.run([DRIVER, tok_dir], input=inp.encode(), capture_output=True, timeout=120)
@@ -78,6 +151,7 @@ def main():
             text = bytes.fromhex(got["text"]).decode() if "text" in got else got
             if text != want:
                 failures.append((name, r, text, want))
+    shutil.rmtree(tmp, ignore_errors=True)
     print(f"compared {compared} conversations")
     for name, r, got, want in failures[:8]:
         print("MISMATCH", name, json.dumps(r, ensure_ascii=False)[:400], "\n  got ", repr(got)[:400], "\n  want",
