@@ -108,6 +108,22 @@ static void bad_files(void) {
   size_t len = 0;
   CHECK_ERR(xpi_apply_chat_template(t, &m, 1, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "not a template family");
   xpi_tokenizer_free(t);
+  /* chat_template.jinja (transformers 5) wins over tokenizer_config.json */
+  static const char jinja[] =
+      "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\\n"
+      "You are a helpful assistant.<|im_end|>\\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\\n' + "
+      "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>"
+      "assistant\\n' }}{% endif %}";
+  char *jp = xpi_test_strf("%s/chat_template.jinja", g_dir);
+  xpi_test_write_file(jp, jinja, strlen(jinja));
+  CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"chat_template\": \"{{ unknown }}\"}", &t));
+  char text[256];
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, 1, 1, text, sizeof text, &len));
+  CHECK(!strcmp(text, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nab<|im_end|>\n"
+                      "<|im_start|>assistant\n"), "chat_template.jinja: %s", text);
+  xpi_tokenizer_free(t);
+  remove(jp);
+  free(jp);
 }
 
 static void bad_calls(void) {

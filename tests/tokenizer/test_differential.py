@@ -26,7 +26,7 @@ TOKENIZERS = {
     "llama2": os.path.join(SRC, "tests/data/tokenizers/llama2"),
     "tinyfortunes": os.path.join(SRC, "examples/models/tinyfortunes"),
 }
-N_STRINGS = 3000 // SCALE
+N_STRINGS = 2000 // SCALE
 N_ID_SEQS = 400 // SCALE
 N_VARIANT_STRINGS = 600 // SCALE  # per crafted variant (flags and components the shipped files do not use)
 
