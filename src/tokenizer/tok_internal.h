@@ -170,6 +170,8 @@ const char *tok_id_text(const xpi_tokenizer *t, int32_t id, size_t *len);
 xpi_status tok_decode(const xpi_tokenizer *t, const int32_t *ids, size_t n, int skip_special, tok_buf *out);
 /* XPI_ERR_INVALID_ARGUMENT naming the first id without a token. */
 xpi_status tok_check_ids(const xpi_tokenizer *t, const int32_t *ids, size_t n);
+/* Post-processor: fills post_single / post_seq_pos; n_templates counts template processors seen. */
+xpi_status tok_post_parse(xpi_tokenizer *t, const cJSON *pp, int *n_templates);
 /* Loads tokenizer_config.json fields (optional file). */
 xpi_status tok_load_config(xpi_tokenizer *t, const char *dir);
 
