@@ -64,7 +64,8 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
   if (!strcmp(dev, "cpu")) return xpi_backend_cpu_create(&bc, out);
   if (!strncmp(dev, "xpu", 3) && (dev[3] == 0 || dev[3] == ':')) {
     int idx;
-    XPI_TRY(xpi_ze_parse_device(dev, &idx));
+    xpi_status s = xpi_ze_parse_device(dev, &idx);
+    if (s != XPI_OK) return xpi_err_prefix(s, "device '%s': ", dev);
     const xpi_ze_device *devs;
     size_t n;
     XPI_TRY(xpi_ze_devices(&devs, &n));
@@ -72,7 +73,8 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
     snprintf(name, sizeof name, "xpu:%d", idx);
     bc.device = name;
     if ((size_t)idx < n) *weight = (double)devs[idx].info.total_memory;
-    return xpi_backend_xpu_create(&bc, out);
+    s = xpi_backend_xpu_create(&bc, out);
+    return s == XPI_OK ? s : xpi_err_prefix(s, "device '%s': ", name);
   }
   return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown device '%s' (valid: auto, cpu, xpu, xpu:N)", dev);
 }

@@ -85,7 +85,23 @@ static int check_case(xpi_model *m, const char *model_name, const char *impl, co
     CHECK(e <= LOGIT_TOL, "%s/%s '%s': logit[%d] = %.6f, golden %.6f", model_name, impl, prompt, i, last[i],
           cJSON_GetArrayItem(head, i)->valuedouble);
   }
-  /* greedy continuation under teacher forcing */
+  /* greedy continuation under teacher forcing: sdpa step by step through the KV cache (the decode path);
+   * eager and flash over the whole teacher-forced sequence in one pass (cheaper, their decode steps are
+   * covered by tests/ops and the tinyfortunes CLI test) */
+  if (strcmp(impl, "sdpa") != 0) {
+    float *all = malloc(sizeof(float) * (size_t)V * (size_t)(n + ng));
+    xpi_request_reset(r);
+    CHECK_OK(xpi_request_eval(r, ids, (size_t)(n + ng - 1), 1, all, (size_t)V * (size_t)(n + ng)));
+    for (int k = 0; k < ng; k++)
+      if (cJSON_GetArrayItem(gm, k)->valuedouble > GREEDY_MARGIN) {
+        int32_t got = argmax_row(all + (size_t)(n - 1 + k) * V, V);
+        CHECK(got == ids[n + k], "%s/%s '%s' greedy step %d: %d, golden %d (margin %.4f)", model_name, impl, prompt,
+              k, got, ids[n + k], cJSON_GetArrayItem(gm, k)->valuedouble);
+        compared++;
+      }
+    free(all);
+    goto out;
+  }
   int32_t got = argmax_row(last, V);
   for (int k = 0; k < ng; k++) {
     if (cJSON_GetArrayItem(gm, k)->valuedouble > GREEDY_MARGIN) {
