@@ -287,15 +287,21 @@ static void test_errors(void) {
   ze_module_desc_t md = {ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_IL_SPIRV, sizeof junk, junk, "", NULL};
   ze_module_handle_t m = NULL;
   ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = zeModuleCreate(ctx, dev, &md, &m, &log);
+  /* Loader 1.8 returns a failed module's build log unwrapped when it intercepts (several drivers or
+   * ZE_ENABLE_LOADER_INTERCEPT=1), so the log is only read without interception. */
+  const char *icpt = getenv("ZE_ENABLE_LOADER_INTERCEPT");
+  int wrapped = icpt && atoi(icpt);
+  ze_result_t r = zeModuleCreate(ctx, dev, &md, &m, wrapped ? NULL : &log);
   CHECK(r == ZE_RESULT_ERROR_MODULE_BUILD_FAILURE, "junk SPIR-V -> 0x%x", (unsigned)r);
-  size_t ls = 0;
-  ZE_OK(zeModuleBuildLogGetString(log, &ls, NULL));
-  char *text = malloc(ls);
-  ZE_OK(zeModuleBuildLogGetString(log, &ls, text));
-  CHECK(ls > 1 && strstr(text, "llvm-spirv"), "build log: %s", text);
-  free(text);
-  ZE_OK(zeModuleBuildLogDestroy(log));
+  if (!wrapped) {
+    size_t ls = 0;
+    ZE_OK(zeModuleBuildLogGetString(log, &ls, NULL));
+    char *text = malloc(ls);
+    ZE_OK(zeModuleBuildLogGetString(log, &ls, text));
+    CHECK(ls > 1 && strstr(text, "llvm-spirv"), "build log: %s", text);
+    free(text);
+    ZE_OK(zeModuleBuildLogDestroy(log));
+  }
   ze_kernel_desc_t kd = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, "no_such_kernel"};
   ze_kernel_handle_t k = NULL;
   CHECK(zeKernelCreate(mod, &kd, &k) == ZE_RESULT_ERROR_INVALID_KERNEL_NAME, "unknown kernel name");
@@ -341,6 +347,13 @@ int main(void) {
   if (log) zeModuleBuildLogDestroy(log);
   free(spv);
   if (r != ZE_RESULT_SUCCESS) return xpi_test_done();
+  uint32_t nk = 0;
+  ZE_OK(zeModuleGetKernelNames(mod, &nk, NULL));
+  const char *names[8] = {0};
+  ZE_OK(zeModuleGetKernelNames(mod, &nk, names));
+  int found = 0;
+  for (uint32_t i = 0; i < nk && i < 8; i++) found += names[i] && !strcmp(names[i], "group_sum");
+  CHECK(nk == 4 && found == 1, "%u kernel names", nk);
   test_discovery();
   test_args_and_immediate();
   test_regular_replay();

@@ -23,3 +23,9 @@ if(TARGET test_zesim)
       ENVIRONMENT "${ZESIM_ENV};ZE_ENABLE_VALIDATION_LAYER=1;ZE_ENABLE_PARAMETER_VALIDATION=1" LABELS zesim TIMEOUT 900)
   endif()
 endif()
+if(TARGET test_zesim)
+  # With the loader's intercept layer every handle is wrapped by the loader, as with several drivers.
+  add_test(NAME zesim/test_zesim_intercept COMMAND test_zesim)
+  set_tests_properties(zesim/test_zesim_intercept PROPERTIES
+    ENVIRONMENT "${ZESIM_ENV};ZE_ENABLE_LOADER_INTERCEPT=1" LABELS zesim TIMEOUT 900)
+endif()

@@ -93,6 +93,9 @@ typedef struct zs_kernel {
 typedef struct zs_module {
   uint32_t magic;
   cl_program prog;
+  char *names;            /* kernel names, filled at the first zeModuleGetKernelNames */
+  const char **name_ptrs;
+  uint32_t n_names;
 } zs_module;
 
 /* Sets every argument of a launch on the cl_kernel (zs_lock held). */

@@ -88,7 +88,7 @@ ze_result_t zs_engine_start(char *why, size_t cap) {
     }
     zs_cl.platform = plats[i];
     zs_cl.device = d;
-    snprintf(zs_cl.name, sizeof zs_cl.name, "%s", name);
+    snprintf(zs_cl.name, sizeof zs_cl.name, "%.127s", name);
   }
   if (!zs_cl.device) {
     snprintf(why, cap, "no CPU OpenCL device with fine-grained SVM on a '%s' platform (ZESIM_OPENCL_ENGINE)", want);

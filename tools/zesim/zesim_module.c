@@ -245,22 +245,43 @@ ze_result_t zs_zeModuleDestroy(ze_module_handle_t h) {
   if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   m->magic = 0;
   clReleaseProgram(m->prog);
+  free(m->names);
+  free(m->name_ptrs);
   free(m);
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zs_zeModuleGetKernelNames(ze_module_handle_t h, uint32_t *pCount, const char **pNames) {
-  /* The names must outlive the call: they are kept in a per-module string (leaked with the module's life). */
   zs_module *m = mod_of(h);
   if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  size_t nk = 0;
-  clGetProgramInfo(m->prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
+  pthread_mutex_lock(&zs_lock);
+  if (!m->names) { /* "a;b;c" from OpenCL, split in place once; the pointers live as long as the module */
+    size_t len = 0;
+    clGetProgramInfo(m->prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
+    char *buf = calloc(1, len + 1);
+    const char **ptrs = calloc(len / 2 + 2, sizeof *ptrs);
+    if (!buf || !ptrs || (len && clGetProgramInfo(m->prog, CL_PROGRAM_KERNEL_NAMES, len, buf, NULL) != CL_SUCCESS)) {
+      free(buf);
+      free(ptrs);
+      pthread_mutex_unlock(&zs_lock);
+      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    uint32_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) ptrs[n++] = t;
+    m->names = buf;
+    m->name_ptrs = ptrs;
+    m->n_names = n;
+  }
+  pthread_mutex_unlock(&zs_lock);
   if (*pCount == 0 || !pNames) {
-    *pCount = (uint32_t)nk;
+    *pCount = m->n_names;
     return ZE_RESULT_SUCCESS;
   }
-  return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  if (*pCount > m->n_names) *pCount = m->n_names;
+  for (uint32_t i = 0; i < *pCount; i++) pNames[i] = m->name_ptrs[i];
+  return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zs_zeModuleGetProperties(ze_module_handle_t h, ze_module_properties_t *p) {
