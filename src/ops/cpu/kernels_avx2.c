@@ -216,12 +216,60 @@ static inline __m256i q4_block(const uint8_t *q, const int8_t *xq) {
 #define Q8_BLOCK(i) q8_block((const int8_t *)q + (i) * XPI_QK, xq + (i) * XPI_QK, xa + (i) * XPI_QK)
 #define Q4_BLOCK(i) q4_block(q + (i) * (XPI_QK / 2), xq + (i) * XPI_QK)
 DEF_QROW(q8_row, XPI_QK, Q8_BLOCK, 0)
-DEF_QROW(q4_row, XPI_QK / 2, Q4_BLOCK, 1)
+DEF_QROW(q4_row_plain, XPI_QK / 2, Q4_BLOCK, 1)
+
+/* Activations of a q4 dot in pair order: for blocks 2p, 2p+1 the 64 bytes are [2p: 0-15 | 2p+1: 0-15 |
+ * 2p: 16-31 | 2p+1: 16-31], matching one 32-byte load of two q4 blocks split into low and high nibbles. */
+static void q4_pair_order(int8_t *xp, const int8_t *xq, int64_t nb) {
+  for (int64_t p = 0; p + 1 < nb; p += 2) {
+    memcpy(xp + p * 32, xq + p * 32, 16);
+    memcpy(xp + p * 32 + 16, xq + (p + 1) * 32, 16);
+    memcpy(xp + p * 32 + 32, xq + p * 32 + 16, 16);
+    memcpy(xp + p * 32 + 48, xq + (p + 1) * 32 + 16, 16);
+  }
+}
+
+/* q4 row, two blocks per 32-byte load: low nibbles hold elements 0-15 and high nibbles 16-31 of both
+ * blocks, so lanes 0-3 of the int32 sums belong to the first block and 4-7 to the second; one conversion
+ * and one FMA with [s, s, s, s, s', s', s', s'] serve both. The two maddubs results are added in int16
+ * (each |.| <= 2*15*127, the sum fits). */
+static inline float q4_row(const void *qv, const uint16_t *d, const int8_t *xq, const int8_t *xp, const float *dx,
+                           const float *sx, int64_t nb) {
+  const uint8_t *q = qv;
+  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i i0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), i1 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
+                i2 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5), i3 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b));
+    corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);
+#define Q4_PAIR(k, idx, acc)                                                                               \
+  do {                                                                                                     \
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + (b + (k)) * 16));                           \
+    const int8_t *xx = xp + (b + (k)) * 32;                                                                \
+    const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)xx)); \
+    const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                  \
+                                            _mm256_loadu_si256((const __m256i *)(xx + 32)));               \
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones)),            \
+                          _mm256_permutevar8x32_ps(sc, idx), acc);                                         \
+  } while (0)
+    Q4_PAIR(0, i0, acc0);
+    Q4_PAIR(2, i1, acc1);
+    Q4_PAIR(4, i2, acc0);
+    Q4_PAIR(6, i3, acc1);
+#undef Q4_PAIR
+  }
+  float r = hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * hsum8(corr);
+  if (b < nb) r += q4_row_plain(q + b * 16, d + b, xq + b * XPI_QK, NULL, dx + b, sx + b, nb - b);
+  return r;
+}
 
 static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                    int64_t r0, int64_t r1, int64_t cols) {
   int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
-  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC];
+  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC]; /* q8: |xq|; q4: xq in pair order */
   float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
@@ -230,13 +278,16 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
   /* column chunks keep the quantized activations on the stack for any width */
   for (int64_t c0 = 0; c0 < cols; c0 += CC) {
     const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
-    for (int32_t t = 0; t < n; t++) xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
+    for (int32_t t = 0; t < n; t++) {
+      xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
+      if (dt == XPI_DT_Q4) q4_pair_order((int8_t *)xa[t], xq[t], nbc);
+    }
     for (int64_t r = r0; r < r1; r++) {
       const uint8_t *q = qs + r * rb + cb * bs;
       const uint16_t *dr = d + r * nb + cb;
       for (int32_t t = 0; t < n; t++) {
         const float v = dt == XPI_DT_Q8 ? q8_row(q, dr, xq[t], xa[t], dx[t], sx[t], nbc)
-                                        : q4_row(q, dr, xq[t], xa[t], dx[t], sx[t], nbc);
+                                        : q4_row(q, dr, xq[t], (const int8_t *)xa[t], dx[t], sx[t], nbc);
         float *y = Y + (int64_t)t * ldy + r;
         *y = c0 == 0 ? v : *y + v;
       }
