@@ -323,6 +323,53 @@ static void test_errors(void) {
   CHECK(r == ZE_RESULT_ERROR_UNSUPPORTED_FEATURE, "zeImageCreate -> 0x%x", (unsigned)r);
 }
 
+/* cl_intel_subgroups on Intel's CPU OpenCL engine (only when tests.cmake configured it). */
+static void test_intel_subgroups(const char *path) {
+  size_t len = 0;
+  unsigned char *spv = read_file(path, &len);
+  CHECK(spv != NULL, "read %s", path);
+  if (!spv) return;
+  ze_module_desc_t md = {ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_IL_SPIRV, len, spv, "", NULL};
+  ze_module_handle_t m = NULL;
+  ZE_OK(zeModuleCreate(ctx, dev, &md, &m, NULL));
+  free(spv);
+  if (!m) return;
+  ze_kernel_desc_t kd = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, "sg_rotate"};
+  ze_kernel_handle_t k = NULL;
+  ZE_OK(zeKernelCreate(m, &kd, &k));
+  enum { N = 64 };
+  int *x = dev_alloc(N * sizeof(int)), *out = dev_alloc(N * sizeof(int)), *sz = dev_alloc(sizeof(int));
+  for (int i = 0; i < N; i++) x[i] = i;
+  ZE_OK(zeKernelSetArgumentValue(k, 0, sizeof x, &x));
+  ZE_OK(zeKernelSetArgumentValue(k, 1, sizeof out, &out));
+  ZE_OK(zeKernelSetArgumentValue(k, 2, sizeof sz, &sz));
+  ZE_OK(zeKernelSetGroupSize(k, 16, 1, 1));
+  ze_command_list_handle_t l = immediate_list();
+  ze_group_count_t gc = {N / 16, 1, 1};
+  ZE_OK(zeCommandListAppendLaunchKernel(l, k, &gc, NULL, 0, NULL));
+  ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+  ze_event_pool_handle_t pool = NULL;
+  ZE_OK(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+  ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST, ZE_EVENT_SCOPE_FLAG_HOST};
+  ze_event_handle_t e = NULL;
+  ZE_OK(zeEventCreate(pool, &ed, &e));
+  ZE_OK(zeCommandListAppendBarrier(l, e, 0, NULL));
+  ZE_OK(zeEventHostSynchronize(e, TIMEOUT_NS));
+  int n = *sz, bad = 0;
+  CHECK(n == 4 || n == 8 || n == 16, "subgroup size %d", n);
+  if (n == 4 || n == 8 || n == 16)
+    for (int i = 0; i < N; i++) bad += out[i] != (i / n) * n + (i % n + 1) % n;
+  CHECK(bad == 0, "intel_sub_group_shuffle rotation: %d wrong", bad);
+  ZE_OK(zeEventDestroy(e));
+  ZE_OK(zeEventPoolDestroy(pool));
+  ZE_OK(zeCommandListDestroy(l));
+  ZE_OK(zeKernelDestroy(k));
+  ZE_OK(zeModuleDestroy(m));
+  ZE_OK(zeMemFree(ctx, x));
+  ZE_OK(zeMemFree(ctx, out));
+  ZE_OK(zeMemFree(ctx, sz));
+}
+
 int main(void) {
   const char *spv_path = xpi_test_env("ZESIM_TEST_SPV");
   CHECK(zeInit(ZE_INIT_FLAG_GPU_ONLY) == ZE_RESULT_SUCCESS, "zeInit through the loader with zesim");
@@ -362,6 +409,7 @@ int main(void) {
   test_regular_replay();
   test_memory();
   test_errors();
+  if (getenv("ZESIM_TEST_INTEL_SPV")) test_intel_subgroups(getenv("ZESIM_TEST_INTEL_SPV"));
   ZE_OK(zeModuleDestroy(mod));
   ZE_OK(zeContextDestroy(ctx));
   return xpi_test_done();
