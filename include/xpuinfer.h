@@ -221,6 +221,10 @@ typedef struct xpi_gen_options {
   int32_t logprobs;              /* >0: report this many top log-probabilities per generated token */
 } xpi_gen_options;
 XPI_API void xpi_gen_options_default(xpi_gen_options *o);
+/* Defaults, then the model's generation_config.json as transformers reads it: do_sample false (or absent)
+ * means greedy; otherwise temperature, top_k (50 when absent, as transformers), top_p, and in both cases
+ * repetition_penalty and max_new_tokens when given. */
+XPI_API void xpi_gen_options_from_model(const xpi_model *model, xpi_gen_options *o);
 
 typedef struct xpi_logprob { int32_t id; float logprob; } xpi_logprob;
 

@@ -26,7 +26,13 @@ xpi_status xpi_err_prefix(xpi_status code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(pre, sizeof pre, fmt, ap);
   va_end(ap);
-  snprintf(g_err, sizeof g_err, "%s%s", pre, old);
+  /* Truncation is fine here: the prefix comes first and the message stays NUL-terminated. */
+  size_t a = strlen(pre), b = strlen(old);
+  if (a > XPI_ERR_MAX - 1) a = XPI_ERR_MAX - 1;
+  if (b > XPI_ERR_MAX - 1 - a) b = XPI_ERR_MAX - 1 - a;
+  memcpy(g_err, pre, a);
+  memcpy(g_err + a, old, b);
+  g_err[a + b] = 0;
   return code;
 }
 

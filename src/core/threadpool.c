@@ -67,14 +67,16 @@ xpi_status xpi_pool_create(int n_threads, xpi_pool **out) {
   }
   for (int i = 1; i < n_threads; i++) {
     worker_arg *wa = malloc(sizeof *wa);
+    if (wa) { /* filled before the thread starts: the worker reads it at once */
+      wa->p = p;
+      wa->ith = i;
+    }
     if (!wa || pthread_create(&p->threads[i], NULL, worker, wa) != 0) {
       free(wa);
       p->n = i; /* only these were started */
       xpi_pool_free(p);
       return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cannot start thread %d of %d", i, n_threads);
     }
-    wa->p = p;
-    wa->ith = i;
   }
   *out = p;
   return XPI_OK;

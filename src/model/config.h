@@ -29,6 +29,8 @@ typedef struct xpi_config {
   float gen_temperature, gen_top_p; int32_t gen_top_k; /* 0 when absent */
   float gen_repetition_penalty;/* 0 when absent */
   int32_t gen_max_new_tokens;  /* 0 when absent */
+  /* Added by io: o_proj has a bias (llama/qwen3 with attention_bias true; never qwen2/mistral). */
+  int o_proj_bias;
 } xpi_config;
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. Unknown architecture, missing or

@@ -1,0 +1,34 @@
+/* Helpers shared by every kernel: dtype codes (the values of xpi_dtype in src/ops/ops.h) and f32 <-> f16/bf16
+ * loads and stores. Only OpenCL C 1.2 builtins, so the portable tier runs on any SPIR-V consumer (PoCL too). */
+#ifndef XPI_CL_H
+#define XPI_CL_H
+
+#define XPI_DT_F32 0
+#define XPI_DT_F16 1
+#define XPI_DT_BF16 2
+
+/* bf16 is the high half of an f32. */
+static inline float xpi_bf16_to_f32(ushort u) { return as_float((uint)u << 16); }
+
+/* Round to nearest even, as torch's .to(torch.bfloat16); NaN stays a (quiet) NaN. */
+static inline ushort xpi_f32_to_bf16(float f) {
+  uint u = as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (ushort)(u >> 16);
+}
+
+/* Element i of a tensor of dtype dt as f32. dt is uniform over a launch, so the branch costs little. */
+static inline float xpi_load(const global void *p, int dt, ulong i) {
+  if (dt == XPI_DT_BF16) return xpi_bf16_to_f32(((const global ushort *)p)[i]);
+  if (dt == XPI_DT_F16) return vload_half(i, (const global half *)p);
+  return ((const global float *)p)[i];
+}
+
+static inline void xpi_store(global void *p, int dt, ulong i, float v) {
+  if (dt == XPI_DT_BF16) ((global ushort *)p)[i] = xpi_f32_to_bf16(v);
+  else if (dt == XPI_DT_F16) vstore_half_rte(v, i, (global half *)p);
+  else ((global float *)p)[i] = v;
+}
+
+#endif

@@ -1,0 +1,71 @@
+/* Sampling helpers on logits: argmax and top-k, one work-group of 64 per row. */
+#include "xpi_cl.h"
+
+#define XPI_SWG 64
+
+/* Is (va, ia) ranked before (vb, ib)? Larger value first, lower index on ties; NaN ranks last. */
+static inline int xpi_before(float va, int ia, float vb, int ib) {
+  if (isnan(vb)) return !isnan(va) || ia < ib;
+  if (isnan(va)) return 0;
+  return va > vb || (va == vb && ia < ib);
+}
+
+/* Reduces (val, idx) over the work-group; every work-item gets the winner. */
+static inline void xpi_wg_best(local float *lv, local int *li, float *v, int *i) {
+  int lid = get_local_id(0);
+  lv[lid] = *v;
+  li[lid] = *i;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XPI_SWG / 2; s > 0; s >>= 1) {
+    if (lid < s && xpi_before(lv[lid + s], li[lid + s], lv[lid], li[lid])) {
+      lv[lid] = lv[lid + s];
+      li[lid] = li[lid + s];
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  *v = lv[0];
+  *i = li[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* out[r] = argmax(x[r, 0..cols)), lowest index on ties. Grid: rows groups of 64. */
+__attribute__((reqd_work_group_size(XPI_SWG, 1, 1)))
+kernel void xpi_argmax(global int *out, const global float *x, int cols) {
+  local float lv[XPI_SWG];
+  local int li[XPI_SWG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  const global float *row = x + (ulong)r * cols;
+  float bv = NAN;
+  int bi = 0x7fffffff;
+  for (int c = lid; c < cols; c += XPI_SWG)
+    if (xpi_before(row[c], c, bv, bi)) { bv = row[c]; bi = c; }
+  xpi_wg_best(lv, li, &bv, &bi);
+  if (lid == 0) out[r] = bi;
+}
+
+/* The k best logits of each row, best first: ids[r, k], vals[r, k] (ties: lower index first). k passes,
+ * each the argmax of what ranks after the previous winner: O(k * cols), meant for small k (sampling). */
+__attribute__((reqd_work_group_size(XPI_SWG, 1, 1)))
+kernel void xpi_topk(global int *ids, global float *vals, const global float *x, int cols, int k) {
+  local float lv[XPI_SWG];
+  local int li[XPI_SWG];
+  int r = get_group_id(0), lid = get_local_id(0);
+  const global float *row = x + (ulong)r * cols;
+  float pv = INFINITY;
+  int pi = -1; /* previous winner; everything ranks after (+inf, -1) */
+  for (int j = 0; j < k; j++) {
+    float bv = NAN;
+    int bi = 0x7fffffff;
+    for (int c = lid; c < cols; c += XPI_SWG) {
+      float v = row[c];
+      if (xpi_before(pv, pi, v, c) && xpi_before(v, c, bv, bi)) { bv = v; bi = c; }
+    }
+    xpi_wg_best(lv, li, &bv, &bi);
+    if (lid == 0) {
+      ids[(ulong)r * k + j] = bi < cols ? bi : -1;
+      vals[(ulong)r * k + j] = bv;
+    }
+    pv = bv;
+    pi = bi;
+  }
+}

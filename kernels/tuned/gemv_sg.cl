@@ -1,0 +1,73 @@
+/* Intel-tuned GEMV and RMSNorm: sub-groups of 16 (cl_intel_subgroups, cl_intel_required_subgroup_size),
+ * weights and activations fetched with sub-group block reads, sums with sub_group_reduce_add.
+ * Selected at run time when the device reports sub-group size 16 and this module builds. */
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#include "xpi_cl.h"
+
+#define XPI_SG 16
+#define XPI_ROWS_PER_WG 4 /* one sub-group per output row */
+
+/* x[c0 + lane + 16k], k < 8, for the whole sub-group in one block read (c0 a multiple of 128). */
+static inline float8 xpi_block_x8(const global float *x) {
+  return as_float8(intel_sub_group_block_read8((const global uint *)x));
+}
+
+static inline float8 xpi_block_w8_bf16(const global void *w) {
+  ushort8 u = intel_sub_group_block_read_us8((const global ushort *)w);
+  return (float8)(xpi_bf16_to_f32(u.s0), xpi_bf16_to_f32(u.s1), xpi_bf16_to_f32(u.s2), xpi_bf16_to_f32(u.s3),
+                  xpi_bf16_to_f32(u.s4), xpi_bf16_to_f32(u.s5), xpi_bf16_to_f32(u.s6), xpi_bf16_to_f32(u.s7));
+}
+static inline float8 xpi_block_w8_f16(const global void *w) {
+  return convert_float8(as_half8(intel_sub_group_block_read_us8((const global ushort *)w)));
+}
+static inline float8 xpi_block_w8_f32(const global void *w) {
+  return as_float8(intel_sub_group_block_read8((const global uint *)w));
+}
+
+static inline float xpi_w_bf16(const global void *w, ulong i) { return xpi_bf16_to_f32(((const global ushort *)w)[i]); }
+static inline float xpi_w_f16(const global void *w, ulong i) { return vload_half(i, (const global half *)w); }
+static inline float xpi_w_f32(const global void *w, ulong i) { return ((const global float *)w)[i]; }
+
+/* out[t, r] = in[t, :] . W[r, :] (+ bias). Grid: local 64 (4 sub-groups), groups (ceil(rows/4), n).
+ * Block reads need 16-byte aligned rows: the host picks this kernel only when cols % 128 == 0. */
+#define XPI_GEMV_SG(T, ESZ)                                                                                 \
+  __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
+  __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
+  kernel void xpi_gemv_sg_##T(global float *out, const global float *in, const global void *w,             \
+                              const global void *bias, int bdt, int has_bias, int rows, int cols) {        \
+    int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id(), t = get_group_id(1);                  \
+    if (r >= rows) return; /* uniform over the sub-group; no work-group barrier follows */                \
+    const global float *x = in + (ulong)t * cols;                                                          \
+    const global uchar *wr = (const global uchar *)w + (ulong)r * cols * ESZ;                              \
+    float8 acc = 0.0f;                                                                                     \
+    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG)                                                          \
+      acc += xpi_block_x8(x + c0) * xpi_block_w8_##T(wr + (ulong)c0 * ESZ);                                \
+    float s = sub_group_reduce_add(acc.s0 + acc.s1 + acc.s2 + acc.s3 + acc.s4 + acc.s5 + acc.s6 + acc.s7); \
+    if (get_sub_group_local_id() == 0)                                                                     \
+      out[(ulong)t * rows + r] = s + (has_bias ? xpi_load(bias, bdt, r) : 0.0f);                           \
+  }
+
+XPI_GEMV_SG(bf16, 2)
+XPI_GEMV_SG(f16, 2)
+XPI_GEMV_SG(f32, 4)
+
+/* rmsnorm_forward as in portable/norm.cl, one sub-group per row: no local memory, no barriers.
+ * Grid: n groups of 16. */
+__attribute__((intel_reqd_sub_group_size(XPI_SG)))
+__attribute__((reqd_work_group_size(XPI_SG, 1, 1)))
+kernel void xpi_rmsnorm_sg(global float *out, global float *x, const global float *residual, int has_res,
+                           const global void *w, int wdt, int d, float eps) {
+  int lane = get_sub_group_local_id();
+  ulong base = (ulong)get_group_id(0) * d;
+  float ss = 0.0f;
+  for (int j = lane; j < d; j += XPI_SG) {
+    float v = x[base + j];
+    if (has_res) {
+      v += residual[base + j];
+      x[base + j] = v;
+    }
+    ss += v * v;
+  }
+  float inv = rsqrt(sub_group_reduce_add(ss) / (float)d + eps);
+  for (int j = lane; j < d; j += XPI_SG) out[base + j] = x[base + j] * inv * xpi_load(w, wdt, j);
+}

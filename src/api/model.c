@@ -1,0 +1,234 @@
+/* xpi_model_*: resolve the folder (or Hub repo), read config and tokenizer, choose the backends (device,
+ * device_map), place the weights and build the graph. The model is immutable afterwards. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "core/fileio.h"
+#include "core/status.h"
+#include "runtime/ze/ze_devices.h"
+#include "api/xpu_fit.h"
+#include "ops/xpu/xpu_backend.h"
+
+void xpi_model_options_default(xpi_model_options *o) {
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->device = "auto";
+  o->dtype = "auto";
+  o->attn_implementation = "sdpa";
+  o->use_kernels = 1;
+  xpi_download_options_default(&o->download);
+}
+
+static const struct { const char *name; xpi_attn_impl impl; } k_attn[] = {
+  {"sdpa", XPI_ATTN_SDPA}, {"eager", XPI_ATTN_EAGER}, {"flash_attention_2", XPI_ATTN_FLASH}};
+
+static xpi_status parse_attn(const char *s, xpi_attn_impl *out) {
+  if (!s || !*s) s = "sdpa";
+  for (size_t i = 0; i < sizeof k_attn / sizeof k_attn[0]; i++)
+    if (!strcmp(s, k_attn[i].name)) {
+      *out = k_attn[i].impl;
+      return XPI_OK;
+    }
+  return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown attn_implementation '%s' (valid: sdpa, eager, flash_attention_2)", s);
+}
+
+/* dtype names: "auto" keeps the stored dtype (-1). */
+static xpi_status parse_dtype(const char *what, const char *s, int allow_auto, int *out) {
+  static const struct { const char *n; int dt; } names[] = {
+    {"f32", XPI_DT_F32}, {"float32", XPI_DT_F32}, {"f16", XPI_DT_F16}, {"float16", XPI_DT_F16},
+    {"bf16", XPI_DT_BF16}, {"bfloat16", XPI_DT_BF16}};
+  if (!s || !*s || (allow_auto && !strcmp(s, "auto"))) {
+    *out = -1;
+    return XPI_OK;
+  }
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (!strcmp(s, names[i].n)) {
+      *out = names[i].dt;
+      return XPI_OK;
+    }
+  return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown %s '%s' (valid: %sf32, f16, bf16)", what, s, allow_auto ? "auto, " : "");
+}
+
+static xpi_status parse_quant(const char *s, int *out) {
+  if (!s || !*s || !strcmp(s, "none")) return XPI_OK;
+  if (!strcmp(s, "q8")) *out = XPI_DT_Q8;
+  else if (!strcmp(s, "q4")) *out = XPI_DT_Q4;
+  else return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown quant '%s' (valid: none, q8, q4)", s);
+  return XPI_OK;
+}
+
+/* One backend for a device name: "cpu", "xpu", "xpu:N". */
+static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_backend **out, double *weight) {
+  xpi_backend_config bc = {dev, o->n_threads, o->use_kernels};
+  *weight = 1.0;
+  if (!strcmp(dev, "cpu")) return xpi_backend_cpu_create(&bc, out);
+  if (!strncmp(dev, "xpu", 3) && (dev[3] == 0 || dev[3] == ':')) {
+    int idx;
+    xpi_status s = xpi_ze_parse_device(dev, &idx);
+    if (s != XPI_OK) return xpi_err_prefix(s, "device '%s': ", dev);
+    const xpi_ze_device *devs;
+    size_t n;
+    XPI_TRY(xpi_ze_devices(&devs, &n));
+    char name[32];
+    snprintf(name, sizeof name, "xpu:%d", idx);
+    bc.device = name;
+    uint64_t free_bytes = 0; /* device maps split layers in proportion to free memory */
+    if ((size_t)idx < n && xpi_xpu_free_memory(idx, &free_bytes) == XPI_OK) *weight = (double)free_bytes;
+    s = xpi_backend_xpu_create(&bc, out);
+    return s == XPI_OK ? s : xpi_err_prefix(s, "device '%s': ", name);
+  }
+  return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown device '%s' (valid: auto, cpu, xpu, xpu:N)", dev);
+}
+
+/* device (+ device_map) -> backends and the layer split. */
+static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
+  double weight[XPI_MAX_BACKENDS];
+  const char *dev = o->device && *o->device ? o->device : "auto";
+  const char *map = o->device_map;
+  char list[512];
+  const xpi_ze_device *devs;
+  size_t nxpu = 0;
+  XPI_TRY(xpi_ze_devices(&devs, &nxpu));
+  if (map && !strcmp(map, "auto")) { /* every visible XPU, weighted by memory; the CPU when there is none */
+    if (nxpu == 0) map = NULL, dev = "cpu";
+    else {
+      size_t o2 = 0;
+      list[0] = 0;
+      for (size_t i = 0; i < nxpu && i < XPI_MAX_BACKENDS; i++)
+        o2 += (size_t)snprintf(list + o2, sizeof list - o2, "%sxpu:%zu", i ? "," : "", i);
+      map = list;
+    }
+  } else if (!map && !strcmp(dev, "auto")) {
+    dev = nxpu ? "xpu:0" : "cpu";
+  }
+  if (!map) { /* one device */
+    XPI_TRY(make_backend(dev, o, &m->backends[0], &weight[0]));
+    m->n_backends = 1;
+  } else { /* comma-separated device list, e.g. "xpu:0,xpu:1" (or "cpu,cpu" for tests) */
+    if (strlen(map) >= sizeof list) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device_map is too long");
+    char buf[512];
+    strcpy(buf, map);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      if (m->n_backends == XPI_MAX_BACKENDS)
+        return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device_map names more than %d devices", XPI_MAX_BACKENDS);
+      XPI_TRY(make_backend(tok, o, &m->backends[m->n_backends], &weight[m->n_backends]));
+      m->n_backends++;
+    }
+    if (m->n_backends == 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device_map '%s' names no device", map);
+  }
+  for (int d = 0; d < m->n_backends; d++) m->graph.backends[d] = m->backends[d];
+  m->graph.n_backends = m->n_backends;
+  XPI_TRY(xpi_graph_split(m->cfg.n_layers, weight, m->n_backends, m->graph.layer_dev));
+  /* info.device: "cpu", "xpu:0", or a range/list for a device map */
+  if (m->n_backends == 1) snprintf(m->info.device, sizeof m->info.device, "%s", m->backends[0]->device);
+  else if (map == list) snprintf(m->info.device, sizeof m->info.device, "xpu:0-%d", m->n_backends - 1);
+  else snprintf(m->info.device, sizeof m->info.device, "%.63s", map);
+  return XPI_OK;
+}
+
+static const char *arch_name(xpi_arch a) {
+  return a == XPI_ARCH_QWEN3 ? "qwen3" : a == XPI_ARCH_QWEN2 ? "qwen2" : "llama";
+}
+
+void xpi_model_free(xpi_model *m) {
+  if (!m) return;
+  xpi_graph_release(&m->graph);
+  xpi_weights_free(&m->w);
+  for (int d = 0; d < m->n_backends; d++)
+    if (m->backends[d]) m->backends[d]->ops->destroy(m->backends[d]);
+  xpi_st_close(m->st);
+  xpi_tokenizer_free(m->tok);
+  free(m->dir);
+  free(m);
+}
+
+static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o) {
+  size_t len = 0;
+  xpi_status s = xpi_hub_download(src, &o->download, NULL, 0, &len);
+  if (s != XPI_ERR_BUFFER_TOO_SMALL && s != XPI_OK) return s;
+  m->dir = malloc(len + 1);
+  if (!m->dir) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  XPI_TRY(xpi_hub_download(src, &o->download, m->dir, len + 1, &len));
+
+  xpi_attn_impl attn = XPI_ATTN_SDPA;
+  int want = -1, kv = -1, quant = -1;
+  XPI_TRY(parse_attn(o->attn_implementation, &attn));
+  XPI_TRY(parse_dtype("dtype", o->dtype, 1, &want));
+  XPI_TRY(parse_dtype("kv_dtype", o->kv_dtype, 0, &kv));
+  XPI_TRY(parse_quant(o->quant, &quant));
+  if (quant >= 0) want = quant;
+
+  XPI_TRY(xpi_config_load(m->dir, &m->cfg));
+  XPI_TRY(xpi_tokenizer_load(m->dir, &m->tok));
+  XPI_TRY(xpi_st_open_dir(m->dir, &m->st));
+  m->graph.cfg = &m->cfg;
+  m->graph.attn = attn;
+  m->graph.kv_dtype = kv >= 0 ? (xpi_dtype)kv : XPI_DT_F32;
+  XPI_TRY(make_backends(m, o));
+
+  xpi_backend **layer_be = calloc((size_t)m->cfg.n_layers, sizeof *layer_be);
+  if (!layer_be) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be);
+  s = xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want); /* before any upload */
+  if (s != XPI_OK) {
+    free(layer_be);
+    return s;
+  }
+  s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
+  free(layer_be);
+  XPI_TRY(s);
+  m->graph.w = &m->w;
+  XPI_TRY(xpi_graph_init(&m->graph));
+
+  xpi_model_info *i = &m->info;
+  i->struct_size = sizeof *i;
+  snprintf(i->architecture, sizeof i->architecture, "%s", arch_name(m->cfg.arch));
+  snprintf(i->weight_dtype, sizeof i->weight_dtype, "%s", xpi_dtype_name(m->w.layers[0].wq.dtype));
+  snprintf(i->attn_implementation, sizeof i->attn_implementation, "%s", k_attn[attn].name);
+  i->vocab_size = m->cfg.vocab_size;
+  i->hidden_size = m->cfg.hidden_size;
+  i->n_layers = m->cfg.n_layers;
+  i->n_heads = m->cfg.n_heads;
+  i->n_kv_heads = m->cfg.n_kv_heads;
+  i->head_dim = m->cfg.head_dim;
+  i->intermediate_size = m->cfg.intermediate_size;
+  i->max_position_embeddings = m->cfg.max_position_embeddings;
+  i->n_eos = m->cfg.n_eos < 8 ? m->cfg.n_eos : 8;
+  memcpy(i->eos_ids, m->cfg.eos_ids, (size_t)i->n_eos * sizeof(int32_t));
+  i->bos_id = m->cfg.bos_id;
+  i->weight_bytes = m->w.bytes;
+  return XPI_OK;
+}
+
+xpi_status xpi_model_load(const char *path_or_repo, const xpi_model_options *opts, xpi_model **out) {
+  if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_load: out is NULL");
+  *out = NULL;
+  if (!path_or_repo || !*path_or_repo) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_load: no model path given");
+  xpi_model_options def;
+  if (!opts) {
+    xpi_model_options_default(&def);
+    opts = &def;
+  }
+  xpi_model *m = calloc(1, sizeof *m);
+  if (!m) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  xpi_status s = load(m, path_or_repo, opts);
+  if (s != XPI_OK) {
+    xpi_model_free(m);
+    return xpi_err_prefix(s, "loading model %s: ", path_or_repo);
+  }
+  *out = m;
+  return XPI_OK;
+}
+
+const xpi_tokenizer *xpi_model_tokenizer(const xpi_model *m) { return m ? m->tok : NULL; }
+
+xpi_status xpi_model_get_info(const xpi_model *m, xpi_model_info *out) {
+  if (!m || !out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_get_info: NULL argument");
+  size_t sz = out->struct_size && out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+  memcpy(out, &m->info, sz);
+  out->struct_size = sz;
+  return XPI_OK;
+}

@@ -1,0 +1,40 @@
+/* Token selection as transformers' generate() does it: logits processors in its order (repetition penalty,
+ * then temperature, top-k, top-p, min-p), softmax, one draw from a seeded PRNG (same seed, same tokens). */
+#ifndef XPI_GENERATE_SAMPLER_H
+#define XPI_GENERATE_SAMPLER_H
+
+#include <stdint.h>
+#include "xpuinfer.h"
+
+typedef struct xpi_cand { float v; int32_t id; } xpi_cand;
+
+typedef struct xpi_sampler {
+  int greedy;
+  float temperature, top_p, min_p, penalty;
+  int32_t top_k, vocab;
+  uint64_t rng[4];
+  xpi_cand *cand;        /* [vocab] candidates, sorted best first */
+  double *p;             /* [vocab] their probabilities */
+  unsigned char *seen;   /* [vocab] repetition-penalty marks */
+} xpi_sampler;
+
+/* Checks the options (clear messages for out-of-range values) and allocates scratch for vocab ids. */
+xpi_status xpi_sampler_init(xpi_sampler *s, const xpi_gen_options *o, int32_t vocab);
+void xpi_sampler_free(xpi_sampler *s);
+
+/* Picks the next id. logits[vocab] is modified (processors applied in place). history: ids in the context. */
+int32_t xpi_sampler_sample(xpi_sampler *s, float *logits, const int32_t *history, int32_t n_history);
+
+/* The processors on their own (exposed for tests). Removed tokens become -INFINITY. */
+void xpi_sample_repetition_penalty(float *logits, int32_t vocab, const int32_t *ids, int32_t n, float penalty,
+                                   unsigned char *seen /* [vocab] zeroed scratch, left zeroed */);
+void xpi_sample_temperature(float *logits, int32_t vocab, float t);
+/* These need scratch cand[vocab] (and p[vocab]). */
+void xpi_sample_top_k(float *logits, int32_t vocab, int32_t k, xpi_cand *cand);
+void xpi_sample_top_p(float *logits, int32_t vocab, float top_p, xpi_cand *cand, double *p);
+void xpi_sample_min_p(float *logits, int32_t vocab, float min_p);
+
+/* The n best log-softmax values of raw logits, best first (lower id first on ties). */
+void xpi_logprobs_top(const float *logits, int32_t vocab, int32_t n, xpi_logprob *out);
+
+#endif

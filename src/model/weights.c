@@ -1,0 +1,121 @@
+/* Tensors by Hugging Face name -> xpi_weight through backend->ops->weight_create. Every shape is checked
+ * against the config before use; a mismatch names the tensor, the expected and the found shape. */
+#include "model/weights.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+
+static void shape_str(char *buf, size_t cap, const int64_t *shape, int32_t ndim) {
+  size_t o = 0;
+  o += (size_t)snprintf(buf + o, cap - o, "[");
+  for (int32_t i = 0; i < ndim && o < cap; i++)
+    o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)shape[i]);
+  if (o < cap) snprintf(buf + o, cap - o, "]");
+}
+
+/* Places tensor `name` of shape [rows, cols] (cols only when rows == 0: a vector) on be. */
+static xpi_status place(const xpi_safetensors *st, xpi_backend *be, const char *name, int64_t rows, int64_t cols,
+                        int want, xpi_weight *w, uint64_t *bytes) {
+  const xpi_st_tensor *t = xpi_st_find(st, name);
+  if (!t) return xpi_err(XPI_ERR_FORMAT, "tensor '%s' is missing from the checkpoint", name);
+  int64_t exp[2] = {rows, cols};
+  int32_t endim = rows ? 2 : 1;
+  int ok = t->ndim == endim && (rows ? t->shape[0] == rows && t->shape[1] == cols : t->shape[0] == cols);
+  if (!ok) {
+    char e[64], f[128];
+    shape_str(e, sizeof e, rows ? exp : exp + 1, endim);
+    shape_str(f, sizeof f, t->shape, t->ndim);
+    return xpi_err(XPI_ERR_FORMAT, "%s: tensor '%s' has shape %s, the config implies %s", t->file, name, f, e);
+  }
+  xpi_dtype dt = t->dtype;
+  if (want >= 0 && rows) dt = (xpi_dtype)want; /* conversion/quantization applies to matrices only */
+  xpi_status s = be->ops->weight_create(be, w, t->data, t->dtype, rows ? rows : 1, cols, dt);
+  if (s != XPI_OK) return xpi_err_prefix(s, "tensor '%s': ", name);
+  *bytes += w->bytes;
+  return XPI_OK;
+}
+
+#define FREE_W(be, w) do { if ((w).data || (w).owned) (be)->ops->weight_free((be), &(w)); } while (0)
+
+static void free_layer(xpi_layer_weights *L) {
+  if (!L->be) return;
+  xpi_weight *all[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+                       &L->q_norm, &L->k_norm, &L->mlp_norm, &L->gate, &L->up, &L->down};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) FREE_W(L->be, *all[i]);
+}
+
+void xpi_weights_free(xpi_model_weights *w) {
+  if (!w) return;
+  if (w->layers)
+    for (int32_t l = 0; l < w->n_layers; l++) free_layer(&w->layers[l]);
+  free(w->layers);
+  if (w->first) FREE_W(w->first, w->embed);
+  if (w->last) {
+    FREE_W(w->last, w->final_norm);
+    if (!w->lm_head_is_embed) FREE_W(w->last, w->lm_head);
+  }
+  memset(w, 0, sizeof *w);
+}
+
+static xpi_status load_layer(const xpi_config *c, const xpi_safetensors *st, int32_t l, int want,
+                             xpi_layer_weights *L, uint64_t *bytes) {
+  char n[160];
+  int64_t H = c->hidden_size, qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
+  int64_t I = c->intermediate_size;
+#define P(suffix, rows, cols, field)                                                 \
+  do {                                                                               \
+    snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix);                          \
+    XPI_TRY(place(st, L->be, n, rows, cols, want, &L->field, bytes));                \
+  } while (0)
+  P("input_layernorm.weight", 0, H, attn_norm);
+  P("self_attn.q_proj.weight", qd, H, wq);
+  P("self_attn.k_proj.weight", kd, H, wk);
+  P("self_attn.v_proj.weight", kd, H, wv);
+  P("self_attn.o_proj.weight", H, qd, wo);
+  if (c->attention_bias) {
+    P("self_attn.q_proj.bias", 0, qd, bq);
+    P("self_attn.k_proj.bias", 0, kd, bk);
+    P("self_attn.v_proj.bias", 0, kd, bv);
+  }
+  if (c->qk_norm) {
+    P("self_attn.q_norm.weight", 0, c->head_dim, q_norm);
+    P("self_attn.k_norm.weight", 0, c->head_dim, k_norm);
+  }
+  P("post_attention_layernorm.weight", 0, H, mlp_norm);
+  P("mlp.gate_proj.weight", I, H, gate);
+  P("mlp.up_proj.weight", I, H, up);
+  P("mlp.down_proj.weight", H, I, down);
+#undef P
+  return XPI_OK;
+}
+
+xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
+                            xpi_model_weights *w) {
+  memset(w, 0, sizeof *w);
+  w->n_layers = c->n_layers;
+  w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
+  if (!w->layers) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory for %d layers", c->n_layers);
+  w->first = layer_be[0];
+  w->last = layer_be[c->n_layers - 1];
+  xpi_status s = place(st, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size,
+                       want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want, &w->embed, &w->bytes);
+  for (int32_t l = 0; s == XPI_OK && l < c->n_layers; l++) {
+    w->layers[l].be = layer_be[l];
+    s = load_layer(c, st, l, want, &w->layers[l], &w->bytes);
+  }
+  if (s == XPI_OK) s = place(st, w->last, "model.norm.weight", 0, c->hidden_size, want, &w->final_norm, &w->bytes);
+  if (s == XPI_OK) {
+    if (c->tie_word_embeddings && w->last == w->first && want != XPI_DT_Q8 && want != XPI_DT_Q4) {
+      w->lm_head = w->embed; /* tied: the same placed tensor */
+      w->lm_head_is_embed = 1;
+    } else {
+      s = place(st, w->last, c->tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", c->vocab_size,
+                c->hidden_size, want, &w->lm_head, &w->bytes);
+    }
+  }
+  if (s != XPI_OK) xpi_weights_free(w);
+  return s;
+}

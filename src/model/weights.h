@@ -1,0 +1,32 @@
+/* The model's tensors by name, shape-checked against the config and placed on the backend of their layer. */
+#ifndef XPI_MODEL_WEIGHTS_H
+#define XPI_MODEL_WEIGHTS_H
+
+#include "io/safetensors.h"
+#include "model/config.h"
+#include "ops/ops.h"
+
+typedef struct xpi_layer_weights {
+  xpi_backend *be;                  /* where this layer runs */
+  xpi_weight attn_norm, wq, wk, wv, wo;
+  xpi_weight bq, bk, bv;            /* qwen2 / attention_bias; rows == 0 when absent */
+  xpi_weight q_norm, k_norm;        /* qwen3; rows == 0 when absent */
+  xpi_weight mlp_norm, gate, up, down;
+} xpi_layer_weights;
+
+typedef struct xpi_model_weights {
+  xpi_backend *first, *last;        /* embedding on first; final norm and lm_head on last */
+  xpi_weight embed, final_norm, lm_head;
+  int lm_head_is_embed;             /* tied and on the same backend: lm_head aliases embed */
+  xpi_layer_weights *layers;
+  int32_t n_layers;
+  uint64_t bytes;                   /* weight bytes as used by the backends */
+} xpi_model_weights;
+
+/* layer_be[l] is the backend of layer l. want: XPI_DT_F32/F16/BF16 to convert matrices, or -1 to keep
+ * each tensor's stored dtype (then CPU weights borrow the mapping); XPI_DT_Q8/Q4 to quantize matrices. */
+xpi_status xpi_weights_load(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
+                            xpi_model_weights *w);
+void xpi_weights_free(xpi_model_weights *w);
+
+#endif

@@ -1,0 +1,609 @@
+/* The CPU backend: every op of ops.h over the kernel table (cpu_kernels.h), parallel on the thread pool.
+ * Memory is host memory, so read/write are copies and weights borrow the mmapped file when their dtype is
+ * one the kernels take. use_kernels = 0 selects the scalar table and unfused steps (the reference path). */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "core/threadpool.h"
+#include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant_weight.h"
+#include "ops/half.h"
+#include "ops/ops.h"
+
+typedef struct cpu_impl {
+  xpi_pool *pool;
+  const xpi_cpu_kernels *k;
+} cpu_impl;
+
+struct xpi_kv {
+  xpi_dtype dtype;                /* f32, bf16 or f16 */
+  int32_t n_layers, n_ctx, hk, hd;
+  void *k, *v;                    /* [n_layers][n_ctx][hk][hd] each */
+};
+
+static cpu_impl *impl_of(xpi_backend *be) { return (cpu_impl *)be->impl; }
+
+/* ------------------------------------------------------------------ helpers */
+
+static float load_elem(const void *p, xpi_dtype dt, int64_t i) {
+  const unsigned char *b = (const unsigned char *)p;
+  if (dt == XPI_DT_F32) {
+    float f;
+    memcpy(&f, b + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, b + 2 * i, 2);
+  return dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h) : xpi_f16_to_f32(h);
+}
+
+static void store_elems(void *dst, xpi_dtype dt, const float *src, int64_t n) {
+  if (dt == XPI_DT_F32) {
+    memcpy(dst, src, (size_t)n * 4);
+    return;
+  }
+  uint16_t *d = (uint16_t *)dst;
+  for (int64_t i = 0; i < n; i++) d[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(src[i]) : xpi_f32_to_f16(src[i]);
+}
+
+static void load_elems(float *dst, const void *src, xpi_dtype dt, int64_t n) {
+  if (dt == XPI_DT_F32) {
+    memcpy(dst, src, (size_t)n * 4);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) dst[i] = load_elem(src, dt, i);
+}
+
+static int is_float_dtype(xpi_dtype dt) { return dt == XPI_DT_F32 || dt == XPI_DT_F16 || dt == XPI_DT_BF16; }
+
+/* ------------------------------------------------------------------ memory */
+
+static void *cpu_alloc(xpi_backend *be, size_t bytes) {
+  (void)be;
+  size_t sz = (bytes + 63) & ~(size_t)63;
+  if (sz < bytes) {
+    xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: allocation of %zu bytes overflows", bytes);
+    return NULL;
+  }
+  void *p = aligned_alloc(64, sz ? sz : 64);
+  if (!p) xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: out of memory allocating %zu bytes", bytes);
+  return p;
+}
+
+static void cpu_free(xpi_backend *be, void *p) {
+  (void)be;
+  free(p);
+}
+
+static xpi_status cpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  if (bytes) memmove(dst, src, bytes);
+  return XPI_OK;
+}
+
+static xpi_status cpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
+  (void)be;
+  if (bytes) memmove(dst, src, bytes);
+  return XPI_OK;
+}
+
+static xpi_status cpu_sync(xpi_backend *be) {
+  (void)be;
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ weights */
+
+static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
+                                    int64_t rows, int64_t cols, xpi_dtype want) {
+  (void)be;
+  memset(w, 0, sizeof *w);
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* perf: block quantization at load (quant.h, quant_weight.c) */
+    return xpi_cpu_quantize_weight(impl_of(be)->pool, w, src, src_dtype, rows, cols, want);
+  if (!is_float_dtype(src_dtype) || !is_float_dtype(want))
+    return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: weights of dtype %s -> %s are not supported",
+                   xpi_dtype_name(src_dtype), xpi_dtype_name(want));
+  if (rows <= 0 || cols <= 0 || rows > INT64_MAX / cols || rows * cols > (int64_t)(SIZE_MAX / 4))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad weight shape [%lld, %lld]", (long long)rows, (long long)cols);
+  size_t count = (size_t)(rows * cols);
+  w->rows = rows;
+  w->cols = cols;
+  w->dtype = want;
+  w->bytes = count * xpi_dtype_size(want);
+  if (want == src_dtype) { /* used in place from the mapping */
+    w->data = src;
+    return XPI_OK;
+  }
+  void *buf = cpu_alloc(be, w->bytes);
+  if (!buf) return XPI_ERR_OUT_OF_MEMORY;
+  float tmp[256];
+  for (size_t i = 0; i < count; i += 256) {
+    int64_t m = (int64_t)(count - i < 256 ? count - i : 256);
+    load_elems(tmp, (const unsigned char *)src + i * xpi_dtype_size(src_dtype), src_dtype, m);
+    store_elems((unsigned char *)buf + i * xpi_dtype_size(want), want, tmp, m);
+  }
+  w->data = buf;
+  w->owned = buf;
+  return XPI_OK;
+}
+
+static void cpu_weight_free(xpi_backend *be, xpi_weight *w) {
+  if (!w) return;
+  cpu_free(be, w->owned);
+  memset(w, 0, sizeof *w);
+}
+
+/* ------------------------------------------------------------------ KV cache */
+
+static xpi_status cpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_ctx, int32_t hk, int32_t hd,
+                                xpi_dtype dtype, xpi_kv **out) {
+  (void)be;
+  *out = NULL;
+  if (!is_float_dtype(dtype))
+    return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: KV cache dtype %s is not supported (f32, bf16, f16)", xpi_dtype_name(dtype));
+  if (n_layers <= 0 || n_ctx <= 0 || hk <= 0 || hd <= 0)
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad KV cache shape");
+  size_t esz = xpi_dtype_size(dtype);
+  size_t per = (size_t)n_layers * (size_t)n_ctx;
+  if (per / (size_t)n_ctx != (size_t)n_layers || per > SIZE_MAX / ((size_t)hk * (size_t)hd * esz))
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: KV cache of %d layers x %d tokens is too large", n_layers, n_ctx);
+  size_t bytes = per * (size_t)hk * (size_t)hd * esz;
+  xpi_kv *kv = calloc(1, sizeof *kv);
+  if (!kv) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: out of memory");
+  kv->dtype = dtype;
+  kv->n_layers = n_layers;
+  kv->n_ctx = n_ctx;
+  kv->hk = hk;
+  kv->hd = hd;
+  kv->k = calloc(1, bytes);
+  kv->v = calloc(1, bytes);
+  if (!kv->k || !kv->v) {
+    free(kv->k);
+    free(kv->v);
+    free(kv);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: out of memory for a KV cache of %zu MiB", 2 * bytes >> 20);
+  }
+  *out = kv;
+  return XPI_OK;
+}
+
+static void cpu_kv_free(xpi_backend *be, xpi_kv *kv) {
+  (void)be;
+  if (!kv) return;
+  free(kv->k);
+  free(kv->v);
+  free(kv);
+}
+
+/* ------------------------------------------------------------------ embed */
+
+static xpi_status cpu_embed(xpi_backend *be, float *out, const xpi_weight *table, const int32_t *ids, int32_t n) {
+  (void)be;
+  for (int32_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= table->rows)
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT, "token id %d is out of range [0, %lld)", ids[i],
+                     (long long)table->rows);
+    size_t esz = xpi_dtype_size(table->dtype);
+    load_elems(out + (size_t)i * (size_t)table->cols,
+               (const unsigned char *)table->data + (size_t)ids[i] * (size_t)table->cols * esz, table->dtype,
+               table->cols);
+  }
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ rmsnorm */
+
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *out, *x;
+  const float *res;
+  const xpi_weight *w;
+  int32_t n, d;
+  float eps;
+  int fused;
+} rms_job;
+
+static void rms_run(void *ctx, int ith, int nth) {
+  rms_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->n, ith, nth, 1, &b, &e);
+  for (int64_t t = b; t < e; t++) {
+    float *x = j->x + t * j->d;
+    if (j->res && j->fused) {
+      const float *r = j->res + t * j->d;
+      for (int32_t i = 0; i < j->d; i++) x[i] += r[i];
+    }
+    j->k->rmsnorm_row(j->out + t * j->d, x, j->w->data, j->w->dtype, j->d, j->eps);
+  }
+}
+
+static xpi_status cpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
+
+static xpi_status cpu_rmsnorm(xpi_backend *be, float *out, float *x, const float *residual, const xpi_weight *w,
+                              int32_t n, int32_t d, float eps) {
+  if (w->cols != d) return xpi_err(XPI_ERR_INTERNAL, "rmsnorm: weight has %lld elements, rows have %d", (long long)w->cols, d);
+  if (residual && !be->use_kernels) XPI_TRY(cpu_add(be, x, residual, (int64_t)n * d)); /* unfused reference */
+  rms_job j = {impl_of(be)->k, out, x, residual, w, n, d, eps, be->use_kernels};
+  xpi_pool_run(impl_of(be)->pool, rms_run, &j);
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+typedef struct {
+  xpi_cpu_mm_fn mm;
+  float *out;
+  const float *in;
+  const xpi_weight *w;
+  int32_t n;
+} mm_job;
+
+static void mm_run(void *ctx, int ith, int nth) {
+  mm_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->w->rows, ith, nth, 8, &b, &e);
+  if (b < e) j->mm(j->out, j->w->rows, j->in, j->n, j->w->data, j->w->aux, b, e, j->w->cols);
+}
+
+static xpi_status cpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
+                             int32_t n) {
+  xpi_cpu_mm_fn mm = impl_of(be)->k->mm[w->dtype];
+  if (!mm) return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: no matmul kernel for %s weights", xpi_dtype_name(w->dtype));
+  if (bias && bias->cols != w->rows)
+    return xpi_err(XPI_ERR_INTERNAL, "matmul: bias has %lld elements, weight %lld rows", (long long)bias->cols,
+                   (long long)w->rows);
+  mm_job j = {mm, out, in, w, n};
+  xpi_pool_run(impl_of(be)->pool, mm_run, &j);
+  if (bias)
+    for (int32_t t = 0; t < n; t++)
+      for (int64_t r = 0; r < w->rows; r++) out[t * w->rows + r] += load_elem(bias->data, bias->dtype, r);
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ rope (+ q/k norm) */
+
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *q, *kk;
+  const int32_t *pos;
+  int32_t n, hq, hk, hd;
+  const float *inv_freq;
+  const xpi_weight *qn, *kn;
+  float eps;
+  int do_norm, do_rope;
+} rope_job;
+
+/* rotate_half convention: x1 = x[:hd/2], x2 = x[hd/2:]; out = (x1*cos - x2*sin, x2*cos + x1*sin). */
+static void rope_head(float *x, const float *cs, const float *sn, int32_t half) {
+  for (int32_t i = 0; i < half; i++) {
+    float x1 = x[i], x2 = x[i + half];
+    float a = x1 * cs[i], b = x2 * sn[i];
+    float c = x2 * cs[i], d = x1 * sn[i];
+    x[i] = a - b;
+    x[i + half] = c + d;
+  }
+}
+
+static void rope_run(void *ctx, int ith, int nth) {
+  rope_job *j = ctx;
+  int32_t half = j->hd / 2;
+  float cs[512], sn[512]; /* hd <= 1024 checked by the caller */
+  int64_t b, e;
+  xpi_pool_range(j->n, ith, nth, 1, &b, &e);
+  for (int64_t t = b; t < e; t++) {
+    float *q = j->q + t * j->hq * j->hd, *k = j->kk + t * j->hk * j->hd;
+    if (j->do_norm) {
+      if (j->qn)
+        for (int32_t h = 0; h < j->hq; h++) j->k->rmsnorm_row(q + h * j->hd, q + h * j->hd, j->qn->data, j->qn->dtype, j->hd, j->eps);
+      if (j->kn)
+        for (int32_t h = 0; h < j->hk; h++) j->k->rmsnorm_row(k + h * j->hd, k + h * j->hd, j->kn->data, j->kn->dtype, j->hd, j->eps);
+    }
+    if (!j->do_rope) continue;
+    /* As transformers: angle = f32(pos * inv_freq), then cos/sin of it (computed in double, rounded). */
+    float p = (float)j->pos[t];
+    for (int32_t i = 0; i < half; i++) {
+      float ang = p * j->inv_freq[i];
+      cs[i] = (float)cos((double)ang);
+      sn[i] = (float)sin((double)ang);
+    }
+    for (int32_t h = 0; h < j->hq; h++) rope_head(q + h * j->hd, cs, sn, half);
+    for (int32_t h = 0; h < j->hk; h++) rope_head(k + h * j->hd, cs, sn, half);
+  }
+}
+
+static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int32_t n, int32_t hq, int32_t hk,
+                           const xpi_rope_params *rp, const float *inv_freq, const xpi_weight *q_norm,
+                           const xpi_weight *k_norm, float eps) {
+  int32_t hd = rp->head_dim;
+  if (hd <= 0 || hd % 2 || hd > 1024) return xpi_err(XPI_ERR_UNSUPPORTED, "rope: head_dim %d is not supported (even, <= 1024)", hd);
+  if ((q_norm && q_norm->cols != hd) || (k_norm && k_norm->cols != hd))
+    return xpi_err(XPI_ERR_INTERNAL, "rope: q/k norm weight size differs from head_dim %d", hd);
+  rope_job j = {impl_of(be)->k, q, k, pos, n, hq, hk, hd, inv_freq, q_norm, k_norm, eps, 1, 1};
+  if (!be->use_kernels && (q_norm || k_norm)) { /* reference: norm pass, then rotary pass */
+    j.do_rope = 0;
+    xpi_pool_run(impl_of(be)->pool, rope_run, &j);
+    j.do_rope = 1;
+    j.do_norm = 0;
+  }
+  xpi_pool_run(impl_of(be)->pool, rope_run, &j);
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ attention */
+
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *out;
+  const float *q;
+  xpi_kv *kv;
+  int32_t layer;
+  const int32_t *pos;
+  int32_t n, hq, hk, hd;
+  float scale;
+  float *scratch;      /* per thread: scratch_per floats */
+  size_t scratch_per;
+} attn_job;
+
+static const void *kv_row(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h) {
+  size_t idx = (((size_t)layer * (size_t)kv->n_ctx + (size_t)slot) * (size_t)kv->hk + (size_t)h) * (size_t)kv->hd;
+  return (const unsigned char *)base + idx * xpi_dtype_size(kv->dtype);
+}
+
+/* A K or V row as f32: in place for an f32 cache, else converted into tmp. */
+static const float *kv_row_f32(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h, float *tmp) {
+  const void *r = kv_row(kv, base, layer, slot, h);
+  if (kv->dtype == XPI_DT_F32) return (const float *)r;
+  load_elems(tmp, r, kv->dtype, kv->hd);
+  return tmp;
+}
+
+/* sdpa: per (token, head), scores over all visible keys, softmax, then V; the KV head is read in place. */
+static void sdpa_run(void *ctx, int ith, int nth) {
+  attn_job *j = ctx;
+  float *sc = j->scratch + (size_t)ith * j->scratch_per, *tmp = sc + j->kv->n_ctx;
+  int32_t grp = j->hq / j->hk;
+  int64_t b, e;
+  xpi_pool_range((int64_t)j->n * j->hq, ith, nth, 1, &b, &e);
+  for (int64_t it = b; it < e; it++) {
+    int32_t t = (int32_t)(it / j->hq), h = (int32_t)(it % j->hq), g = h / grp, L = j->pos[t] + 1;
+    const float *q = j->q + ((size_t)t * j->hq + h) * j->hd;
+    float *o = j->out + ((size_t)t * j->hq + h) * j->hd;
+    float m = -INFINITY;
+    for (int32_t s = 0; s < L; s++) {
+      sc[s] = j->k->dot(q, kv_row_f32(j->kv, j->kv->k, j->layer, s, g, tmp), j->hd) * j->scale;
+      if (sc[s] > m) m = sc[s];
+    }
+    float sum = 0;
+    for (int32_t s = 0; s < L; s++) {
+      sc[s] = expf(sc[s] - m);
+      sum += sc[s];
+    }
+    memset(o, 0, (size_t)j->hd * sizeof *o);
+    for (int32_t s = 0; s < L; s++) j->k->axpy(o, sc[s] / sum, kv_row_f32(j->kv, j->kv->v, j->layer, s, g, tmp), j->hd);
+  }
+}
+
+/* flash: tiled online softmax over blocks of keys (running max and sum, accumulator rescaled per block). */
+#define FLASH_BLOCK 32
+static void flash_run(void *ctx, int ith, int nth) {
+  attn_job *j = ctx;
+  float *acc = j->scratch + (size_t)ith * j->scratch_per, *tmp = acc + j->hd, *sc = tmp + j->hd;
+  int32_t grp = j->hq / j->hk;
+  int64_t b, e;
+  xpi_pool_range((int64_t)j->n * j->hq, ith, nth, 1, &b, &e);
+  for (int64_t it = b; it < e; it++) {
+    int32_t t = (int32_t)(it / j->hq), h = (int32_t)(it % j->hq), g = h / grp, L = j->pos[t] + 1;
+    const float *q = j->q + ((size_t)t * j->hq + h) * j->hd;
+    float m = -INFINITY, l = 0;
+    memset(acc, 0, (size_t)j->hd * sizeof *acc);
+    for (int32_t s0 = 0; s0 < L; s0 += FLASH_BLOCK) {
+      int32_t s1 = s0 + FLASH_BLOCK < L ? s0 + FLASH_BLOCK : L;
+      float bm = -INFINITY;
+      for (int32_t s = s0; s < s1; s++) {
+        sc[s - s0] = j->k->dot(q, kv_row_f32(j->kv, j->kv->k, j->layer, s, g, tmp), j->hd) * j->scale;
+        if (sc[s - s0] > bm) bm = sc[s - s0];
+      }
+      float mn = bm > m ? bm : m;
+      float corr = expf(m - mn); /* 0 on the first block (m = -inf) */
+      l *= corr;
+      j->k->scale(acc, corr, j->hd);
+      for (int32_t s = s0; s < s1; s++) {
+        float p = expf(sc[s - s0] - mn);
+        l += p;
+        j->k->axpy(acc, p, kv_row_f32(j->kv, j->kv->v, j->layer, s, g, tmp), j->hd);
+      }
+      m = mn;
+    }
+    float *o = j->out + ((size_t)t * j->hq + h) * j->hd;
+    for (int32_t i = 0; i < j->hd; i++) o[i] = acc[i] / l;
+  }
+}
+
+/* eager (reference, as transformers' eager_attention_forward): KV heads expanded into a copy [hq, L, hd],
+ * the full score matrix [n, hq, L] with the causal mask, softmax, then P @ V. */
+typedef struct {
+  attn_job *a;
+  float *kx, *vx, *scores;
+  int32_t L;
+} eager_job;
+
+static void eager_run(void *ctx, int ith, int nth) {
+  eager_job *ej = ctx;
+  attn_job *j = ej->a;
+  int32_t L = ej->L, hd = j->hd;
+  int64_t b, e;
+  xpi_pool_range((int64_t)j->n * j->hq, ith, nth, 1, &b, &e);
+  for (int64_t it = b; it < e; it++) {
+    int32_t t = (int32_t)(it / j->hq), h = (int32_t)(it % j->hq);
+    const float *q = j->q + ((size_t)t * j->hq + h) * hd;
+    float *row = ej->scores + (size_t)it * L;
+    for (int32_t s = 0; s < L; s++) {
+      float accf = 0; /* plain reference: f32 products summed in order */
+      for (int32_t i = 0; i < hd; i++) accf += q[i] * ej->kx[((size_t)h * L + s) * hd + i];
+      row[s] = s <= j->pos[t] ? accf * j->scale : -INFINITY;
+    }
+    float m = -INFINITY, sum = 0;
+    for (int32_t s = 0; s < L; s++) m = row[s] > m ? row[s] : m;
+    for (int32_t s = 0; s < L; s++) sum += (row[s] = expf(row[s] - m));
+    for (int32_t s = 0; s < L; s++) row[s] /= sum;
+    float *o = j->out + ((size_t)t * j->hq + h) * hd;
+    for (int32_t i = 0; i < hd; i++) {
+      float a = 0;
+      for (int32_t s = 0; s < L; s++) a += row[s] * ej->vx[((size_t)h * L + s) * hd + i];
+      o[i] = a;
+    }
+  }
+}
+
+static xpi_status eager(xpi_backend *be, attn_job *j) {
+  int32_t L = 0;
+  for (int32_t t = 0; t < j->n; t++) L = j->pos[t] + 1 > L ? j->pos[t] + 1 : L;
+  size_t kvn = (size_t)j->hq * (size_t)L * (size_t)j->hd, scn = (size_t)j->n * (size_t)j->hq * (size_t)L;
+  float *kx = malloc(kvn * sizeof *kx), *vx = malloc(kvn * sizeof *vx), *scores = malloc(scn * sizeof *scores);
+  if (!kx || !vx || !scores) {
+    free(kx);
+    free(vx);
+    free(scores);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "eager attention: out of memory for %d x %d scores", j->n * j->hq, L);
+  }
+  int32_t grp = j->hq / j->hk;
+  for (int32_t h = 0; h < j->hq; h++) /* repeat_kv: each query head gets its own copy of its KV head */
+    for (int32_t s = 0; s < L; s++) {
+      load_elems(kx + ((size_t)h * L + s) * j->hd, kv_row(j->kv, j->kv->k, j->layer, s, h / grp), j->kv->dtype, j->hd);
+      load_elems(vx + ((size_t)h * L + s) * j->hd, kv_row(j->kv, j->kv->v, j->layer, s, h / grp), j->kv->dtype, j->hd);
+    }
+  eager_job ej = {j, kx, vx, scores, L};
+  xpi_pool_run(impl_of(be)->pool, eager_run, &ej);
+  free(kx);
+  free(vx);
+  free(scores);
+  return XPI_OK;
+}
+
+static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
+                                int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                                float scale, xpi_attn_impl impl) {
+  if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
+    return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
+                   hk, hd, layer);
+  for (int32_t t = 0; t < n; t++)
+    if (pos[t] < 0 || pos[t] >= kv->n_ctx)
+      return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV cache of %d tokens", pos[t], kv->n_ctx);
+  for (int32_t t = 0; t < n; t++) /* store this step's keys and values at their slots */
+    for (int32_t h = 0; h < hk; h++) {
+      store_elems((void *)kv_row(kv, kv->k, layer, pos[t], h), kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
+      store_elems((void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
+    }
+  attn_job j = {impl_of(be)->k, out, q, kv, layer, pos, n, hq, hk, hd, scale, NULL, 0};
+  if (impl == XPI_ATTN_EAGER) return eager(be, &j);
+  int nth = xpi_pool_size(impl_of(be)->pool);
+  j.scratch_per = impl == XPI_ATTN_FLASH ? (size_t)2 * hd + FLASH_BLOCK : (size_t)kv->n_ctx + hd;
+  j.scratch = malloc((size_t)nth * j.scratch_per * sizeof(float));
+  if (!j.scratch) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "attention: out of memory for scratch");
+  xpi_pool_run(impl_of(be)->pool, impl == XPI_ATTN_FLASH ? flash_run : sdpa_run, &j);
+  free(j.scratch);
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *out;
+  const float *a, *b;
+  int64_t count;
+} ew_job;
+
+static void swiglu_run(void *ctx, int ith, int nth) {
+  ew_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->swiglu(j->out + b, j->a + b, j->b + b, e - b);
+}
+
+static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
+  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
+  xpi_pool_run(impl_of(be)->pool, swiglu_run, &j);
+  return XPI_OK;
+}
+
+static xpi_status cpu_add(xpi_backend *be, float *x, const float *y, int64_t count) {
+  (void)be;
+  for (int64_t i = 0; i < count; i++) x[i] += y[i];
+  return XPI_OK;
+}
+
+static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
+  (void)be;
+  for (int32_t r = 0; r < rows; r++) {
+    const float *p = x + (size_t)r * cols;
+    int32_t best = 0;
+    for (int32_t c = 1; c < cols; c++)
+      if (p[c] > p[best]) best = c;
+    out[r] = best;
+  }
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ construction */
+
+static void cpu_destroy(xpi_backend *be) {
+  if (!be) return;
+  if (be->impl) xpi_pool_free(impl_of(be)->pool);
+  free(be->impl);
+  free(be);
+}
+
+static const xpi_backend_ops k_cpu_ops = {
+  .name = "cpu",
+  .destroy = cpu_destroy,
+  .alloc = cpu_alloc,
+  .free = cpu_free,
+  .write = cpu_write,
+  .read = cpu_read,
+  .weight_create = cpu_weight_create,
+  .weight_free = cpu_weight_free,
+  .kv_create = cpu_kv_create,
+  .kv_free = cpu_kv_free,
+  .embed = cpu_embed,
+  .rmsnorm = cpu_rmsnorm,
+  .matmul = cpu_matmul,
+  .rope = cpu_rope,
+  .attention = cpu_attention,
+  .swiglu = cpu_swiglu,
+  .add = cpu_add,
+  .argmax = cpu_argmax,
+  .capture_begin = NULL,
+  .capture_end = NULL,
+  .replay = NULL,
+  .graph_free = NULL,
+  .sync = cpu_sync,
+};
+
+xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out) {
+  *out = NULL;
+  xpi_backend *be = calloc(1, sizeof *be);
+  cpu_impl *im = calloc(1, sizeof *im);
+  if (!be || !im) {
+    free(be);
+    free(im);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu backend: out of memory");
+  }
+  be->ops = &k_cpu_ops;
+  be->impl = im;
+  be->use_kernels = cfg ? cfg->use_kernels : 1;
+  snprintf(be->device, sizeof be->device, "cpu");
+  im->k = be->use_kernels ? xpi_cpu_kernels_best() : xpi_cpu_kernels_scalar();
+  xpi_status s = xpi_pool_create(cfg ? cfg->n_threads : 0, &im->pool);
+  if (s != XPI_OK) {
+    cpu_destroy(be);
+    return s;
+  }
+  *out = be;
+  return XPI_OK;
+}

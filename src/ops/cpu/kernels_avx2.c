@@ -1,0 +1,533 @@
+/* AVX2 + FMA + F16C kernels for the CPU backend's table (cpu_kernels.h).
+ *
+ * Matmul has two paths:
+ *  - decode (n < XPI_CPU_GEMM_MIN_N): streaming GEMV. Each weight row is read once from memory and used for
+ *    all n tokens while it sits in L1; four rows are walked together so loads of x are shared and enough
+ *    independent FMA chains hide latency. Q8/Q4 quantize the activations to int8 once per call and use
+ *    exact int32 block dot products (maddubs), as quant.h documents.
+ *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM. A panel of 16 weight rows x KC columns is converted
+ *    (bf16/f16/q8/q4 -> f32, once per matmul) into a column-major panel that stays in L1, then a 6x16
+ *    register-blocked outer-product microkernel sweeps all tokens over it.
+ */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant.h"
+
+#define KC 128   /* columns per packed panel: 16 x 128 f32 = 8 KiB in L1; X chunk n x 128 f32 in L2 */
+#define NR 16    /* weight rows per panel = two ymm */
+#define MR 6     /* tokens per microkernel call: 12 accumulators */
+#define CC 4096  /* decode: activation columns quantized per chunk (stack buffers) */
+
+static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* 8 weights -> f32 */
+static inline __m256 ld8_f32(const void *p) { return _mm256_loadu_ps((const float *)p); }
+static inline __m256 ld8_bf16(const void *p) {
+  __m128i h = _mm_loadu_si128((const __m128i *)p);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+static inline __m256 ld8_f16(const void *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+static inline float ld1_f32(const void *p, int64_t i) { float f; memcpy(&f, (const char *)p + 4 * i, 4); return f; }
+static inline float ld1_bf16(const void *p, int64_t i) {
+  uint16_t h; memcpy(&h, (const char *)p + 2 * i, 2); return xpi_bf16_to_f32(h);
+}
+static inline float ld1_f16(const void *p, int64_t i) {
+  uint16_t h; memcpy(&h, (const char *)p + 2 * i, 2); return _cvtsh_ss(h);
+}
+
+/* ------------------------------------------------------------------ decode GEMV for f32/f16/bf16 weights */
+/* Y[t*ldy + r] = dot(W[r, :], X[t, :]) for r0 <= r < r1, t < n. ES = element size. One row at a time, so
+ * the weights are read as ONE sequential stream (rows are contiguous) that the hardware prefetcher follows
+ * at full speed; interleaving rows made several short streams and halved the bandwidth. */
+#define DEF_GEMV(NAME, ES, LD8, LD1)                                                                           \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,     \
+                   int64_t cols) {                                                                             \
+    const char *base = (const char *)W;                                                                        \
+    for (int64_t r = r0; r < r1; r++) {                                                                        \
+      const char *w0 = base + r * cols * ES;                                                                   \
+      for (int32_t t = 0; t < n; t++) {                                                                        \
+        const float *x = X + (int64_t)t * cols;                                                                \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                            \
+        int64_t c = 0;                                                                                         \
+        for (; c + 32 <= cols; c += 32) {                                                                      \
+          a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);                                  \
+          a1 = _mm256_fmadd_ps(LD8(w0 + (c + 8) * ES), _mm256_loadu_ps(x + c + 8), a1);                        \
+          a2 = _mm256_fmadd_ps(LD8(w0 + (c + 16) * ES), _mm256_loadu_ps(x + c + 16), a2);                      \
+          a3 = _mm256_fmadd_ps(LD8(w0 + (c + 24) * ES), _mm256_loadu_ps(x + c + 24), a3);                      \
+        }                                                                                                      \
+        for (; c + 8 <= cols; c += 8) a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);      \
+        float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));                         \
+        for (; c < cols; c++) s0 += LD1(w0, c) * x[c];                                                         \
+        Y[(int64_t)t * ldy + r] = s0;                                                                          \
+      }                                                                                                        \
+    }                                                                                                          \
+  }
+
+DEF_GEMV(gemv_f32, 4, ld8_f32, ld1_f32)
+DEF_GEMV(gemv_bf16_plain, 2, ld8_bf16, ld1_bf16)
+DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
+
+/* bf16 decode without any lane-crossing conversion: a 32-byte load holds 16 bf16, and in 32-bit lane j the
+ * elements 2j (low half) and 2j+1 (high half). (v << 16) is then exactly element 2j as f32 and
+ * (v & 0xffff0000) element 2j+1, so x is permuted once per call into [8 even | 8 odd] per 16 columns and
+ * each 16 weights cost one load, a shift, an and and two FMAs. */
+#define EO_MAXC 4096
+static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
+                      int64_t cols) {
+  if (cols > EO_MAXC || n > XPI_CPU_GEMM_MIN_N) { gemv_bf16_plain(Y, ldy, X, n, W, r0, r1, cols); return; }
+  _Alignas(32) float xp[XPI_CPU_GEMM_MIN_N][EO_MAXC];
+  const int64_t c16 = cols & ~(int64_t)15;
+  for (int32_t t = 0; t < n; t++) {
+    const float *x = X + (int64_t)t * cols;
+    for (int64_t c = 0; c < c16; c += 16) {
+      __m256 a = _mm256_loadu_ps(x + c), b = _mm256_loadu_ps(x + c + 8);
+      __m256 e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+      __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+      _mm256_store_ps(xp[t] + c, e);
+      _mm256_store_ps(xp[t] + c + 8, o);
+    }
+  }
+  const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint16_t *w = (const uint16_t *)W + r * cols;
+    for (int32_t t = 0; t < n; t++) {
+      const float *x = xp[t];
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      int64_t c = 0;
+      for (; c + 32 <= c16; c += 32) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(w + c)), v1 = _mm256_loadu_si256((const __m256i *)(w + c + 16));
+        a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), _mm256_load_ps(x + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hi)), _mm256_load_ps(x + c + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v1, 16)), _mm256_load_ps(x + c + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v1, hi)), _mm256_load_ps(x + c + 24), a3);
+      }
+      for (; c < c16; c += 16) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(w + c));
+        a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), _mm256_load_ps(x + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hi)), _mm256_load_ps(x + c + 8), a1);
+      }
+      float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+      const float *xo = X + (int64_t)t * cols;
+      for (; c < cols; c++) s0 += xpi_bf16_to_f32(w[c]) * xo[c];
+      Y[(int64_t)t * ldy + r] = s0;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ decode GEMV for q8/q4 weights */
+/* Activation blocks of 32 floats -> int8 (same rounding as xpi_quantize_act_scalar: x * (127/amax) rounded
+ * to nearest even by cvtps under the default MXCSR). xq gets |q| in xa for the q8 sign trick. */
+void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const float *x, int64_t cols) {
+  const __m256 signbit = _mm256_set1_ps(-0.0f);
+  const int64_t nb = xpi_q_nblocks(cols);
+  for (int64_t b = 0; b < nb; b++) {
+    float tmp[XPI_QK];
+    const float *p = x + b * XPI_QK;
+    if ((b + 1) * XPI_QK > cols) {
+      int64_t k = cols - b * XPI_QK;
+      memset(tmp, 0, sizeof tmp);
+      memcpy(tmp, p, (size_t)k * sizeof(float));
+      p = tmp;
+    }
+    __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8), v2 = _mm256_loadu_ps(p + 16),
+           v3 = _mm256_loadu_ps(p + 24);
+    __m256 m = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(signbit, v0), _mm256_andnot_ps(signbit, v1)),
+                             _mm256_max_ps(_mm256_andnot_ps(signbit, v2), _mm256_andnot_ps(signbit, v3)));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+    const float amax = _mm_cvtss_f32(m4);
+    const float id = amax > 0 ? 127.0f / amax : 0.0f;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
+    __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(i0, i1), _mm256_add_epi32(i2, i3));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    /* packs interleave 128-bit lanes; the permute restores element order */
+    __m256i q = _mm256_packs_epi16(_mm256_packs_epi32(i0, i1), _mm256_packs_epi32(i2, i3));
+    q = _mm256_permutevar8x32_epi32(q, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256((__m256i *)(xq + b * XPI_QK), q);
+    _mm256_storeu_si256((__m256i *)(xa + b * XPI_QK), _mm256_sign_epi8(q, q));
+    dx[b] = amax / 127.0f;
+    sx[b] = dx[b] * (float)_mm_cvtsi128_si32(s4);
+  }
+}
+
+static inline __m256i q4_unpack(const uint8_t *p) {
+  __m128i v = _mm_loadu_si128((const __m128i *)p);
+  __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
+  return _mm256_and_si256(w, _mm256_set1_epi8(0x0f));
+}
+
+/* int32 x8 partial sums of one block: q8 by the sign trick (|x| unsigned times w with x's sign: exact,
+ * no int16 saturation as |x|,|w| <= 127), q4 unsigned nibbles times signed x (the -8 is corrected apart). */
+static inline __m256i q8_block(const int8_t *q, const int8_t *xq, const uint8_t *xa) {
+  const __m256i x = _mm256_loadu_si256((const __m256i *)xq), ax = _mm256_loadu_si256((const __m256i *)xa);
+  const __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), x));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+static inline __m256i q4_block(const uint8_t *q, const int8_t *xq) {
+  const __m256i p = _mm256_maddubs_epi16(q4_unpack(q), _mm256_loadu_si256((const __m256i *)xq));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* One row over nb blocks: sum_b d[b]*dx[b]*(int dot of block b); for q4 minus 8*sum_b d[b]*sx[b].
+ * Scales are formed 8 blocks at a time (one half->f32 conversion), two accumulators hide FMA latency. */
+#define DEF_QROW(NAME, BS, BLOCK, IS_Q4)                                                                      \
+  static inline float NAME(const void *qv, const uint16_t *d, const int8_t *xq, const uint8_t *xa, const float *dx, \
+                           const float *sx, int64_t nb) {                                                     \
+    const uint8_t *q = qv;                                                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;                                              \
+    (void)xa; (void)sx; (void)corr;                                                                           \
+    int64_t b = 0;                                                                                            \
+    for (; b + 8 <= nb; b += 8) {                                                                             \
+      _Alignas(32) float sc[8];                                                                               \
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));                           \
+      _mm256_store_ps(sc, _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b)));                                        \
+      if (IS_Q4) corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);                                   \
+      for (int k = 0; k < 8; k += 2) {                                                                        \
+        const int64_t i = b + k;                                                                              \
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(i)), _mm256_broadcast_ss(&sc[k]), acc0);              \
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(i + 1)), _mm256_broadcast_ss(&sc[k + 1]), acc1);      \
+      }                                                                                                       \
+    }                                                                                                         \
+    float tail = 0;                                                                                           \
+    for (; b < nb; b++) {                                                                                     \
+      const float dd = _cvtsh_ss(d[b]);                                                                       \
+      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(b)), _mm256_set1_ps(dd * dx[b]), acc0);                 \
+      if (IS_Q4) tail += dd * sx[b];                                                                          \
+    }                                                                                                         \
+    float r = hsum8(_mm256_add_ps(acc0, acc1));                                                               \
+    if (IS_Q4) r -= 8.0f * (hsum8(corr) + tail);                                                              \
+    return r;                                                                                                 \
+  }
+#define Q8_BLOCK(i) q8_block((const int8_t *)q + (i) * XPI_QK, xq + (i) * XPI_QK, xa + (i) * XPI_QK)
+#define Q4_BLOCK(i) q4_block(q + (i) * (XPI_QK / 2), xq + (i) * XPI_QK)
+DEF_QROW(q8_row, XPI_QK, Q8_BLOCK, 0)
+DEF_QROW(q4_row_plain, XPI_QK / 2, Q4_BLOCK, 1)
+
+/* Activations of a q4 dot in pair order: for blocks 2p, 2p+1 the 64 bytes are [2p: 0-15 | 2p+1: 0-15 |
+ * 2p: 16-31 | 2p+1: 16-31], matching one 32-byte load of two q4 blocks split into low and high nibbles. */
+static void q4_pair_order(int8_t *xp, const int8_t *xq, int64_t nb) {
+  for (int64_t p = 0; p + 1 < nb; p += 2) {
+    memcpy(xp + p * 32, xq + p * 32, 16);
+    memcpy(xp + p * 32 + 16, xq + (p + 1) * 32, 16);
+    memcpy(xp + p * 32 + 32, xq + p * 32 + 16, 16);
+    memcpy(xp + p * 32 + 48, xq + (p + 1) * 32 + 16, 16);
+  }
+}
+
+/* q4 row, two blocks per 32-byte load: low nibbles hold elements 0-15 and high nibbles 16-31 of both
+ * blocks, so lanes 0-3 of the int32 sums belong to the first block and 4-7 to the second; one conversion
+ * and one FMA with [s, s, s, s, s', s', s', s'] serve both. The two maddubs results are added in int16
+ * (each |.| <= 2*15*127, the sum fits). */
+static inline float q4_row(const void *qv, const uint16_t *d, const int8_t *xq, const int8_t *xp, const float *dx,
+                           const float *sx, int64_t nb) {
+  const uint8_t *q = qv;
+  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i i0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), i1 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
+                i2 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5), i3 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b));
+    corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);
+#define Q4_PAIR(k, idx, acc)                                                                               \
+  do {                                                                                                     \
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + (b + (k)) * 16));                           \
+    const int8_t *xx = xp + (b + (k)) * 32;                                                                \
+    const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)xx)); \
+    const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                  \
+                                            _mm256_loadu_si256((const __m256i *)(xx + 32)));               \
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones)),            \
+                          _mm256_permutevar8x32_ps(sc, idx), acc);                                         \
+  } while (0)
+    Q4_PAIR(0, i0, acc0);
+    Q4_PAIR(2, i1, acc1);
+    Q4_PAIR(4, i2, acc0);
+    Q4_PAIR(6, i3, acc1);
+#undef Q4_PAIR
+  }
+  float r = hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * hsum8(corr);
+  if (b < nb) r += q4_row_plain(q + b * 16, d + b, xq + b * XPI_QK, NULL, dx + b, sx + b, nb - b);
+  return r;
+}
+
+static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                   int64_t r0, int64_t r1, int64_t cols) {
+  int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
+  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC]; /* q8: |xq|; q4: xq in pair order */
+  float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
+  const uint8_t *qs = W;
+  const uint16_t *d = aux;
+  /* column chunks keep the quantized activations on the stack for any width */
+  for (int64_t c0 = 0; c0 < cols; c0 += CC) {
+    const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
+    for (int32_t t = 0; t < n; t++) {
+      xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
+      if (dt == XPI_DT_Q4) q4_pair_order((int8_t *)xa[t], xq[t], nbc);
+    }
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t *q = qs + r * rb + cb * bs;
+      const uint16_t *dr = d + r * nb + cb;
+      for (int32_t t = 0; t < n; t++) {
+        const float v = dt == XPI_DT_Q8 ? q8_row(q, dr, xq[t], xa[t], dx[t], sx[t], nbc)
+                                        : q4_row(q, dr, xq[t], (const int8_t *)xa[t], dx[t], sx[t], nbc);
+        float *y = Y + (int64_t)t * ldy + r;
+        *y = c0 == 0 ? v : *y + v;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ prefill GEMM */
+/* Converts rows [r, r+nr) x cols [c0, c0+kc) of W to f32 in panel P[k*NR + i] (rows >= nr zero). */
+typedef void (*pack_fn)(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc,
+                        int64_t cols);
+
+#define DEF_PACK(NAME, ES, LD8, LD1)                                                                   \
+  static void NAME(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, \
+                   int64_t cols) {                                                                     \
+    (void)aux;                                                                                         \
+    float tmp[KC];                                                                                     \
+    for (int i = 0; i < NR; i++) {                                                                     \
+      if (i >= nr) { for (int64_t k = 0; k < kc; k++) P[k * NR + i] = 0; continue; }                  \
+      const char *w = (const char *)W + ((r + i) * cols + c0) * ES;                                    \
+      int64_t k = 0;                                                                                   \
+      for (; k + 8 <= kc; k += 8) _mm256_storeu_ps(tmp + k, LD8(w + k * ES));                          \
+      for (; k < kc; k++) tmp[k] = LD1(w, k);                                                          \
+      for (k = 0; k < kc; k++) P[k * NR + i] = tmp[k];                                                 \
+    }                                                                                                  \
+  }
+DEF_PACK(pack_f32, 4, ld8_f32, ld1_f32)
+DEF_PACK(pack_bf16, 2, ld8_bf16, ld1_bf16)
+DEF_PACK(pack_f16, 2, ld8_f16, ld1_f16)
+
+/* c0 is a multiple of KC, hence of the 32-column block. */
+static void pack_q(xpi_dtype dt, float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0,
+                   int64_t kc, int64_t cols) {
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  const uint16_t *d = aux;
+  float tmp[KC];
+  for (int i = 0; i < NR; i++) {
+    if (i >= nr) { for (int64_t k = 0; k < kc; k++) P[k * NR + i] = 0; continue; }
+    for (int64_t k = 0; k < kc; k += XPI_QK) {
+      const int64_t b = (c0 + k) / XPI_QK;
+      const __m256 s = _mm256_set1_ps(_cvtsh_ss(d[(r + i) * nb + b]));
+      __m256i q8[4];
+      if (dt == XPI_DT_Q8) {
+        const int8_t *q = (const int8_t *)W + (r + i) * rb + b * XPI_QK;
+        for (int j = 0; j < 4; j++) q8[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j)));
+      } else {
+        __m256i u = _mm256_sub_epi8(q4_unpack((const uint8_t *)W + (r + i) * rb + b * 16), _mm256_set1_epi8(8));
+        int8_t qq[32];
+        _mm256_storeu_si256((__m256i *)qq, u);
+        for (int j = 0; j < 4; j++) q8[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(qq + 8 * j)));
+      }
+      /* kc may end inside the last block (cols not a multiple of 32): write through a full block buffer */
+      float blk[XPI_QK];
+      for (int j = 0; j < 4; j++) _mm256_storeu_ps(blk + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(q8[j]), s));
+      const int64_t m = kc - k < XPI_QK ? kc - k : XPI_QK;
+      memcpy(tmp + k, blk, (size_t)m * sizeof(float));
+    }
+    for (int64_t k = 0; k < kc; k++) P[k * NR + i] = tmp[k];
+  }
+}
+static void pack_q8(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
+  pack_q(XPI_DT_Q8, P, W, aux, r, nr, c0, kc, cols);
+}
+static void pack_q4(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
+  pack_q(XPI_DT_Q4, P, W, aux, r, nr, c0, kc, cols);
+}
+
+/* Y[t, 0..nr) (+)= X[t, 0..kc) @ P for t < nt <= MR. Rows of X past nt alias the last one (results dropped). */
+static void ukr(const float *X, int64_t ldx, int nt, const float *P, int64_t kc, float *Y, int64_t ldy, int nr,
+                int accumulate) {
+  const float *x[MR];
+  for (int t = 0; t < MR; t++) x[t] = X + (t < nt ? t : nt - 1) * ldx;
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  for (int64_t k = 0; k < kc; k++) {
+    const __m256 p0 = _mm256_load_ps(P + k * NR), p1 = _mm256_load_ps(P + k * NR + 8);
+    __m256 a;
+    a = _mm256_broadcast_ss(x[0] + k); c00 = _mm256_fmadd_ps(a, p0, c00); c01 = _mm256_fmadd_ps(a, p1, c01);
+    a = _mm256_broadcast_ss(x[1] + k); c10 = _mm256_fmadd_ps(a, p0, c10); c11 = _mm256_fmadd_ps(a, p1, c11);
+    a = _mm256_broadcast_ss(x[2] + k); c20 = _mm256_fmadd_ps(a, p0, c20); c21 = _mm256_fmadd_ps(a, p1, c21);
+    a = _mm256_broadcast_ss(x[3] + k); c30 = _mm256_fmadd_ps(a, p0, c30); c31 = _mm256_fmadd_ps(a, p1, c31);
+    a = _mm256_broadcast_ss(x[4] + k); c40 = _mm256_fmadd_ps(a, p0, c40); c41 = _mm256_fmadd_ps(a, p1, c41);
+    a = _mm256_broadcast_ss(x[5] + k); c50 = _mm256_fmadd_ps(a, p0, c50); c51 = _mm256_fmadd_ps(a, p1, c51);
+  }
+  __m256 cs[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
+  for (int t = 0; t < nt; t++) {
+    float *y = Y + t * ldy;
+    if (nr == NR) {
+      if (accumulate) {
+        cs[t][0] = _mm256_add_ps(cs[t][0], _mm256_loadu_ps(y));
+        cs[t][1] = _mm256_add_ps(cs[t][1], _mm256_loadu_ps(y + 8));
+      }
+      _mm256_storeu_ps(y, cs[t][0]);
+      _mm256_storeu_ps(y + 8, cs[t][1]);
+    } else {
+      float tmp[NR];
+      _mm256_storeu_ps(tmp, cs[t][0]);
+      _mm256_storeu_ps(tmp + 8, cs[t][1]);
+      for (int i = 0; i < nr; i++) y[i] = accumulate ? y[i] + tmp[i] : tmp[i];
+    }
+  }
+}
+
+static void gemm(pack_fn pack, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                 int64_t r0, int64_t r1, int64_t cols) {
+  _Alignas(32) float P[KC * NR];
+  for (int64_t r = r0; r < r1; r += NR) {
+    const int nr = r1 - r < NR ? (int)(r1 - r) : NR;
+    for (int64_t c0 = 0; c0 < cols; c0 += KC) {
+      const int64_t kc = cols - c0 < KC ? cols - c0 : KC;
+      pack(P, W, aux, r, nr, c0, kc, cols);
+      for (int32_t t = 0; t < n; t += MR) {
+        const int nt = n - t < MR ? n - t : MR;
+        ukr(X + (int64_t)t * cols + c0, cols, nt, P, kc, Y + (int64_t)t * ldy + r, ldy, nr, c0 > 0);
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ table entries */
+static void mm_f32(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                   int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_f32, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                    int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_bf16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_f16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                   int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_f16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                  int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                  int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+
+/* ------------------------------------------------------------------ vector kernels */
+static float dot_avx2(const float *a, const float *b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  for (; i < n; i++) s += a[i] * b[i];
+  return s;
+}
+
+static void axpy_avx2(float *y, float a, const float *x, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] += a * x[i];
+}
+
+static void scale_avx2(float *y, float a, int64_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(va, _mm256_loadu_ps(y + i)));
+  for (; i < n; i++) y[i] *= a;
+}
+
+static void rmsnorm_row_avx2(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+  int64_t i = 0;
+  for (; i + 16 <= d; i += 16) {
+    __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    s0 = _mm256_fmadd_ps(a, a, s0);
+    s1 = _mm256_fmadd_ps(b, b, s1);
+  }
+  for (; i + 8 <= d; i += 8) { __m256 a = _mm256_loadu_ps(x + i); s0 = _mm256_fmadd_ps(a, a, s0); }
+  float ss = hsum8(_mm256_add_ps(s0, s1));
+  for (; i < d; i++) ss += x[i] * x[i];
+  const float r = 1.0f / sqrtf(ss / (float)d + eps);
+  const __m256 vr = _mm256_set1_ps(r);
+  for (i = 0; i + 8 <= d; i += 8) {
+    __m256 wv = wdt == XPI_DT_BF16 ? ld8_bf16((const uint16_t *)w + i)
+              : wdt == XPI_DT_F16  ? ld8_f16((const uint16_t *)w + i)
+                                   : ld8_f32((const float *)w + i);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), vr), wv));
+  }
+  for (; i < d; i++) {
+    float wv = wdt == XPI_DT_BF16 ? ld1_bf16(w, i) : wdt == XPI_DT_F16 ? ld1_f16(w, i) : ld1_f32(w, i);
+    out[i] = x[i] * r * wv;
+  }
+}
+
+/* exp(x) for x in [-88, 88] (clamped outside): 2^k * p(r), Cephes polynomial, about 2 ulp. */
+static inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static void swiglu_avx2(float *out, const float *gate, const float *up, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 g = _mm256_loadu_ps(gate + i);
+    __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_xor_ps(g, neg))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+static const xpi_cpu_kernels k_avx2 = {
+  .isa = "avx2",
+  .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16, [XPI_DT_Q8] = mm_q8,
+         [XPI_DT_Q4] = mm_q4},
+  .dot = dot_avx2,
+  .axpy = axpy_avx2,
+  .scale = scale_avx2,
+  .rmsnorm_row = rmsnorm_row_avx2,
+  .swiglu = swiglu_avx2,
+};
+
+const xpi_cpu_kernels *xpi_cpu_kernels_avx2(void) { return &k_avx2; }

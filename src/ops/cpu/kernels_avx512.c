@@ -1,0 +1,189 @@
+/* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
+ *  - bf16 decode GEMV with 512-bit FMAs (16 lanes per load, bf16 -> f32 exactly by shifting),
+ *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
+ *  - prefill bf16 GEMM with vdpbf16ps (activations rounded to bf16, the same precision llama.cpp uses;
+ *    products and sums in f32).
+ * Everything else (f32/f16 weights, the q8/q4 GEMM, vector kernels) uses the AVX2 table, which every
+ * AVX-512 CPU also runs. */
+#include <immintrin.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant.h"
+
+#define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
+
+static inline float ld1_bf16(const void *p, int64_t i) {
+  uint16_t h;
+  memcpy(&h, (const char *)p + 2 * i, 2);
+  return xpi_bf16_to_f32(h);
+}
+static inline __m512 ld16_bf16(const void *p) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
+}
+
+/* ------------------------------------------------------------------ bf16 decode GEMV */
+static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
+                      int64_t cols) {
+  const uint16_t *base = W;
+  int64_t r = r0;
+  for (; r + 2 <= r1; r += 2) {
+    const uint16_t *w0 = base + r * cols, *w1 = w0 + cols;
+    for (int32_t t = 0; t < n; t++) {
+      const float *x = X + (int64_t)t * cols;
+      __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
+      int64_t c = 0;
+      for (; c + 32 <= cols; c += 32) {
+        __m512 x0 = _mm512_loadu_ps(x + c), x1 = _mm512_loadu_ps(x + c + 16);
+        a0 = _mm512_fmadd_ps(ld16_bf16(w0 + c), x0, a0);
+        a1 = _mm512_fmadd_ps(ld16_bf16(w0 + c + 16), x1, a1);
+        b0 = _mm512_fmadd_ps(ld16_bf16(w1 + c), x0, b0);
+        b1 = _mm512_fmadd_ps(ld16_bf16(w1 + c + 16), x1, b1);
+      }
+      float s0 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)), s1 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
+      for (; c < cols; c++) { s0 += ld1_bf16(w0, c) * x[c]; s1 += ld1_bf16(w1, c) * x[c]; }
+      Y[(int64_t)t * ldy + r] = s0;
+      Y[(int64_t)t * ldy + r + 1] = s1;
+    }
+  }
+  for (; r < r1; r++) {
+    const uint16_t *w0 = base + r * cols;
+    for (int32_t t = 0; t < n; t++) {
+      const float *x = X + (int64_t)t * cols;
+      __m512 a0 = _mm512_setzero_ps();
+      int64_t c = 0;
+      for (; c + 16 <= cols; c += 16) a0 = _mm512_fmadd_ps(ld16_bf16(w0 + c), _mm512_loadu_ps(x + c), a0);
+      float s0 = _mm512_reduce_add_ps(a0);
+      for (; c < cols; c++) s0 += ld1_bf16(w0, c) * x[c];
+      Y[(int64_t)t * ldy + r] = s0;
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ bf16 prefill GEMM with vdpbf16ps */
+/* Tokens are converted to bf16 pairs once per call chunk; each weight row (bf16 pairs as stored) is then
+ * dotted with 4 tokens at a time while it sits in L1. */
+#define TB 64 /* tokens per chunk */
+static void gemm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
+                      int64_t cols) {
+  const int64_t c32 = cols & ~(int64_t)31;
+  for (int32_t t0 = 0; t0 < n; t0 += TB) {
+    const int32_t nt = n - t0 < TB ? n - t0 : TB;
+    for (int64_t r = r0; r < r1; r++) {
+      const uint16_t *w = (const uint16_t *)W + r * cols;
+      for (int32_t t = 0; t < nt; t += 4) {
+        const int m = nt - t < 4 ? nt - t : 4;
+        const float *x[4];
+        for (int i = 0; i < 4; i++) x[i] = X + (int64_t)(t0 + t + (i < m ? i : m - 1)) * cols;
+        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+        for (int64_t c = 0; c < c32; c += 32) {
+          const __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(w + c));
+          for (int i = 0; i < 4; i++) {
+            __m512bh xv = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x[i] + c + 16), _mm512_loadu_ps(x[i] + c));
+            acc[i] = _mm512_dpbf16_ps(acc[i], xv, wv);
+          }
+        }
+        for (int i = 0; i < m; i++) {
+          float s = _mm512_reduce_add_ps(acc[i]);
+          for (int64_t c = c32; c < cols; c++) s += ld1_bf16(w, c) * x[i][c];
+          Y[(int64_t)(t0 + t + i) * ldy + r] = s;
+        }
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ q8/q4 decode GEMV with VNNI */
+static inline __m256i q4_unpack(const uint8_t *p) {
+  __m128i v = _mm_loadu_si128((const __m128i *)p);
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+}
+
+static float q_dot(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const int8_t *xq, const uint8_t *xa,
+                   const float *dx, const float *sx, int64_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  float corr = 0;
+  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
+  for (int64_t b8 = 0; b8 < nb; b8 += 8) {
+    const int64_t cnt = nb - b8 < 8 ? nb - b8 : 8;
+    float sc[8];
+    for (int64_t k = 0; k < cnt; k++) sc[k] = xpi_f16_to_f32(d[b8 + k]) * dx[b8 + k];
+    for (int64_t k = 0; k < cnt; k++) {
+      const int64_t b = b8 + k;
+      const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * XPI_QK));
+      __m256i p;
+      if (dt == XPI_DT_Q8) /* |x| (unsigned) times w with x's sign: x*w without saturation */
+        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * XPI_QK)),
+                                _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + b * bs)), x));
+      else
+        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_unpack(q + b * bs), x);
+      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(sc[k]), acc);
+      if (dt == XPI_DT_Q4) corr += xpi_f16_to_f32(d[b]) * sx[b];
+    }
+  }
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s) - 8.0f * corr;
+}
+
+static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                   int64_t r0, int64_t r1, int64_t cols) {
+  int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
+  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC];
+  float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
+  for (int64_t c0 = 0; c0 < cols; c0 += CC) {
+    const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK;
+    for (int32_t t = 0; t < n; t++) xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t *q = (const uint8_t *)W + r * rb + cb * bs;
+      const uint16_t *d = (const uint16_t *)aux + r * nb + cb;
+      for (int32_t t = 0; t < n; t++) {
+        float s = q_dot(dt, q, d, xq[t], xa[t], dx[t], sx[t], xpi_q_nblocks(cw));
+        float *y = Y + (int64_t)t * ldy + r;
+        *y = c0 == 0 ? s : *y + s;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ table */
+static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                    int64_t r1, int64_t cols) {
+  (void)aux;
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm_bf16(Y, ldy, X, n, W, r0, r1, cols);
+  else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                  int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_Q8](Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                  int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_Q4](Y, ldy, X, n, W, aux, r0, r1, cols);
+  else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+
+static xpi_cpu_kernels k_avx512;
+static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
+
+/* Built once from the AVX2 table (a constant initializer cannot copy another table's pointers). Only called
+ * on CPUs with AVX-512 (the copy may use ZMM registers). */
+static void build_table(void) {
+  xpi_cpu_kernels k = *xpi_cpu_kernels_avx2();
+  k.isa = "avx512";
+  k.mm[XPI_DT_BF16] = mm_bf16;
+  k.mm[XPI_DT_Q8] = mm_q8;
+  k.mm[XPI_DT_Q4] = mm_q4;
+  k_avx512 = k;
+}
+
+const xpi_cpu_kernels *xpi_cpu_kernels_avx512(void) {
+  pthread_once(&k_avx512_once, build_table);
+  return &k_avx512;
+}

@@ -1,0 +1,196 @@
+/* Q8/Q4 block formats: quantize at load, dequantize, and the scalar reference matmuls (see quant.h). */
+#include "ops/cpu/quant.h"
+
+#include <math.h>
+#include <string.h>
+#include "core/status.h"
+
+int64_t xpi_q_row_bytes(xpi_dtype dt, int64_t cols) {
+  return xpi_q_nblocks(cols) * (dt == XPI_DT_Q4 ? XPI_QK / 2 : XPI_QK);
+}
+
+/* The half nearest to s whose magnitude is >= |s| (so quants stay in range). */
+static uint16_t f16_round_up(float s) {
+  uint16_t h = xpi_f32_to_f16(s);
+  if (fabsf(xpi_f16_to_f32(h)) < fabsf(s)) h++;
+  return h;
+}
+
+/* Squared error of a Q4 block quantized with scale d (quants round(x/d) clamped to [-8, 7]). */
+static float q4_sse(const float *x, float d) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  float err = 0;
+  for (int j = 0; j < XPI_QK; j++) {
+    float v = nearbyintf(x[j] * id);
+    v = v > 7 ? 7 : v < -8 ? -8 : v;
+    const float e = x[j] - d * v;
+    err += e * e;
+  }
+  return err;
+}
+
+/* Q4 scale (as a half value): the max-based scale d0 = -m/8 (rounded away from zero), or, if smaller in
+ * squared error, the least-squares scale of one of the quant grids m/(-8 + 0.25k), k in [-4, 4]. As d0 is a
+ * candidate, a block's RMS error never exceeds d0's bound (quant.h). */
+static uint16_t q4_best_scale(const float *x, float m) {
+  uint16_t best = f16_round_up(-m / 8.0f);
+  float best_err = q4_sse(x, xpi_f16_to_f32(best));
+  for (int k = -4; k <= 4; k++) {
+    const float inv = (-8.0f + 0.25f * (float)k) / m;
+    float sxl = 0, sll = 0;
+    for (int j = 0; j < XPI_QK; j++) {
+      float v = nearbyintf(x[j] * inv);
+      v = v > 7 ? 7 : v < -8 ? -8 : v;
+      sxl += x[j] * v;
+      sll += v * v;
+    }
+    if (sll == 0) continue;
+    const uint16_t h = xpi_f32_to_f16(sxl / sll);
+    const float err = q4_sse(x, xpi_f16_to_f32(h));
+    if (err < best_err) { best_err = err; best = h; }
+  }
+  return best;
+}
+
+static float load_src(const void *src, xpi_dtype dt, int64_t i) {
+  switch (dt) {
+    case XPI_DT_F32: { float f; memcpy(&f, (const char *)src + i * 4, 4); return f; }
+    case XPI_DT_F16: { uint16_t h; memcpy(&h, (const char *)src + i * 2, 2); return xpi_f16_to_f32(h); }
+    default: { uint16_t h; memcpy(&h, (const char *)src + i * 2, 2); return xpi_bf16_to_f32(h); }
+  }
+}
+
+xpi_status xpi_quantize_rows(xpi_dtype dt, void *qs, uint16_t *d, const void *src, xpi_dtype src_dtype,
+                             int64_t rows, int64_t cols) {
+  if ((dt != XPI_DT_Q8 && dt != XPI_DT_Q4) ||
+      (src_dtype != XPI_DT_F32 && src_dtype != XPI_DT_F16 && src_dtype != XPI_DT_BF16))
+    return xpi_err(XPI_ERR_UNSUPPORTED, "quantize: %s weights to %s is not supported (only f32/f16/bf16 to q8/q4)",
+                   xpi_dtype_name(src_dtype), xpi_dtype_name(dt));
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  float blk[XPI_QK];
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t b = 0; b < nb; b++) {
+      float amax = 0, m = 0;
+      for (int j = 0; j < XPI_QK; j++) {
+        int64_t c = b * XPI_QK + j;
+        blk[j] = c < cols ? load_src(src, src_dtype, r * cols + c) : 0.0f;
+        if (!isfinite(blk[j]))
+          return xpi_err(XPI_ERR_INVALID_ARGUMENT, "quantize: weight [%lld, %lld] is not finite",
+                         (long long)r, (long long)c);
+        if (fabsf(blk[j]) > amax) { amax = fabsf(blk[j]); m = blk[j]; }
+      }
+      const float want = dt == XPI_DT_Q8 ? amax / 127.0f : -m / 8.0f;
+      if (fabsf(want) > 65504.0f)
+        return xpi_err(XPI_ERR_INVALID_ARGUMENT,
+                       "quantize: block %lld of row %lld has |w| = %g, beyond the half-precision scale range",
+                       (long long)b, (long long)r, (double)amax);
+      const uint16_t hd = dt == XPI_DT_Q4 && amax > 0 ? q4_best_scale(blk, m) : f16_round_up(want);
+      const float dd = xpi_f16_to_f32(hd), id = dd != 0.0f ? 1.0f / dd : 0.0f;
+      d[r * nb + b] = hd;
+      if (dt == XPI_DT_Q8) {
+        int8_t *q = (int8_t *)qs + r * rb + b * XPI_QK;
+        for (int j = 0; j < XPI_QK; j++) {
+          float v = nearbyintf(blk[j] * id);
+          q[j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+        }
+      } else {
+        uint8_t *q = (uint8_t *)qs + r * rb + b * (XPI_QK / 2);
+        for (int j = 0; j < XPI_QK / 2; j++) {
+          float lo = nearbyintf(blk[j] * id) + 8, hi = nearbyintf(blk[j + 16] * id) + 8;
+          int ql = (int)(lo > 15 ? 15 : lo < 0 ? 0 : lo), qh = (int)(hi > 15 ? 15 : hi < 0 ? 0 : hi);
+          q[j] = (uint8_t)(ql | (qh << 4));
+        }
+      }
+    }
+  }
+  return XPI_OK;
+}
+
+void xpi_dequantize_row(xpi_dtype dt, float *out, const void *qs, const uint16_t *d, int64_t row, int64_t cols) {
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  for (int64_t c = 0; c < cols; c++) {
+    const int64_t b = c / XPI_QK, j = c % XPI_QK;
+    const float dd = xpi_f16_to_f32(d[row * nb + b]);
+    if (dt == XPI_DT_Q8) {
+      out[c] = dd * ((const int8_t *)qs)[row * rb + c];
+    } else {
+      const uint8_t byte = ((const uint8_t *)qs)[row * rb + b * 16 + (j & 15)];
+      out[c] = dd * (float)((j < 16 ? byte & 15 : byte >> 4) - 8);
+    }
+  }
+}
+
+void xpi_quantize_act_scalar(int8_t *xq, float *dx, float *sx, const float *x, int64_t cols) {
+  const int64_t nb = xpi_q_nblocks(cols);
+  for (int64_t b = 0; b < nb; b++) {
+    float amax = 0;
+    for (int j = 0; j < XPI_QK; j++) {
+      int64_t c = b * XPI_QK + j;
+      if (c < cols && fabsf(x[c]) > amax) amax = fabsf(x[c]);
+    }
+    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+    int sum = 0;
+    for (int j = 0; j < XPI_QK; j++) {
+      int64_t c = b * XPI_QK + j;
+      int q = c < cols ? (int)nearbyintf(x[c] * id) : 0;
+      xq[c] = (int8_t)q;
+      sum += q;
+    }
+    dx[b] = d;
+    sx[b] = d * (float)sum;
+  }
+}
+
+float xpi_q_dot_int_scalar(xpi_dtype dt, const void *qs, const uint16_t *d, int64_t row, const int8_t *xq,
+                           const float *dx, int64_t cols) {
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  float acc = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    int32_t s = 0;
+    for (int j = 0; j < XPI_QK; j++) {
+      int w;
+      if (dt == XPI_DT_Q8) {
+        w = ((const int8_t *)qs)[row * rb + b * XPI_QK + j];
+      } else {
+        const uint8_t byte = ((const uint8_t *)qs)[row * rb + b * 16 + (j & 15)];
+        w = (j < 16 ? byte & 15 : byte >> 4) - 8;
+      }
+      s += w * xq[b * XPI_QK + j];
+    }
+    acc += xpi_f16_to_f32(d[row * nb + b]) * dx[b] * (float)s;
+  }
+  return acc;
+}
+
+/* Y[t, r] = sum_c X[t, c] * dequant(W)[r, c], accumulated in double so the oracle carries no order error. */
+static void mm_q_scalar(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
+                        const void *aux, int64_t r0, int64_t r1, int64_t cols) {
+  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
+  const uint16_t *d = aux;
+  for (int64_t r = r0; r < r1; r++) {
+    for (int32_t t = 0; t < n; t++) {
+      double acc = 0;
+      for (int64_t c = 0; c < cols; c++) {
+        const int64_t b = c / XPI_QK, j = c % XPI_QK;
+        int q;
+        if (dt == XPI_DT_Q8) {
+          q = ((const int8_t *)W)[r * rb + c];
+        } else {
+          const uint8_t byte = ((const uint8_t *)W)[r * rb + b * 16 + (j & 15)];
+          q = (j < 16 ? byte & 15 : byte >> 4) - 8;
+        }
+        acc += (double)(xpi_f16_to_f32(d[r * nb + b]) * (float)q) * X[t * cols + c];
+      }
+      Y[t * ldy + r] = (float)acc;
+    }
+  }
+}
+
+void xpi_mm_q8_scalar(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                      int64_t r0, int64_t r1, int64_t cols) {
+  mm_q_scalar(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
+void xpi_mm_q4_scalar(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                      int64_t r0, int64_t r1, int64_t cols) {
+  mm_q_scalar(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+}

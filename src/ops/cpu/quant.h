@@ -1,0 +1,64 @@
+/* Weight-only block quantization of the CPU backend (XPI_DT_Q8, XPI_DT_Q4), made at load time.
+ *
+ * Formats (chosen for AVX2 maddubs / AVX-512 VNNI int8 dot products, not for GGUF compatibility):
+ *   A row of `cols` weights is cut into nb = ceil(cols/32) blocks of XPI_QK = 32; the last block is
+ *   zero padded. Quants and scales live in two arrays so each is read as one sequential stream:
+ *     Q8: data = int8  qs[rows][nb*32],  q in [-127, 127],   w ~ d * q
+ *     Q4: data = uint8 qs[rows][nb*16],  q in [0, 15],       w ~ d * (q - 8)
+ *         byte j of a block holds element j in its low nibble and element 16+j in its high nibble
+ *     aux = uint16 (IEEE half) d[rows][nb]
+ *   Bytes per weight: Q8 34/32 = 1.0625, Q4 18/32 = 0.5625 (plus padding of the last block).
+ *
+ * Choice of d (stored as a half):
+ *   Q8: d = amax/127 rounded UP to a half (so no quant needs clamping), q = round(w/d).
+ *   Q4: start from d0 = -m/8, m the element of largest magnitude with its sign (as Q4_0), rounded away from
+ *       zero; also try the least-squares scale of the quant grids m/(-8 + k/4), |k| <= 4, and keep the scale
+ *       with the smallest squared block error; q = clamp(round(w/d), -8, 7) + 8. Load-time only.
+ * Error bounds, amax = max |w| over the block, h = 2^-24 (smallest half step):
+ *   Q8, per element:  |w - d*q| <= d/2,   d <= amax/127 * (1 + 2^-10) + h   (about 0.4% of amax)
+ *   Q4, per block:    RMS(w - d*(q-8)) <= |d0| <= amax/8 * (1 + 2^-10) + h   (d0 is a candidate, and with it
+ *                     every element is within |d0|); typically about amax/20.
+ * Matmul semantics. The reference (scalar) result is the f32 product of the DEQUANTIZED weights with the f32
+ * activations; prefill kernels (n >= 4) compute exactly that. Decode kernels (n <= 3) quantize each
+ * activation block to int8 once per call (dx = amax_x/127, xq = round(x/dx), |x - dx*xq| <= dx/2) and take
+ * exact int32 block dot products, so for one output:
+ *   |y_decode - y_ref| <= sum over blocks of (dx/2) * sum_i |d*q_i|    (+ f32 rounding)
+ * which is about 0.4% of sum_i |w_i x_i|-scale terms; tests check it with these formulas.
+ */
+#ifndef XPI_CPU_QUANT_H
+#define XPI_CPU_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "xpuinfer.h"
+#include "ops/half.h"
+#include "ops/ops.h"
+
+#define XPI_QK 32
+
+static inline int64_t xpi_q_nblocks(int64_t cols) { return (cols + XPI_QK - 1) / XPI_QK; }
+/* Bytes of quants of one row (Q8: nb*32, Q4: nb*16). */
+int64_t xpi_q_row_bytes(xpi_dtype dt, int64_t cols);
+
+
+/* Quantizes rows x cols weights given in src_dtype (f32/f16/bf16, unaligned ok) into qs and d (sizes as
+ * above). Fails (XPI_ERR_INVALID_ARGUMENT naming row/col) on a non-finite weight or one beyond the
+ * half-precision range of the scale. */
+xpi_status xpi_quantize_rows(xpi_dtype dt, void *qs, uint16_t *d, const void *src, xpi_dtype src_dtype,
+                             int64_t rows, int64_t cols);
+/* Dequantizes one row into out[cols]. */
+void xpi_dequantize_row(xpi_dtype dt, float *out, const void *qs, const uint16_t *d, int64_t row, int64_t cols);
+
+/* Activation quantization for the decode kernels: xq[nb*32] (padding zeroed), dx[nb], sx[nb] = dx * sum(xq). */
+void xpi_quantize_act_scalar(int8_t *xq, float *dx, float *sx, const float *x, int64_t cols);
+/* Integer-path reference for one row: sum over blocks of d*dx*(int dot) (Q4 with its -8 offset). */
+float xpi_q_dot_int_scalar(xpi_dtype dt, const void *qs, const uint16_t *d, int64_t row, const int8_t *xq,
+                           const float *dx, int64_t cols);
+
+/* Scalar reference matmul (the oracle), cpu_kernels.h xpi_cpu_mm_fn signature. */
+void xpi_mm_q8_scalar(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                      int64_t r0, int64_t r1, int64_t cols);
+void xpi_mm_q4_scalar(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                      int64_t r0, int64_t r1, int64_t cols);
+
+#endif

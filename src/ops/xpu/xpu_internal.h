@@ -1,0 +1,138 @@
+/* Shared state of the XPU backend (Level Zero): the per-device module/kernels and the per-backend queue,
+ * command lists and scratch. Internal to src/ops/xpu. */
+#ifndef XPI_XPU_INTERNAL_H
+#define XPI_XPU_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/ops.h"
+#include "runtime/ze/ze_devices.h"
+#include "runtime/ze/ze_loader.h"
+
+/* Every kernel the backend launches; names and tiers in xpu_kernels.c. */
+typedef enum xpu_kid {
+  XK_EMBED, XK_ADD, XK_SWIGLU, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
+  XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
+  XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
+  /* tuned tier (NULL when the device or driver cannot take it) */
+  XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
+  XK_COUNT
+} xpu_kid;
+
+/* One per Level Zero device, shared by every backend on it (reference counted): the context, the modules
+ * built once from the embedded SPIR-V, and the kernels created once. Kernel objects hold their arguments, so
+ * setting arguments + appending a launch happens under lock. */
+typedef struct xpu_device {
+  int refs;
+  int index;
+  const xpi_ze_api *ze;
+  const xpi_ze_device *dev;
+  ze_context_handle_t ctx;
+  ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
+  ze_kernel_handle_t k[XK_COUNT];
+  int tuned;             /* sub-group kernels usable */
+  int dpas;              /* DPAS GEMM usable */
+  pthread_mutex_t lock;
+} xpu_device;
+
+xpi_status xpu_device_acquire(int index, xpu_device **out);
+const char *xpu_kernel_name(xpu_kid kid);
+void xpu_device_release(xpu_device *d);
+
+/* Scratch buffers replaced while a recording may reference them; freed with the backend. */
+typedef struct xpu_retired {
+  void *p;
+  struct xpu_retired *next;
+} xpu_retired;
+
+typedef struct xpu_impl {
+  xpu_device *d;
+  const xpi_ze_api *ze;
+  ze_command_queue_handle_t queue;       /* runs recorded graphs */
+  uint32_t ordinal;                      /* compute queue group */
+  ze_command_list_handle_t imm;          /* immediate list: ordinary ops, copies */
+  ze_command_list_handle_t rec;          /* regular list being recorded by rec_owner, or NULL */
+  pthread_t rec_owner;
+  pthread_mutex_t lock;                  /* recursive: one thread at a time appends, syncs, copies */
+  pthread_mutex_t cap_lock;              /* held from capture_begin to capture_end by the recording thread */
+  ze_event_pool_handle_t evpool;
+  ze_event_handle_t ev;                  /* host wait for the immediate list */
+  int imm_pending, queue_pending;        /* unsynchronized work on either path */
+  struct xpu_usage *usage;               /* live allocations (xpu_memory.c) */
+  void *scratch;                         /* eager attention scores */
+  size_t scratch_bytes;
+  xpu_retired *retired;
+} xpu_impl;
+
+static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
+
+/* The recording of the calling thread, or NULL: requests on other threads keep using the immediate list
+ * while one thread records. */
+static inline ze_command_list_handle_t xpu_my_rec(const xpu_impl *im) {
+  return im->rec && pthread_equal(im->rec_owner, pthread_self()) ? im->rec : NULL;
+}
+
+/* Returns from the calling function with a Level Zero failure as an xpi_status (be in scope). */
+#define ZE_CHECK(call, what)                                                                                   \
+  do {                                                                                                       \
+    ze_result_t r_ = (call);                                                                                 \
+    if (r_ != ZE_RESULT_SUCCESS)                                                                             \
+      return xpi_err(r_ == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY ? XPI_ERR_OUT_OF_MEMORY : XPI_ERR_DEVICE,     \
+                     "%s: %s failed (%s)", be->device, what, xpu_ze_result_name(r_));                         \
+  } while (0)
+
+/* A kernel argument: size and address of the value (pointers by address of the pointer). */
+typedef struct xpu_arg {
+  size_t size;
+  const void *value;
+} xpu_arg;
+#define XA(v) ((xpu_arg){sizeof(v), &(v)})
+
+/* Appends kernel kid with groups (gx, gy, gz) of (lx, ly, lz) work-items to the current list (the recording
+ * if capturing, else the immediate list), then a barrier, so ops run in order. */
+xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly,
+                      uint32_t lz, const xpu_arg *args, int nargs);
+/* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
+xpi_status xpu_order_after_queue(xpi_backend *be);
+/* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
+ * goes, as recorded graphs may reference them). */
+xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
+xpi_status xpu_sync(xpi_backend *be);
+xpi_status xpu_sync_imm(xpi_backend *be);
+
+/* Memory (xpu_memory.c): device allocations, counted per device so that device maps can split by free
+ * memory; copies. */
+void *xpu_alloc(xpi_backend *be, size_t bytes);
+void xpu_free(xpi_backend *be, void *p);
+xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes);
+xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes);
+/* Frees whatever the backend still holds (at destroy) and its bookkeeping. */
+void xpu_usage_release(xpu_impl *im);
+const char *xpu_ze_result_name(ze_result_t r);
+
+struct xpi_kv {
+  xpi_dtype dtype;
+  int32_t n_layers, n_ctx, hk, hd;
+  void *k, *v; /* device: [n_layers][n_ctx][hk][hd] each */
+};
+
+/* The ops (xpu_ops.c), installed in the table by backend_xpu.c. */
+xpi_status xpu_embed(xpi_backend *be, float *out, const xpi_weight *table, const int32_t *ids, int32_t n);
+xpi_status xpu_rmsnorm(xpi_backend *be, float *out, float *x, const float *residual, const xpi_weight *w, int32_t n,
+                       int32_t d, float eps);
+xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
+                      int32_t n);
+xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int32_t n, int32_t hq, int32_t hk,
+                    const xpi_rope_params *rp, const float *inv_freq, const xpi_weight *q_norm,
+                    const xpi_weight *k_norm, float eps);
+xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
+                         int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd, float scale,
+                         xpi_attn_impl impl);
+xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
+xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
+xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
+
+#endif

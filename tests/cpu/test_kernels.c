@@ -1,0 +1,248 @@
+/* Every fast CPU kernel table (AVX2, AVX-512 where the CPU has it) against the scalar oracle at awkward
+ * sizes: tails, unaligned weights and activations, row slices, ldy > rows, cols not a multiple of the
+ * quantization block, n = 1, 3 (decode GEMV) and 17 (prefill GEMM). Also the Q8/Q4 formats' error bounds.
+ *
+ * Tolerances (why they are what they are):
+ *  - Two f32 sums of the same m products in different orders each differ from the exact sum by at most
+ *    gamma_m * sum|w x| with gamma_m = m*2^-24/(1-m*2^-24) (Higham, 3.1); the test allows 2*gamma_m*sum|wx|.
+ *    The scalar q8/q4 oracle sums in double, which only tightens this.
+ *  - vdpbf16ps (AVX-512 bf16 prefill) rounds activations to bf16: relative 2^-9 per product, so add
+ *    2^-9 * sum|w x|.
+ *  - q8/q4 decode quantizes activations to int8 per 32-block: add sum_b (dx_b/2) * sum_i |w_i| (quant.h).
+ *  - swiglu's vector exp has ~2 ulp error, silu a few more: 8 * 2^-23 relative.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/quant.h"
+#include "ops/half.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) { /* uniform in [-1, 1) */
+  rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+  return (float)((rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
+}
+
+static double gamma_m(int64_t m) { double u = m * ldexp(1.0, -24); return u / (1 - u); }
+
+static void fill_weights(unsigned char *dst, xpi_dtype dt, const float *v, int64_t count) {
+  for (int64_t i = 0; i < count; i++) {
+    if (dt == XPI_DT_F32) memcpy(dst + 4 * i, &v[i], 4);
+    else {
+      uint16_t h = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(v[i]) : xpi_f32_to_f16(v[i]);
+      memcpy(dst + 2 * i, &h, 2);
+    }
+  }
+}
+static float weight_at(const unsigned char *w, xpi_dtype dt, int64_t i) {
+  if (dt == XPI_DT_F32) { float f; memcpy(&f, w + 4 * i, 4); return f; }
+  uint16_t h; memcpy(&h, w + 2 * i, 2);
+  return dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h) : xpi_f16_to_f32(h);
+}
+
+static const char *dt_name(xpi_dtype dt) {
+  return dt == XPI_DT_F32 ? "f32" : dt == XPI_DT_F16 ? "f16" : dt == XPI_DT_BF16 ? "bf16" : dt == XPI_DT_Q8 ? "q8" : "q4";
+}
+
+/* One mm case: kernel k vs scalar on rows [r0, r1) of a rows x cols weight, n tokens. */
+static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_t cols, int32_t n) {
+  const xpi_cpu_kernels *ref = xpi_cpu_kernels_scalar();
+  const int64_t ldy = rows + 3, r0 = rows > 2 ? 1 : 0, r1 = rows;
+  float *wv = malloc(sizeof(float) * (size_t)(rows * cols));
+  for (int64_t i = 0; i < rows * cols; i++) wv[i] = frand() * 0.1f;
+  /* weights at an address that is not 32-byte aligned, as mmapped tensors can be */
+  const int is_q = dt == XPI_DT_Q8 || dt == XPI_DT_Q4;
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, off = esz;
+  size_t wbytes = is_q ? (size_t)(rows * xpi_q_row_bytes(dt, cols)) : (size_t)(rows * cols) * esz;
+  unsigned char *wbuf = malloc(wbytes + off), *W = wbuf + off;
+  uint16_t *dq = NULL;
+  if (is_q) {
+    dq = malloc(sizeof(uint16_t) * (size_t)(rows * xpi_q_nblocks(cols)));
+    CHECK_OK(xpi_quantize_rows(dt, W, dq, wv, XPI_DT_F32, rows, cols));
+  } else {
+    fill_weights(W, dt, wv, rows * cols);
+  }
+  float *xbuf = malloc(sizeof(float) * (size_t)(n * cols + 1)), *X = xbuf + 1; /* unaligned activations */
+  for (int64_t i = 0; i < n * cols; i++) X[i] = frand();
+  float *Y = malloc(sizeof(float) * (size_t)(n * ldy)), *Yr = malloc(sizeof(float) * (size_t)(n * ldy));
+  for (int64_t i = 0; i < n * ldy; i++) Y[i] = Yr[i] = 12345.0f; /* sentinel outside the slice */
+  k->mm[dt](Y, ldy, X, n, W, dq, r0, r1, cols);
+  ref->mm[dt](Yr, ldy, X, n, W, dq, r0, r1, cols);
+
+  float *deq = malloc(sizeof(float) * (size_t)cols);
+  int8_t *xq = malloc((size_t)xpi_q_nblocks(cols) * XPI_QK);
+  float *dx = malloc(sizeof(float) * (size_t)xpi_q_nblocks(cols)), *sx = malloc(sizeof(float) * (size_t)xpi_q_nblocks(cols));
+  int bad = 0;
+  for (int32_t t = 0; t < n && !bad; t++) {
+    const float *x = X + (int64_t)t * cols;
+    if (is_q) xpi_quantize_act_scalar(xq, dx, sx, x, cols);
+    for (int64_t r = 0; r < rows && !bad; r++) {
+      const float y = Y[t * ldy + r], yr = Yr[t * ldy + r];
+      if (r < r0) { bad = y != 12345.0f; CHECK(!bad, "%s %s: row %lld outside the slice was written", k->isa, dt_name(dt), (long long)r); continue; }
+      double sabs = 0, qerr = 0;
+      if (is_q) xpi_dequantize_row(dt, deq, W, dq, r, cols);
+      for (int64_t c = 0; c < cols; c++) sabs += fabs((double)(is_q ? deq[c] : weight_at(W, dt, r * cols + c)) * x[c]);
+      double tol = 2 * gamma_m(cols) * sabs + 1e-30;
+      if (!strcmp(k->isa, "avx512") && dt == XPI_DT_BF16 && n >= XPI_CPU_GEMM_MIN_N) tol += ldexp(sabs, -9);
+      if (is_q && n < XPI_CPU_GEMM_MIN_N) {
+        for (int64_t c = 0; c < cols; c++) qerr += dx[c / XPI_QK] / 2 * fabs(deq[c]);
+        tol += qerr;
+        /* the integer path must match its own scalar reference to rounding */
+        float yi = xpi_q_dot_int_scalar(dt, W, dq, r, xq, dx, cols);
+        /* q4 sums unsigned quants and subtracts 8 * sum(x) per block: rounding scales with those terms */
+        double q4terms = 0;
+        if (dt == XPI_DT_Q4)
+          for (int64_t c = 0; c < cols; c++)
+            q4terms += 16 * fabs(xpi_f16_to_f32(dq[r * xpi_q_nblocks(cols) + c / XPI_QK])) * (fabs(x[c]) + dx[c / XPI_QK]);
+        CHECK(fabs(y - yi) <= 2 * gamma_m(cols + 8) * (sabs + qerr + q4terms) + 1e-30,
+              "%s %s int path rows=%lld cols=%lld n=%d r=%lld t=%d: %g vs int reference %g", k->isa, dt_name(dt),
+              (long long)rows, (long long)cols, n, (long long)r, t, y, yi);
+      }
+      bad = !(fabs((double)y - yr) <= tol);
+      CHECK(!bad, "%s %s rows=%lld cols=%lld n=%d r=%lld t=%d: %.9g vs scalar %.9g (tol %g)", k->isa, dt_name(dt),
+            (long long)rows, (long long)cols, n, (long long)r, t, y, yr, tol);
+    }
+    for (int64_t r = rows; r < ldy; r++) CHECK(Y[t * ldy + r] == 12345.0f, "%s: padding column written", k->isa);
+  }
+  free(deq); free(xq); free(dx); free(sx);
+  free(wv); free(wbuf); free(dq); free(xbuf); free(Y); free(Yr);
+}
+
+/* Q8/Q4 element error bounds of quant.h, and the SIMD activation quantization equals the scalar one. */
+static void quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float scale) {
+  float *wv = malloc(sizeof(float) * (size_t)(rows * cols)), *deq = malloc(sizeof(float) * (size_t)cols);
+  for (int64_t i = 0; i < rows * cols; i++) wv[i] = frand() * scale;
+  if (rows * cols > 5) wv[5] = 0.0f;
+  unsigned char *qs = malloc((size_t)(rows * xpi_q_row_bytes(dt, cols)));
+  uint16_t *d = malloc(sizeof(uint16_t) * (size_t)(rows * xpi_q_nblocks(cols)));
+  CHECK_OK(xpi_quantize_rows(dt, qs, d, wv, XPI_DT_F32, rows, cols));
+  int bad = 0;
+  for (int64_t r = 0; r < rows && !bad; r++) {
+    xpi_dequantize_row(dt, deq, qs, d, r, cols);
+    for (int64_t b = 0; b * XPI_QK < cols && !bad; b++) {
+      float amax = 0;
+      for (int64_t c = b * XPI_QK; c < cols && c < (b + 1) * XPI_QK; c++) amax = fmaxf(amax, fabsf(wv[r * cols + c]));
+      const double h = ldexp(1.0, -24);
+      const double dmax = dt == XPI_DT_Q8 ? amax / 127.0 * (1 + ldexp(1.0, -10)) + h : amax / 8.0 * (1 + ldexp(1.0, -10)) + h;
+      const double dd = fabs(xpi_f16_to_f32(d[r * xpi_q_nblocks(cols) + b]));
+      double sse = 0;
+      if (dt == XPI_DT_Q8) { /* per element: |e| <= d/2, d <= dmax */
+        bad = dd > dmax;
+        CHECK(!bad, "%s scale %g above bound %g", dt_name(dt), dd, dmax);
+      }
+      for (int64_t c = b * XPI_QK; c < cols && c < (b + 1) * XPI_QK && !bad; c++) {
+        const double e = fabs((double)deq[c] - wv[r * cols + c]);
+        sse += e * e;
+        if (dt == XPI_DT_Q8) {
+          bad = e > dd / 2 * (1 + 1e-6);
+          CHECK(!bad, "q8 [%lld,%lld]: %g -> %g, error %g > d/2 = %g", (long long)r, (long long)c, wv[r * cols + c],
+                deq[c], e, dd / 2);
+        }
+      }
+      if (dt == XPI_DT_Q4) { /* block RMS error (over all 32 slots; padding is exact) <= dmax */
+        bad = sqrt(sse / XPI_QK) > dmax * (1 + 1e-6);
+        CHECK(!bad, "q4 row %lld block %lld: RMS error %g > bound %g", (long long)r, (long long)b, sqrt(sse / XPI_QK), dmax);
+      }
+    }
+  }
+  if (xpi_cpu_has(XPI_ISA_AVX2)) {
+    const int64_t nb = xpi_q_nblocks(cols);
+    int8_t *a = malloc((size_t)nb * XPI_QK), *b = malloc((size_t)nb * XPI_QK);
+    uint8_t *xa = malloc((size_t)nb * XPI_QK);
+    float *dxa = malloc(sizeof(float) * (size_t)nb), *dxb = malloc(sizeof(float) * (size_t)nb),
+          *sxa = malloc(sizeof(float) * (size_t)nb), *sxb = malloc(sizeof(float) * (size_t)nb);
+    xpi_quantize_act_scalar(a, dxa, sxa, wv, cols);
+    xpi_quant_act_avx2(b, xa, dxb, sxb, wv, cols);
+    CHECK(memcmp(a, b, (size_t)nb * XPI_QK) == 0 && memcmp(dxa, dxb, sizeof(float) * (size_t)nb) == 0 &&
+              memcmp(sxa, sxb, sizeof(float) * (size_t)nb) == 0,
+          "avx2 activation quantization differs from scalar at cols=%lld", (long long)cols);
+    free(a); free(b); free(xa); free(dxa); free(dxb); free(sxa); free(sxb);
+  }
+  free(wv); free(deq); free(qs); free(d);
+}
+
+static void vec_cases(const xpi_cpu_kernels *k) {
+  const xpi_cpu_kernels *ref = xpi_cpu_kernels_scalar();
+  static const int64_t sizes[] = {1, 7, 8, 9, 15, 17, 31, 33, 100, 1000, 1027};
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    const int64_t m = sizes[si];
+    float *a = malloc(sizeof(float) * (size_t)(m + 1)), *b = malloc(sizeof(float) * (size_t)(m + 1));
+    float *y1 = malloc(sizeof(float) * (size_t)(m + 1)), *y2 = malloc(sizeof(float) * (size_t)(m + 1));
+    float *ua = a + 1, *ub = b + 1; /* unaligned */
+    double sabs = 0;
+    for (int64_t i = 0; i <= m; i++) { a[i] = frand() * 4; b[i] = frand() * 4; }
+    for (int64_t i = 0; i < m; i++) sabs += fabs((double)ua[i] * ub[i]);
+    float d1 = k->dot(ua, ub, m), d2 = ref->dot(ua, ub, m);
+    CHECK(fabs((double)d1 - d2) <= 2 * gamma_m(m) * sabs + 1e-30, "%s dot m=%lld: %g vs %g", k->isa, (long long)m, d1, d2);
+
+    memcpy(y1, ub, sizeof(float) * (size_t)m); memcpy(y2, ub, sizeof(float) * (size_t)m);
+    k->axpy(y1, 0.37f, ua, m); ref->axpy(y2, 0.37f, ua, m);
+    int bad = 0;
+    for (int64_t i = 0; i < m && !bad; i++) /* fma vs mul+add: one extra rounding of a*x */
+      bad = fabs((double)y1[i] - y2[i]) > ldexp(fabs(0.37 * ua[i]) + fabs(y2[i]), -23);
+    CHECK(!bad, "%s axpy m=%lld", k->isa, (long long)m);
+
+    memcpy(y1, ua, sizeof(float) * (size_t)m); memcpy(y2, ua, sizeof(float) * (size_t)m);
+    k->scale(y1, -1.7f, m); ref->scale(y2, -1.7f, m);
+    CHECK(memcmp(y1, y2, sizeof(float) * (size_t)m) == 0, "%s scale m=%lld not bit-exact", k->isa, (long long)m);
+
+    for (int wdi = 0; wdi < 3; wdi++) {
+      const xpi_dtype wdt = wdi == 0 ? XPI_DT_F32 : wdi == 1 ? XPI_DT_BF16 : XPI_DT_F16;
+      unsigned char *w = malloc((size_t)m * 4 + 2);
+      fill_weights(w + 2, wdt, ub, m);
+      k->rmsnorm_row(y1, ua, w + 2, wdt, m, 1e-6f);
+      ref->rmsnorm_row(y2, ua, w + 2, wdt, m, 1e-6f);
+      bad = 0;
+      /* sum of squares: 2*gamma_m relative (all terms positive), through rsqrt and two products */
+      for (int64_t i = 0; i < m && !bad; i++) bad = fabs((double)y1[i] - y2[i]) > (gamma_m(m) + 8 * ldexp(1.0, -24)) * fabs(y2[i]) + 1e-30;
+      CHECK(!bad, "%s rmsnorm %s m=%lld", k->isa, dt_name(wdt), (long long)m);
+      free(w);
+    }
+
+    for (int64_t i = 0; i < m; i++) ua[i] *= 5; /* gate values over [-20, 20] */
+    k->swiglu(y1, ua, ub, m);
+    ref->swiglu(y2, ua, ub, m);
+    bad = 0;
+    for (int64_t i = 0; i < m && !bad; i++) bad = fabs((double)y1[i] - y2[i]) > 8 * ldexp(fabs(y2[i]), -23) + 1e-37;
+    CHECK(!bad, "%s swiglu m=%lld", k->isa, (long long)m);
+    free(a); free(b); free(y1); free(y2);
+  }
+}
+
+int main(void) {
+  static const int64_t rows_s[] = {1, 5, 17, 35};
+  static const int64_t cols_s[] = {1, 7, 31, 32, 33, 100, 257};
+  static const int32_t n_s[] = {1, 3, 17};
+  for (int dt = XPI_DT_Q8; dt <= XPI_DT_Q4; dt++) {
+    quant_format_case((xpi_dtype)dt, 9, 100, 1.0f);
+    quant_format_case((xpi_dtype)dt, 3, 4097, 0.02f);
+    quant_format_case((xpi_dtype)dt, 4, 64, 1e-6f); /* scales in the half subnormal range */
+  }
+  for (int isa = XPI_ISA_AVX2; isa <= XPI_ISA_AVX512; isa++) {
+    const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)isa);
+    if (!k) {
+      printf("note: this CPU lacks %s; its kernel cases are skipped\n", isa == XPI_ISA_AVX2 ? "AVX2+FMA+F16C" : "AVX-512 BF16/VNNI");
+      continue;
+    }
+    printf("testing the %s table\n", k->isa);
+    vec_cases(k);
+    static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
+    for (size_t di = 0; di < 5; di++)
+      for (size_t ri = 0; ri < 4; ri++)
+        for (size_t ci = 0; ci < 7; ci++)
+          for (size_t ni = 0; ni < 3; ni++) mm_case(k, dts[di], rows_s[ri], cols_s[ci], n_s[ni]);
+    /* wide rows: the decode path's column chunks (4096) and a long GEMM k loop */
+    mm_case(k, XPI_DT_Q8, 3, 5000, 1);
+    mm_case(k, XPI_DT_Q4, 3, 5000, 3);
+    mm_case(k, XPI_DT_BF16, 19, 1100, 7);
+  }
+  const xpi_cpu_kernels *best = xpi_cpu_kernels_best();
+  CHECK(best != NULL && best->mm[XPI_DT_Q8] && best->mm[XPI_DT_Q4], "best table lacks quantized matmul");
+  printf("best table: %s\n", best ? best->isa : "none");
+  return xpi_test_done();
+}

@@ -1,0 +1,230 @@
+/* The generation loop and the model/request API on the bundled tinyfortunes model: eos, stop strings,
+ * callback stop, the context-length check (before any work), n_ctx overflow, bad options with clear
+ * messages, loader errors for a config that disagrees with the weights, and 3 threads sharing one model. */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static char *g_dir;
+
+typedef struct collect { int32_t ids[64]; int n, stop_after; char text[4096]; size_t len; } collect;
+
+static int on_tok(const xpi_token_event *ev, void *user) {
+  collect *c = user;
+  if (c->n < 64) c->ids[c->n] = ev->id;
+  c->n++;
+  if (c->len + ev->text_len < sizeof c->text) {
+    memcpy(c->text + c->len, ev->text, ev->text_len);
+    c->len += ev->text_len;
+    c->text[c->len] = 0;
+  }
+  return c->stop_after && c->n >= c->stop_after;
+}
+
+static xpi_model *load(const char *attn) {
+  xpi_model_options o;
+  xpi_model_options_default(&o);
+  o.device = "cpu";
+  o.n_threads = 2;
+  o.attn_implementation = attn;
+  xpi_model *m = NULL;
+  CHECK_OK(xpi_model_load(g_dir, &o, &m));
+  return m;
+}
+
+/* "A computer" -> " is like a raisin, not a stain you can.<|endoftext|>" (golden, 16 tokens, eos 4093) */
+static const int32_t k_prompt[] = {32, 877};
+
+static void test_stops(xpi_model *m) {
+  xpi_request *r = NULL;
+  CHECK_OK(xpi_request_create(m, NULL, &r));
+  xpi_gen_options go;
+  xpi_gen_options_default(&go);
+  go.greedy = 1;
+  go.max_new_tokens = 40;
+  collect c = {0};
+  xpi_gen_result res = {.struct_size = sizeof res};
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
+  CHECK(res.finish_reason == XPI_FINISH_STOP && res.n_generated == 16 && c.n == 16 && c.ids[15] == 4093,
+        "eos: reason %d, %d tokens", res.finish_reason, res.n_generated);
+  CHECK(strcmp(c.text, " is like a raisin, not a stain you can.<|endoftext|>") == 0, "text '%s'", c.text);
+  CHECK(res.n_prompt_tokens == 2 && xpi_request_n_past(r) == 2 + 15, "n_past %d", xpi_request_n_past(r));
+
+  /* ignore_eos: runs to max_new_tokens */
+  xpi_request_reset(r);
+  go.ignore_eos = 1;
+  go.max_new_tokens = 20;
+  memset(&c, 0, sizeof c);
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
+  CHECK(res.finish_reason == XPI_FINISH_LENGTH && res.n_generated == 20, "ignore_eos: %d tokens", res.n_generated);
+
+  /* stop string: ends on the token that completes it */
+  xpi_request_reset(r);
+  go.ignore_eos = 0;
+  const char *stops[] = {"zzz", "rais"};
+  go.stop_strings = stops;
+  go.n_stop_strings = 2;
+  memset(&c, 0, sizeof c);
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
+  CHECK(res.finish_reason == XPI_FINISH_STOP && strstr(c.text, "rais") && res.n_generated < 16 &&
+        strcmp(c.text, " is like a rais") == 0, "stop string: '%s' (%d tokens)", c.text, res.n_generated);
+
+  /* callback stop */
+  xpi_request_reset(r);
+  go.n_stop_strings = 0;
+  memset(&c, 0, sizeof c);
+  c.stop_after = 3;
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
+  CHECK(res.finish_reason == XPI_FINISH_STOP && res.n_generated == 3 && c.n == 3, "callback stop: %d", res.n_generated);
+
+  /* logprobs: of the raw logits, the greedy token first */
+  xpi_request_reset(r);
+  go.logprobs = 4;
+  go.max_new_tokens = 2;
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, NULL, NULL, &res));
+  xpi_request_free(r);
+}
+
+static void test_context(xpi_model *m) {
+  xpi_request_options ro;
+  xpi_request_options_default(&ro);
+  ro.n_ctx = 16;
+  xpi_request *r = NULL;
+  CHECK_OK(xpi_request_create(m, &ro, &r));
+  xpi_gen_options go;
+  xpi_gen_options_default(&go);
+  go.greedy = 1;
+  go.max_new_tokens = 15; /* 2 + 14 positions = 16: fits exactly */
+  xpi_gen_result res = {.struct_size = sizeof res};
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, NULL, NULL, &res));
+  xpi_request_reset(r);
+  go.max_new_tokens = 16; /* one too many: refused before any work */
+  CHECK_ERR(xpi_request_generate(r, k_prompt, 2, &go, NULL, NULL, &res), XPI_ERR_CONTEXT_LENGTH, "the context holds 16");
+  CHECK(xpi_request_n_past(r) == 0, "nothing evaluated");
+  int32_t ids[17] = {0};
+  CHECK_ERR(xpi_request_eval(r, ids, 17, 0, NULL, 0), XPI_ERR_CONTEXT_LENGTH, "do not fit");
+  CHECK_OK(xpi_request_eval(r, ids, 16, 0, NULL, 0));
+  CHECK_ERR(xpi_request_eval(r, ids, 1, 0, NULL, 0), XPI_ERR_CONTEXT_LENGTH, "16 of the context's 16");
+  int32_t bad = 4096;
+  xpi_request_reset(r);
+  CHECK_ERR(xpi_request_eval(r, &bad, 1, 0, NULL, 0), XPI_ERR_INVALID_ARGUMENT, "outside the vocabulary");
+  float small[10];
+  CHECK_ERR(xpi_request_eval(r, k_prompt, 2, 0, small, 10), XPI_ERR_INVALID_ARGUMENT, "logits holds 10 floats");
+  CHECK_ERR(xpi_request_generate(r, k_prompt, 0, &go, NULL, NULL, &res), XPI_ERR_INVALID_ARGUMENT, "no tokens");
+  xpi_request_free(r);
+  ro.n_ctx = 1025;
+  CHECK_ERR(xpi_request_create(m, &ro, &r), XPI_ERR_INVALID_ARGUMENT, "max_position_embeddings");
+}
+
+static void test_bad_options(void) {
+  xpi_model_options o;
+  xpi_model *m = NULL;
+  xpi_model_options_default(&o);
+  o.attn_implementation = "flash";
+  CHECK_ERR(xpi_model_load(g_dir, &o, &m), XPI_ERR_INVALID_ARGUMENT, "valid: sdpa, eager, flash_attention_2");
+  xpi_model_options_default(&o);
+  o.device = "gpu";
+  CHECK_ERR(xpi_model_load(g_dir, &o, &m), XPI_ERR_INVALID_ARGUMENT, "unknown device 'gpu'");
+  xpi_model_options_default(&o);
+  o.device = "xpu:7";
+  xpi_status s = xpi_model_load(g_dir, &o, &m);
+  CHECK(s != XPI_OK && m == NULL && strstr(xpi_last_error(), "xpu"), "xpu:7: %s", xpi_last_error());
+  xpi_model_options_default(&o);
+  o.dtype = "f8";
+  CHECK_ERR(xpi_model_load(g_dir, &o, &m), XPI_ERR_INVALID_ARGUMENT, "unknown dtype 'f8'");
+  xpi_model_options_default(&o);
+  o.quant = "q3";
+  CHECK_ERR(xpi_model_load(g_dir, &o, &m), XPI_ERR_INVALID_ARGUMENT, "q8, q4");
+  CHECK_ERR(xpi_model_load("/nonexistent/model", NULL, &m), XPI_ERR_NOT_FOUND, "/nonexistent/model");
+}
+
+/* A config that disagrees with the weights: the error names the tensor and both shapes. */
+static void test_shape_mismatch(void) {
+  char *tmp = xpi_test_tmpdir("shape");
+  const char *files[] = {"tokenizer.json", "tokenizer_config.json", "model.safetensors"};
+  for (int i = 0; i < 3; i++) {
+    char *src = xpi_test_strf("%s/%s", g_dir, files[i]), *dst = xpi_test_strf("%s/%s", tmp, files[i]);
+    CHECK(symlink(src, dst) == 0, "symlink %s", dst);
+    free(src);
+    free(dst);
+  }
+  static const char cfg[] =
+    "{\"architectures\": [\"Qwen3ForCausalLM\"], \"model_type\": \"qwen3\", \"hidden_size\": 256,"
+    " \"intermediate_size\": 512, \"num_hidden_layers\": 4, \"num_attention_heads\": 4, \"num_key_value_heads\": 2,"
+    " \"head_dim\": 64, \"vocab_size\": 4096, \"max_position_embeddings\": 1024, \"rms_norm_eps\": 1e-6,"
+    " \"rope_theta\": 10000.0, \"tie_word_embeddings\": true, \"eos_token_id\": 4093}";
+  char *cp = xpi_test_strf("%s/config.json", tmp);
+  xpi_test_write_file(cp, cfg, sizeof cfg - 1);
+  xpi_model *m = NULL;
+  CHECK_ERR(xpi_model_load(tmp, NULL, &m), XPI_ERR_FORMAT, "'model.layers.0.mlp.gate_proj.weight' has shape [768, 256], the config implies [512, 256]");
+  /* one layer more than the checkpoint has: the missing tensor is named */
+  char *cfg2 = xpi_test_strf("%.*s5%s", (int)(strstr(cfg, "\"num_hidden_layers\": 4") - cfg) + 21, cfg,
+                             strstr(cfg, "\"num_hidden_layers\": 4") + 22);
+  char *cfg3 = xpi_test_strf("%.*s768%s", (int)(strstr(cfg2, "512") - cfg2), cfg2, strstr(cfg2, "512") + 3);
+  xpi_test_write_file(cp, cfg3, strlen(cfg3));
+  CHECK_ERR(xpi_model_load(tmp, NULL, &m), XPI_ERR_FORMAT, "tensor 'model.layers.4.input_layernorm.weight' is missing");
+  free(cfg2);
+  free(cfg3);
+  free(cp);
+  free(tmp);
+}
+
+/* Three threads generate on one model at once; each must equal its single-thread result. */
+typedef struct job { xpi_model *m; int32_t prompt[2]; uint64_t seed; collect out; xpi_status s; } job;
+
+static void *gen_thread(void *arg) {
+  job *j = arg;
+  xpi_request *r = NULL;
+  j->s = xpi_request_create(j->m, NULL, &r);
+  if (j->s != XPI_OK) return NULL;
+  xpi_gen_options go;
+  xpi_gen_options_default(&go);
+  go.max_new_tokens = 24;
+  go.temperature = 0.8f;
+  go.top_k = 40;
+  go.seed = j->seed;
+  go.ignore_eos = 1;
+  xpi_gen_result res = {.struct_size = sizeof res};
+  j->s = xpi_request_generate(r, j->prompt, 2, &go, on_tok, &j->out, &res);
+  xpi_request_free(r);
+  return NULL;
+}
+
+static void test_threads(xpi_model *m) {
+  job solo[3], par[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    memset(&solo[i], 0, sizeof solo[i]);
+    solo[i].m = m, solo[i].prompt[0] = 32 + i, solo[i].prompt[1] = 877, solo[i].seed = 100 + (uint64_t)i;
+    gen_thread(&solo[i]);
+    CHECK(solo[i].s == XPI_OK && solo[i].out.n == 24, "solo %d", i);
+    par[i] = solo[i];
+    memset(&par[i].out, 0, sizeof par[i].out);
+  }
+  for (int i = 0; i < 3; i++) pthread_create(&th[i], NULL, gen_thread, &par[i]);
+  for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < 3; i++)
+    CHECK(par[i].s == XPI_OK && par[i].out.n == 24 && !memcmp(par[i].out.ids, solo[i].out.ids, sizeof solo[i].out.ids),
+          "thread %d differs from its single-thread run", i);
+  CHECK(memcmp(solo[0].out.ids, solo[1].out.ids, sizeof solo[0].out.ids) != 0, "different prompts/seeds differ");
+}
+
+int main(void) {
+  g_dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
+  xpi_model *m = load("sdpa");
+  if (m) {
+    xpi_model_info info = {.struct_size = sizeof info};
+    CHECK_OK(xpi_model_get_info(m, &info));
+    CHECK(!strcmp(info.architecture, "qwen3") && !strcmp(info.device, "cpu") && !strcmp(info.weight_dtype, "bf16") &&
+          info.n_eos >= 1 && info.eos_ids[0] == 4093 && info.vocab_size == 4096, "info");
+    test_stops(m);
+    test_context(m);
+    test_threads(m);
+    xpi_model_free(m);
+  }
+  test_bad_options();
+  test_shape_mismatch();
+  free(g_dir);
+  return xpi_test_done();
+}

@@ -1,0 +1,8 @@
+set_tests_properties(model/test_goldens PROPERTIES FIXTURES_REQUIRED random_models)
+set_tests_properties(model/test_goldens_big PROPERTIES FIXTURES_REQUIRED random_models LABELS "model;slow" TIMEOUT 1800)
+set_tests_properties(model/test_device_map PROPERTIES FIXTURES_REQUIRED random_models)
+# examples/simple.c runs on the bundled model; its output must contain the golden greedy continuation.
+add_test(NAME model/example_simple
+  COMMAND example_simple ${CMAKE_SOURCE_DIR}/examples/models/tinyfortunes "A computer" 16)
+set_tests_properties(model/example_simple PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
+  PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.")

@@ -1,0 +1,273 @@
+/* Every CPU backend op against a plain double-precision reference, at awkward sizes (odd d, n = 1 and 7,
+ * hq/hk = 3), for use_kernels 0 and 1, weights f32/f16/bf16, the three attention implementations and the
+ * three KV cache dtypes.
+ *
+ * Tolerance: the backend computes in f32. A dot product of length d <= 64 over values of magnitude <= 1 has
+ * an f32 rounding error below d * 2^-24 * sum|terms| ~ 4e-6 * scale; exp/rsqrt add a few ulps. TOL = 2e-5
+ * relative to the magnitude of the sum of |terms| (at least 1) covers that while a wrong index, a dropped
+ * term or a wrong softmax is off by > 1e-2. Inputs are rounded to the weight/cache dtype first, so the
+ * reference sees exactly the values the backend sees. */
+#include <math.h>
+
+#include "check.h"
+#include "ops/half.h"
+#include "ops/ops.h"
+
+#define TOL 2e-5
+
+static uint64_t g_rng = 12345;
+static float frand(void) { /* uniform in [-1, 1) */
+  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((double)(g_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+static float round_to(xpi_dtype dt, float x) {
+  if (dt == XPI_DT_BF16) return xpi_bf16_to_f32(xpi_f32_to_bf16(x));
+  if (dt == XPI_DT_F16) return xpi_f16_to_f32(xpi_f32_to_f16(x));
+  return x;
+}
+
+/* A host tensor in dtype dt holding round_to(dt, vals). */
+static void *pack(xpi_dtype dt, const float *vals, size_t n) {
+  void *p = malloc(n * 4 + 1);
+  unsigned char *b = (unsigned char *)p + 1; /* deliberately unaligned, like tensors inside a safetensors file */
+  for (size_t i = 0; i < n; i++) {
+    if (dt == XPI_DT_F32) memcpy(b + 4 * i, &vals[i], 4);
+    else {
+      uint16_t h = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(vals[i]) : xpi_f32_to_f16(vals[i]);
+      memcpy(b + 2 * i, &h, 2);
+    }
+  }
+  return p;
+}
+
+static int close_to(double got, double want, double scale) { return fabs(got - want) <= TOL * (scale > 1 ? scale : 1); }
+
+static void rnd(float *x, size_t n, xpi_dtype dt) {
+  for (size_t i = 0; i < n; i++) x[i] = round_to(dt, frand());
+}
+
+static const xpi_dtype k_dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
+
+static void test_matmul(xpi_backend *be) {
+  const int rows = 13, cols = 37;
+  for (int di = 0; di < 3; di++)
+    for (int n = 1; n <= 7; n += 6) {
+      xpi_dtype dt = k_dts[di];
+      float W[13 * 37], B[13], X[7 * 37], Y[7 * 13];
+      rnd(W, sizeof W / 4, dt);
+      rnd(B, 13, dt);
+      rnd(X, sizeof X / 4, XPI_DT_F32);
+      void *wp = pack(dt, W, sizeof W / 4), *bp = pack(dt, B, 13);
+      xpi_weight w, b;
+      CHECK_OK(be->ops->weight_create(be, &w, (unsigned char *)wp + 1, dt, rows, cols, dt));
+      CHECK_OK(be->ops->weight_create(be, &b, (unsigned char *)bp + 1, dt, 1, rows, dt));
+      for (int withb = 0; withb < 2; withb++) {
+        CHECK_OK(be->ops->matmul(be, Y, X, &w, withb ? &b : NULL, n));
+        for (int t = 0; t < n; t++)
+          for (int r = 0; r < rows; r++) {
+            double s = withb ? B[r] : 0, sc = fabs(s);
+            for (int c = 0; c < cols; c++) s += (double)X[t * cols + c] * W[r * cols + c], sc += fabs(X[t * cols + c] * W[r * cols + c]);
+            CHECK(close_to(Y[t * rows + r], s, sc), "matmul %s n=%d bias=%d [%d,%d]: %g vs %g", xpi_dtype_name(dt), n,
+                  withb, t, r, Y[t * rows + r], s);
+          }
+      }
+      /* converted placement (stored f32 -> dt) must equal the direct one */
+      if (dt != XPI_DT_F32) {
+        void *wf = pack(XPI_DT_F32, W, sizeof W / 4);
+        xpi_weight w2;
+        float Y2[7 * 13];
+        CHECK_OK(be->ops->weight_create(be, &w2, (unsigned char *)wf + 1, XPI_DT_F32, rows, cols, dt));
+        CHECK_OK(be->ops->matmul(be, Y, X, &w, NULL, n));
+        CHECK_OK(be->ops->matmul(be, Y2, X, &w2, NULL, n));
+        CHECK(memcmp(Y, Y2, sizeof(float) * (size_t)(n * rows)) == 0, "converted weight %s differs", xpi_dtype_name(dt));
+        be->ops->weight_free(be, &w2);
+        free(wf);
+      }
+      be->ops->weight_free(be, &w);
+      be->ops->weight_free(be, &b);
+      free(wp);
+      free(bp);
+    }
+}
+
+static void test_embed_rmsnorm(xpi_backend *be) {
+  const int V = 11, d = 37;
+  for (int di = 0; di < 3; di++) {
+    xpi_dtype dt = k_dts[di];
+    float T[11 * 37], Wn[37], out[7 * 37], x[7 * 37], res[7 * 37], x0[7 * 37];
+    rnd(T, sizeof T / 4, dt);
+    rnd(Wn, d, dt);
+    void *tp = pack(dt, T, sizeof T / 4), *np = pack(dt, Wn, d);
+    xpi_weight tw, nw;
+    CHECK_OK(be->ops->weight_create(be, &tw, (unsigned char *)tp + 1, dt, V, d, dt));
+    CHECK_OK(be->ops->weight_create(be, &nw, (unsigned char *)np + 1, dt, 1, d, dt));
+    int32_t ids[7] = {3, 0, 10, 3, 7, 1, 9};
+    CHECK_OK(be->ops->embed(be, out, &tw, ids, 7));
+    CHECK(memcmp(out + 2 * d, T + 10 * d, (size_t)d * 4) == 0 && memcmp(out + 6 * d, T + 9 * d, (size_t)d * 4) == 0,
+          "embed %s", xpi_dtype_name(dt));
+    int32_t bad = 11;
+    CHECK_ERR(be->ops->embed(be, out, &tw, &bad, 1), XPI_ERR_INVALID_ARGUMENT, "out of range");
+    for (int n = 1; n <= 7; n += 6)
+      for (int withr = 0; withr < 2; withr++) {
+        rnd(x, sizeof x / 4, XPI_DT_F32);
+        rnd(res, sizeof res / 4, XPI_DT_F32);
+        memcpy(x0, x, sizeof x);
+        CHECK_OK(be->ops->rmsnorm(be, out, x, withr ? res : NULL, &nw, n, d, 1e-6f));
+        for (int t = 0; t < n; t++) {
+          double xs[37], ss = 0;
+          for (int i = 0; i < d; i++) {
+            xs[i] = (double)x0[t * d + i] + (withr ? res[t * d + i] : 0);
+            ss += xs[i] * xs[i];
+            CHECK(close_to(x[t * d + i], xs[i], fabs(xs[i])), "rmsnorm residual stream");
+          }
+          double rr = 1.0 / sqrt(ss / d + 1e-6);
+          for (int i = 0; i < d; i++)
+            CHECK(close_to(out[t * d + i], xs[i] * rr * Wn[i], 3), "rmsnorm %s n=%d res=%d [%d,%d]: %g vs %g",
+                  xpi_dtype_name(dt), n, withr, t, i, out[t * d + i], xs[i] * rr * Wn[i]);
+        }
+      }
+    be->ops->weight_free(be, &tw);
+    be->ops->weight_free(be, &nw);
+    free(tp);
+    free(np);
+  }
+}
+
+static void ref_rope(double *x, int hd, int pos, const float *inv) {
+  double y[64];
+  for (int i = 0; i < hd / 2; i++) {
+    double a = (double)(float)((float)pos * inv[i]), c = cos(a), s = sin(a);
+    y[i] = x[i] * c - x[i + hd / 2] * s;
+    y[i + hd / 2] = x[i + hd / 2] * c + x[i] * s;
+  }
+  memcpy(x, y, sizeof(double) * (size_t)hd);
+}
+
+static void test_rope(xpi_backend *be) {
+  enum { HQ = 3, HK = 1, HD = 10, N = 7 };
+  xpi_rope_params rp = {XPI_ROPE_DEFAULT, 10000.0f, HD, 0, 0, 0, 0};
+  float inv[HD / 2];
+  xpi_rope_inv_freq(&rp, inv);
+  int32_t pos[N] = {0, 1, 5, 9, 100, 4095, 3};
+  float qn[HD], kn[HD];
+  rnd(qn, HD, XPI_DT_BF16);
+  rnd(kn, HD, XPI_DT_BF16);
+  void *qp = pack(XPI_DT_BF16, qn, HD), *kp = pack(XPI_DT_BF16, kn, HD);
+  xpi_weight qw, kw;
+  CHECK_OK(be->ops->weight_create(be, &qw, (unsigned char *)qp + 1, XPI_DT_BF16, 1, HD, XPI_DT_BF16));
+  CHECK_OK(be->ops->weight_create(be, &kw, (unsigned char *)kp + 1, XPI_DT_BF16, 1, HD, XPI_DT_BF16));
+  for (int norm = 0; norm < 2; norm++)
+    for (int n = 1; n <= N; n += 6) {
+      float q[N * HQ * HD], k[N * HK * HD], q0[N * HQ * HD], k0[N * HK * HD];
+      rnd(q, sizeof q / 4, XPI_DT_F32);
+      rnd(k, sizeof k / 4, XPI_DT_F32);
+      memcpy(q0, q, sizeof q);
+      memcpy(k0, k, sizeof k);
+      CHECK_OK(be->ops->rope(be, q, k, pos, n, HQ, HK, &rp, inv, norm ? &qw : NULL, norm ? &kw : NULL, 1e-6f));
+      for (int t = 0; t < n; t++)
+        for (int h = 0; h < HQ + HK; h++) {
+          int isq = h < HQ;
+          const float *src = isq ? q0 + (t * HQ + h) * HD : k0 + (t * HK + h - HQ) * HD;
+          const float *got = isq ? q + (t * HQ + h) * HD : k + (t * HK + h - HQ) * HD;
+          double x[HD], ss = 0;
+          for (int i = 0; i < HD; i++) ss += (double)src[i] * src[i];
+          for (int i = 0; i < HD; i++)
+            x[i] = norm ? src[i] / sqrt(ss / HD + 1e-6) * (isq ? qn[i] : kn[i]) : src[i];
+          ref_rope(x, HD, pos[t], inv);
+          for (int i = 0; i < HD; i++)
+            CHECK(close_to(got[i], x[i], 3), "rope norm=%d n=%d t=%d h=%d i=%d: %g vs %g", norm, n, t, h, i, got[i], x[i]);
+        }
+    }
+  be->ops->weight_free(be, &qw);
+  be->ops->weight_free(be, &kw);
+  free(qp);
+  free(kp);
+}
+
+/* Prefill of 7 tokens then one decode token, each impl and cache dtype, vs a double reference. */
+static void test_attention(xpi_backend *be) {
+  enum { HQ = 6, HK = 2, HD = 10, N = 7, CTX = 45 };
+  const xpi_attn_impl impls[] = {XPI_ATTN_SDPA, XPI_ATTN_EAGER, XPI_ATTN_FLASH};
+  for (int ci = 0; ci < 3; ci++)
+    for (int ii = 0; ii < 3; ii++) {
+      xpi_dtype kdt = k_dts[ci];
+      xpi_kv *kv = NULL;
+      CHECK_OK(be->ops->kv_create(be, 2, CTX, HK, HD, kdt, &kv));
+      if (!kv) continue;
+      /* all keys/values for positions 0..CTX-1 (rounded to the cache dtype for the reference) */
+      static float K[CTX * HK * HD], Vv[CTX * HK * HD], Q[CTX * HQ * HD], O[CTX * HQ * HD];
+      rnd(K, sizeof K / 4, kdt);
+      rnd(Vv, sizeof Vv / 4, kdt);
+      rnd(Q, sizeof Q / 4, XPI_DT_F32);
+      float scale = 1.0f / sqrtf((float)HD);
+      /* steps: 7 tokens at 0..6, then 1 token at 7, then 37 tokens at 8..44 (more than one flash block) */
+      int steps[3][2] = {{0, 7}, {7, 1}, {8, 37}};
+      for (int st = 0; st < 3; st++) {
+        int p0 = steps[st][0], n = steps[st][1];
+        int32_t pos[64];
+        for (int i = 0; i < n; i++) pos[i] = p0 + i;
+        CHECK_OK(be->ops->attention(be, O, Q + p0 * HQ * HD, K + p0 * HK * HD, Vv + p0 * HK * HD, kv, 1, pos, n, HQ, HK,
+                                    HD, scale, impls[ii]));
+        for (int t = 0; t < n; t++)
+          for (int h = 0; h < HQ; h++) {
+            int g = h / (HQ / HK), L = pos[t] + 1;
+            double sc[CTX], m = -1e300, sum = 0;
+            for (int s = 0; s < L; s++) {
+              double a = 0;
+              for (int i = 0; i < HD; i++) a += (double)Q[((p0 + t) * HQ + h) * HD + i] * K[(s * HK + g) * HD + i];
+              sc[s] = a * scale;
+              m = sc[s] > m ? sc[s] : m;
+            }
+            for (int s = 0; s < L; s++) sum += (sc[s] = exp(sc[s] - m));
+            for (int i = 0; i < HD; i++) {
+              double o = 0;
+              for (int s = 0; s < L; s++) o += sc[s] / sum * Vv[(s * HK + g) * HD + i];
+              CHECK(close_to(O[(t * HQ + h) * HD + i], o, 3), "attention impl %d kv %s step %d t=%d h=%d i=%d: %g vs %g",
+                    ii, xpi_dtype_name(kdt), st, t, h, i, O[(t * HQ + h) * HD + i], o);
+            }
+          }
+      }
+      int32_t far = CTX;
+      CHECK_ERR(be->ops->attention(be, O, Q, K, Vv, kv, 1, &far, 1, HQ, HK, HD, scale, impls[ii]), XPI_ERR_CONTEXT_LENGTH,
+                "outside the KV cache");
+      be->ops->kv_free(be, kv);
+    }
+}
+
+static void test_elementwise(xpi_backend *be) {
+  float g[7 * 37], u[7 * 37], o[7 * 37], a[7 * 37];
+  rnd(g, sizeof g / 4, XPI_DT_F32);
+  rnd(u, sizeof u / 4, XPI_DT_F32);
+  CHECK_OK(be->ops->swiglu(be, o, g, u, 7, 37));
+  for (int i = 0; i < 7 * 37; i++) {
+    double want = g[i] / (1 + exp(-(double)g[i])) * u[i];
+    CHECK(close_to(o[i], want, 1), "swiglu %d: %g vs %g", i, o[i], want);
+  }
+  memcpy(a, g, sizeof g);
+  CHECK_OK(be->ops->add(be, a, u, 7 * 37));
+  for (int i = 0; i < 7 * 37; i++) CHECK(a[i] == g[i] + u[i], "add %d", i);
+  float x[3 * 5] = {1, 5, 5, 2, 0, -1, -2, -3, -1, -4, 0, 0, 0, 0, 7};
+  int32_t am[3];
+  CHECK_OK(be->ops->argmax(be, am, x, 3, 5));
+  CHECK(am[0] == 1 && am[1] == 0 && am[2] == 4, "argmax %d %d %d (lowest index on ties)", am[0], am[1], am[2]);
+}
+
+int main(void) {
+  for (int uk = 0; uk < 2; uk++)
+    for (int th = 1; th <= 3; th += 2) {
+      xpi_backend_config cfg = {"cpu", th, uk};
+      xpi_backend *be = NULL;
+      CHECK_OK(xpi_backend_cpu_create(&cfg, &be));
+      if (!be) continue;
+      test_matmul(be);
+      test_embed_rmsnorm(be);
+      test_rope(be);
+      test_attention(be);
+      test_elementwise(be);
+      xpi_weight w;
+      CHECK_ERR(be->ops->weight_create(be, &w, "", XPI_DT_BF16, 1, 1, XPI_DT_Q8), XPI_ERR_UNSUPPORTED, "q8");
+      be->ops->destroy(be);
+    }
+  return xpi_test_done();
+}

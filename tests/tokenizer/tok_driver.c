@@ -1,0 +1,141 @@
+/* Test driver for tests/tokenizer/test_differential.py: loads the tokenizer in argv[1], then for each JSON line
+ * on stdin writes one JSON line on stdout.
+ *   {"text": str}  -> {"ids", "ids_sp", "dec", "dec_skip", "dec_sp", "dec_sp_skip", "stream", "stream_skip"}
+ *   {"ids": [int]} -> {"dec", "dec_skip", "stream", "stream_skip"}
+ *   {"chat": [{"role", "content"}], "gen": 0|1, "think": 0|1} -> {"text"} (xpi_apply_chat_template)
+ * ids = encode(text, add_special_tokens=False), ids_sp = with True; dec* decode ids (dec_sp* decode ids_sp);
+ * Texts are hex-encoded UTF-8. stream* are the concatenated pieces of a streaming decode of ids_sp (or the given ids). Errors: {"error"}. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#include "xpuinfer.h"
+
+static cJSON *ids_json(const int32_t *ids, size_t n) {
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(ids[i]));
+  return a;
+}
+
+/* Texts go out as hex so that NUL bytes (valid in decoded text) survive JSON. */
+static void add_hex(cJSON *out, const char *key, const char *s, size_t n) {
+  char *h = malloc(2 * n + 1);
+  for (size_t i = 0; i < n; i++) snprintf(h + 2 * i, 3, "%02x", (unsigned char)s[i]);
+  h[2 * n] = 0;
+  cJSON_AddStringToObject(out, key, h);
+  free(h);
+}
+
+static int decode(const xpi_tokenizer *t, const int32_t *ids, size_t n, int skip, cJSON *out, const char *key) {
+  size_t len = 0;
+  xpi_status s = xpi_detokenize(t, ids, n, skip, NULL, 0, &len);
+  if (s != XPI_ERR_BUFFER_TOO_SMALL) return -1;
+  char *buf = malloc(len + 1);
+  s = xpi_detokenize(t, ids, n, skip, buf, len + 1, &len);
+  if (!s) add_hex(out, key, buf, len);
+  free(buf);
+  return s ? -1 : 0;
+}
+
+static int stream(const xpi_tokenizer *t, const int32_t *ids, size_t n, int skip, cJSON *out, const char *key) {
+  xpi_detok_stream *st = NULL;
+  if (xpi_detok_stream_create(t, skip, &st)) return -1;
+  size_t cap = 1024, len = 0;
+  char *all = malloc(cap);
+  int rc = 0;
+  for (size_t i = 0; i <= n && !rc; i++) {
+    const char *p;
+    size_t pl;
+    xpi_status s = i < n ? xpi_detok_stream_push(st, ids[i], &p, &pl) : xpi_detok_stream_flush(st, &p, &pl);
+    if (s) { rc = -1; break; }
+    /* a piece never ends inside a character (flush excepted, which is whole text anyway) */
+    if (pl && ((unsigned char)p[pl - 1] & 0xC0) == 0xC0) { rc = -2; break; }
+    while (len + pl + 1 > cap) all = realloc(all, cap *= 2);
+    memcpy(all + len, p, pl);
+    len += pl;
+  }
+  all[len] = 0;
+  if (!rc) add_hex(out, key, all, len);
+  free(all);
+  xpi_detok_stream_free(st);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--sanitized")) { /* lets the Python tests scale down under ASan */
+#if defined(__SANITIZE_ADDRESS__)
+    puts("1");
+#else
+    puts("0");
+#endif
+    return 0;
+  }
+  if (argc != 2) { fprintf(stderr, "usage: tok_driver TOKENIZER_DIR < requests.jsonl\n"); return 2; }
+  xpi_tokenizer *t = NULL;
+  if (xpi_tokenizer_load(argv[1], &t)) { fprintf(stderr, "tok_driver: %s\n", xpi_last_error()); return 1; }
+  char *line = NULL;
+  size_t lcap = 0;
+  ssize_t ll;
+  while ((ll = getline(&line, &lcap, stdin)) > 0) {
+    cJSON *req = cJSON_ParseWithLength(line, (size_t)ll), *out = cJSON_CreateObject();
+    const cJSON *text = cJSON_GetObjectItem(req, "text"), *rids = cJSON_GetObjectItem(req, "ids");
+    int32_t *ids = NULL, *ids_sp = NULL;
+    size_t n = 0, n_sp = 0;
+    int err = 0;
+    if (cJSON_IsString(text)) {
+      const char *s = text->valuestring;
+      size_t len = strlen(s);
+      xpi_tokenize(t, s, len, 0, NULL, 0, &n);
+      ids = malloc((n + 1) * sizeof *ids);
+      err |= xpi_tokenize(t, s, len, 0, ids, n, &n) != XPI_OK;
+      xpi_tokenize(t, s, len, 1, NULL, 0, &n_sp);
+      ids_sp = malloc((n_sp + 1) * sizeof *ids_sp);
+      err |= xpi_tokenize(t, s, len, 1, ids_sp, n_sp, &n_sp) != XPI_OK;
+      if (!err) {
+        cJSON_AddItemToObject(out, "ids", ids_json(ids, n));
+        cJSON_AddItemToObject(out, "ids_sp", ids_json(ids_sp, n_sp));
+        err |= decode(t, ids, n, 0, out, "dec") | decode(t, ids, n, 1, out, "dec_skip");
+        err |= decode(t, ids_sp, n_sp, 0, out, "dec_sp") | decode(t, ids_sp, n_sp, 1, out, "dec_sp_skip");
+        err |= stream(t, ids_sp, n_sp, 0, out, "stream") | stream(t, ids_sp, n_sp, 1, out, "stream_skip");
+      }
+    } else if (cJSON_IsArray(rids)) {
+      n = (size_t)cJSON_GetArraySize(rids);
+      ids = malloc((n + 1) * sizeof *ids);
+      for (size_t i = 0; i < n; i++) ids[i] = (int32_t)cJSON_GetArrayItem(rids, (int)i)->valuedouble;
+      err |= decode(t, ids, n, 0, out, "dec") | decode(t, ids, n, 1, out, "dec_skip");
+      err |= stream(t, ids, n, 0, out, "stream") | stream(t, ids, n, 1, out, "stream_skip");
+    } else if (cJSON_IsArray(cJSON_GetObjectItem(req, "chat"))) {
+      const cJSON *msgs = cJSON_GetObjectItem(req, "chat");
+      size_t nm = (size_t)cJSON_GetArraySize(msgs), len = 0;
+      xpi_chat_message *m = calloc(nm + 1, sizeof *m);
+      for (size_t i = 0; i < nm; i++) {
+        const cJSON *e = cJSON_GetArrayItem(msgs, (int)i);
+        m[i].role = cJSON_GetObjectItem(e, "role")->valuestring;
+        m[i].content = cJSON_GetObjectItem(e, "content")->valuestring;
+      }
+      int gen = cJSON_IsTrue(cJSON_GetObjectItem(req, "gen")), think = cJSON_IsTrue(cJSON_GetObjectItem(req, "think"));
+      xpi_status st = xpi_apply_chat_template(t, m, nm, gen, think, NULL, 0, &len);
+      char *buf = malloc(len + 1);
+      if (st == XPI_ERR_BUFFER_TOO_SMALL) st = xpi_apply_chat_template(t, m, nm, gen, think, buf, len + 1, &len);
+      if (st) err = 1;
+      else add_hex(out, "text", buf, len);
+      free(buf);
+      free(m);
+    } else {
+      cJSON_AddStringToObject(out, "error", "bad request line");
+    }
+    if (err) cJSON_AddStringToObject(out, "error", xpi_last_error());
+    char *o = cJSON_PrintUnformatted(out);
+    puts(o);
+    free(o);
+    free(ids);
+    free(ids_sp);
+    cJSON_Delete(req);
+    cJSON_Delete(out);
+  }
+  fflush(stdout);
+  free(line);
+  xpi_tokenizer_free(t);
+  return 0;
+}
