@@ -17,13 +17,18 @@ static uint64_t hash_bytes(const char *s, size_t n) {
   return h;
 }
 
+/* A slot holds entry index + 1 (low half; 0 = empty) and the hash's top 32 bits (high half), so that probing
+ * rarely touches the entries and key strings of other tokens (cache misses dominate loading). */
+static uint64_t slot_of(uint64_t h, size_t e) { return (h & 0xFFFFFFFF00000000ULL) | (uint64_t)(e + 1); }
+
 static xpi_status strmap_rehash(tok_strmap *m, size_t nslots) {
-  uint32_t *slots = calloc(nslots, sizeof *slots);
+  uint64_t *slots = calloc(nslots, sizeof *slots);
   if (!slots) return oom();
   for (size_t e = 0; e < m->n; e++) {
-    size_t i = hash_bytes(m->keys[e], m->klens[e]) & (nslots - 1);
+    uint64_t h = hash_bytes(m->keys[e], m->klens[e]);
+    size_t i = h & (nslots - 1);
     while (slots[i]) i = (i + 1) & (nslots - 1);
-    slots[i] = (uint32_t)(e + 1);
+    slots[i] = slot_of(h, e);
   }
   free(m->slots);
   m->slots = slots;
@@ -45,11 +50,16 @@ xpi_status tok_strmap_init(tok_strmap *m, size_t expected) {
   return s;
 }
 
-static size_t strmap_find(const tok_strmap *m, const char *key, size_t klen, size_t *slot) {
-  size_t i = hash_bytes(key, klen) & m->mask;
+static size_t strmap_find(const tok_strmap *m, const char *key, size_t klen, size_t *slot, uint64_t *hash) {
+  uint64_t h = hash_bytes(key, klen), tag = h & 0xFFFFFFFF00000000ULL;
+  size_t i = h & m->mask;
+  *hash = h;
   while (m->slots[i]) {
-    size_t e = m->slots[i] - 1;
-    if (m->klens[e] == klen && !memcmp(m->keys[e], key, klen)) { *slot = i; return e; }
+    size_t e = (size_t)(m->slots[i] & 0xFFFFFFFFu) - 1;
+    if ((m->slots[i] & 0xFFFFFFFF00000000ULL) == tag && m->klens[e] == klen && !memcmp(m->keys[e], key, klen)) {
+      *slot = i;
+      return e;
+    }
     i = (i + 1) & m->mask;
   }
   *slot = i;
@@ -57,7 +67,9 @@ static size_t strmap_find(const tok_strmap *m, const char *key, size_t klen, siz
 }
 
 xpi_status tok_strmap_put(tok_strmap *m, const char *key, size_t klen, int32_t val, int32_t *old) {
-  size_t slot, e = strmap_find(m, key, klen, &slot);
+  size_t slot;
+  uint64_t h;
+  size_t e = strmap_find(m, key, klen, &slot, &h);
   if (old) *old = e == SIZE_MAX ? -1 : m->vals[e];
   if (e != SIZE_MAX) { m->vals[e] = val; return XPI_OK; }
   if (m->n == m->cap) {
@@ -74,7 +86,7 @@ xpi_status tok_strmap_put(tok_strmap *m, const char *key, size_t klen, int32_t v
     m->cap = cap;
   }
   m->keys[m->n] = key; m->klens[m->n] = klen; m->vals[m->n] = val;
-  m->slots[slot] = (uint32_t)(m->n + 1);
+  m->slots[slot] = slot_of(h, m->n);
   m->n++;
   if (m->n * 2 > m->mask + 1) return strmap_rehash(m, (m->mask + 1) * 2);
   return XPI_OK;
@@ -82,7 +94,9 @@ xpi_status tok_strmap_put(tok_strmap *m, const char *key, size_t klen, int32_t v
 
 int32_t tok_strmap_get(const tok_strmap *m, const char *key, size_t klen) {
   if (!m->slots) return -1;
-  size_t slot, e = strmap_find(m, key, klen, &slot);
+  size_t slot;
+  uint64_t h;
+  size_t e = strmap_find(m, key, klen, &slot, &h);
   return e == SIZE_MAX ? -1 : m->vals[e];
 }
 

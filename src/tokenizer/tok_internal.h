@@ -35,7 +35,7 @@ xpi_status tok_utf8_lossy(tok_buf *out, const char *s, size_t n);
 int tok_is_whitespace(int32_t cp);
 
 /* ---- hash maps: string -> int32 and uint64 -> (int32, int32) */
-typedef struct tok_strmap { uint32_t *slots; size_t mask, n; const char **keys; size_t *klens; int32_t *vals; size_t cap; } tok_strmap;
+typedef struct tok_strmap { uint64_t *slots; size_t mask, n; const char **keys; size_t *klens; int32_t *vals; size_t cap; } tok_strmap;
 xpi_status tok_strmap_init(tok_strmap *m, size_t expected);
 /* Inserts or overwrites; key is not copied (must outlive the map). *old gets the previous value or -1. */
 xpi_status tok_strmap_put(tok_strmap *m, const char *key, size_t klen, int32_t val, int32_t *old);

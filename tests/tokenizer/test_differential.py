@@ -26,9 +26,9 @@ TOKENIZERS = {
     "llama2": os.path.join(SRC, "tests/data/tokenizers/llama2"),
     "tinyfortunes": os.path.join(SRC, "examples/models/tinyfortunes"),
 }
-N_STRINGS = 2000 // SCALE
+N_STRINGS = 1500 // SCALE
 N_ID_SEQS = 400 // SCALE
-N_VARIANT_STRINGS = 600 // SCALE  # per crafted variant (flags and components the shipped files do not use)
+N_VARIANT_STRINGS = 500 // SCALE  # per crafted variant (flags and components the shipped files do not use)
 
 
 def make_variants(tmp):
