@@ -1,5 +1,6 @@
 /* Chat rendering: a C transcription of each known template family (Qwen3 ChatML with thinking, Qwen2/Qwen2.5
- * ChatML with its default system prompt, Llama 3, Llama 3.1/3.3 Instruct without tools), equal to transformers' apply_chat_template output. The family
+ * ChatML with its default system prompt, Llama 3, Llama 3.1/3.3 Instruct without tools), equal to transformers'
+ * apply_chat_template output. The family
  * comes from tok_config.c; anything else is refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -231,7 +232,8 @@ xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_mess
                    "tokenizer has no chat format", tok->config_path);
   if (tok->chat_family == TOK_CHAT_UNKNOWN)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"chat_template\" is not a template family libxpuinfer knows (supported: "
-                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3, Llama 3.1/3.3 Instruct)", tok->config_path);
+                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3, Llama 3.1/3.3 Instruct)",
+                   tok->config_path);
   if (tok->chat_family == TOK_CHAT_LLAMA32_DATED)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: this is the Llama 3.2 Instruct chat template; it writes \"Today Date: \" "
                    "with strftime_now(\"%%d %%b %%Y\"), which transformers defines as the current local date, so its "

@@ -1,6 +1,6 @@
 /* Llama 3.1 / 3.3 Instruct chat template (tests/data/chat_templates, the Hub's official texts): golden renders made
  * with jinja2 as transformers' apply_chat_template runs it (date_string not passed, so "26 Jul 2024"), the ids of
- * the render from Hugging Face tokenizers 0.x encode(text, add_special_tokens=False), and the refusals: the
+ * the render from Hugging Face tokenizers 0.23.2 encode(text, add_special_tokens=False), and the refusals: the
  * Llama 3.2 template (its date is the current day), tool turns, an empty conversation. */
 #include "check.h"
 
@@ -102,11 +102,41 @@ static void golden(const char *data, const char *template_file) {
   /* refusals */
   size_t len;
   xpi_chat_message tool[] = {{"user", "weather?"}, {"tool", "{\"t\": 21}"}};
-  CHECK_ERR(xpi_apply_chat_template(t, tool, 2, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "message 1 has role \"tool\"");
+  CHECK_ERR(xpi_apply_chat_template(t, tool, 2, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED,
+            "message 1 has role \"tool\"");
   tool[1].role = "ipython";
   CHECK_ERR(xpi_apply_chat_template(t, tool, 2, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "role \"ipython\"");
   CHECK_ERR(xpi_apply_chat_template(t, NULL, 0, 1, 1, NULL, 0, &len), XPI_ERR_INVALID_ARGUMENT, "at least one message");
   xpi_tokenizer_free(t);
+}
+
+/* The way the Hub ships it: the template as the "chat_template" string of tokenizer_config.json. */
+static void in_tokenizer_config(const char *data) {
+  xpi_tokenizer *t = load_with(data, "meta-llama-Llama-3.1-8B-Instruct.jinja");
+  xpi_tokenizer_free(t);
+  char *jinja = xpi_test_strf("%s/chat_template.jinja", g_dir);
+  char *cfg_path = xpi_test_strf("%s/tokenizer_config.json", g_dir);
+  size_t n = 0;
+  char *tpl = slurp(jinja, &n);
+  remove(jinja);
+  cJSON *cfg = xpi_test_load_json(cfg_path);
+  if (tpl && cfg) {
+    cJSON_ReplaceItemInObject(cfg, "chat_template", cJSON_CreateString(tpl));
+    char *out = cJSON_Print(cfg);
+    xpi_test_write_file(cfg_path, out, strlen(out));
+    free(out);
+    t = NULL;
+    CHECK_OK(xpi_tokenizer_load(g_dir, &t));
+    char *text = t ? render(t, PIRATE, 4, 1) : NULL;
+    CHECK(text && !strcmp(text, PIRATE_TEXT), "tokenizer_config.json: pirate rendered as \"%s\"",
+          text ? text : "(error)");
+    free(text);
+    xpi_tokenizer_free(t);
+  }
+  cJSON_Delete(cfg);
+  free(tpl);
+  free(jinja);
+  free(cfg_path);
 }
 
 static void llama32_refused(const char *data) {
@@ -124,6 +154,7 @@ int main(void) {
   g_dir = xpi_test_tmpdir("tok_llama31");
   golden(data, "meta-llama-Llama-3.1-8B-Instruct.jinja");
   golden(data, "meta-llama-Llama-3.3-70B-Instruct.jinja");
+  in_tokenizer_config(data);
   llama32_refused(data);
   const char *names[] = {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"};
   for (int i = 0; i < 3; i++) {
