@@ -184,9 +184,9 @@ static xpi_status render_llama31(const xpi_tokenizer *t, const xpi_chat_message 
                    t->config_path);
   for (size_t i = 0; i < n; i++)
     if (!strcmp(m[i].role, "tool") || !strcmp(m[i].role, "ipython"))
-      return xpi_err(XPI_ERR_UNSUPPORTED, "message %zu has role \"%s\": the Llama 3.1 chat template renders tool "
-                     "results only after an assistant tool call, which xpi_chat_message cannot carry (use system, "
-                     "user or assistant)", i, m[i].role);
+      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: message %zu has role \"%s\": the Llama 3.1 chat template makes it an "
+                     "ipython turn answering an assistant tool call, which xpi_chat_message cannot carry (use system, "
+                     "user or assistant)", t->config_path, i, m[i].role);
   size_t first = 0;
   const char *sys = "";
   size_t sl = 0;
