@@ -1,5 +1,6 @@
 /* Chat rendering: a C transcription of each known template family (Qwen3 ChatML with thinking, Qwen2/Qwen2.5
- * ChatML with its default system prompt, Llama 3), equal to transformers' apply_chat_template output. The family
+ * ChatML with its default system prompt, Llama 3, Llama 3.1/3.3 Instruct without tools), equal to transformers'
+ * apply_chat_template output. The family
  * comes from tok_config.c; anything else is refused. */
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,48 @@ static xpi_status render_llama3(const xpi_tokenizer *t, const xpi_chat_message *
   return st;
 }
 
+/* ---------------------------------------------------------------- Llama 3.1 / 3.3 Instruct (no tools)
+ * BOS, then always a system block: the knowledge-cutoff line, "Today Date: " with the template's default date (
+ * transformers passes no date_string), a blank line, the trimmed first system message if any; then every other
+ * message as a trimmed header turn. Tool results ("tool"/"ipython") need tool calls, which the API cannot express:
+ * refused rather than rendered half right. */
+static xpi_status render_llama31(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
+  if (!n) /* the template reads messages[0]['role']: transformers fails on an empty conversation too */
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: the Llama 3.1 chat template needs at least one message",
+                   t->config_path);
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(m[i].role, "tool") || !strcmp(m[i].role, "ipython"))
+      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: message %zu has role \"%s\": the Llama 3.1 chat template makes it an "
+                     "ipython turn answering an assistant tool call, which xpi_chat_message cannot carry (use system, "
+                     "user or assistant)", t->config_path, i, m[i].role);
+  size_t first = 0;
+  const char *sys = "";
+  size_t sl = 0;
+  if (!strcmp(m[0].role, "system")) {
+    sys = m[0].content;
+    sl = strlen(sys);
+    py_strip(&sys, &sl);
+    first = 1;
+  }
+  xpi_status st = tok_buf_puts(o, t->bos_token ? t->bos_token : ""); /* an undefined bos_token renders empty */
+  if (!st) st = tok_buf_puts(o, "<|start_header_id|>system<|end_header_id|>\n\n"
+                                "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+  if (!st) st = tok_buf_put(o, sys, sl);
+  if (!st) st = tok_buf_puts(o, "<|eot_id|>");
+  for (size_t i = first; !st && i < n; i++) {
+    const char *c = m[i].content;
+    size_t cl = strlen(c);
+    py_strip(&c, &cl);
+    st = tok_buf_puts(o, "<|start_header_id|>");
+    if (!st) st = tok_buf_puts(o, m[i].role);
+    if (!st) st = tok_buf_puts(o, "<|end_header_id|>\n\n");
+    if (!st) st = tok_buf_put(o, c, cl);
+    if (!st) st = tok_buf_puts(o, "<|eot_id|>");
+  }
+  if (!st && gen) st = tok_buf_puts(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return st;
+}
+
 xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n_msgs,
                                    int add_generation_prompt, int enable_thinking, char *text, size_t cap,
                                    size_t *len_out) {
@@ -189,12 +232,20 @@ xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_mess
                    "tokenizer has no chat format", tok->config_path);
   if (tok->chat_family == TOK_CHAT_UNKNOWN)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"chat_template\" is not a template family libxpuinfer knows (supported: "
-                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3)", tok->config_path);
+                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3, Llama 3.1/3.3 Instruct)",
+                   tok->config_path);
+  if (tok->chat_family == TOK_CHAT_LLAMA32_DATED)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: this is the Llama 3.2 Instruct chat template; it writes \"Today Date: \" "
+                   "with strftime_now(\"%%d %%b %%Y\"), which transformers defines as the current local date, so its "
+                   "rendering changes with the clock and time zone and cannot be reproduced exactly; libxpuinfer "
+                   "refuses it rather than guess. To chat anyway, put the Llama 3.1 template (fixed date \"26 Jul "
+                   "2024\") in chat_template.jinja next to it", tok->config_path);
   tok_buf o = {0};
   xpi_status st = tok->chat_family == TOK_CHAT_QWEN3
                       ? render_qwen3(msgs, n_msgs, add_generation_prompt, enable_thinking, &o)
-                  : tok->chat_family == TOK_CHAT_CHATML ? render_chatml(tok, msgs, n_msgs, add_generation_prompt, &o)
-                                                        : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
+                  : tok->chat_family == TOK_CHAT_CHATML  ? render_chatml(tok, msgs, n_msgs, add_generation_prompt, &o)
+                  : tok->chat_family == TOK_CHAT_LLAMA31 ? render_llama31(tok, msgs, n_msgs, add_generation_prompt, &o)
+                                                         : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
   if (!st) {
     *len_out = o.len;
     if (!text || cap < o.len + 1)

@@ -57,6 +57,28 @@ static int fingerprint(const char *tpl) {
       has(tpl, "| trim") && has(tpl, "bos_token") && !has(tpl, "Cutting Knowledge Date") && !has(tpl, "tools") &&
       !has(tpl, "system_message"))
     return TOK_CHAT_LLAMA3;
+  /* Llama 3.1 / 3.2 / 3.3 Instruct: every piece that shapes a conversation without tools, as the Jinja source
+   * spells it (so "\\n" is a backslash and an n). */
+  static const char *const llama31[] = {
+      "{{- bos_token }}",
+      "{%- if not date_string is defined %}",
+      "{%- if messages[0]['role'] == 'system' %}",
+      "{%- set system_message = messages[0]['content']|trim %}",
+      "{%- set messages = messages[1:] %}",
+      "{%- set system_message = \"\" %}",
+      "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}",
+      "{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
+      "{{- \"Today Date: \" + date_string + \"\\n\\n\" }}",
+      "{{- system_message }}\n{{- \"<|eot_id|>\" }}",
+      "{%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}",
+      "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
+      "'<|eot_id|>' }}",
+      "{%- if add_generation_prompt %}\n    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}",
+  };
+  int is_llama31 = 1;
+  for (size_t i = 0; i < sizeof llama31 / sizeof *llama31; i++) is_llama31 &= has(tpl, llama31[i]);
+  if (is_llama31 && has(tpl, "strftime_now")) return TOK_CHAT_LLAMA32_DATED;
+  if (is_llama31 && has(tpl, "{%- set date_string = \"26 Jul 2024\" %}")) return TOK_CHAT_LLAMA31;
   /* Qwen2 / Qwen2.5: every turn '<|im_start|>' + role + '\n' + content + '<|im_end|>' + '\n' */
   if (has(tpl, "<|im_start|>") && has(tpl, "<|im_end|>") && has(tpl, "add_generation_prompt") &&
       (has(tpl, "message['content']") || has(tpl, "message.content")) && !has(tpl, "think") &&

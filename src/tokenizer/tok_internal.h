@@ -120,7 +120,10 @@ xpi_status tok_strs_add(tok_strs *s, const char *p, size_t n);
 /* Runs the chain and joins: out = decode(tokens). */
 xpi_status tok_dec_run(const tok_dec *d, tok_strs *tokens, tok_buf *out);
 
-enum { TOK_CHAT_NONE = 0, TOK_CHAT_UNKNOWN, TOK_CHAT_QWEN3, TOK_CHAT_LLAMA3, TOK_CHAT_CHATML };
+/* LLAMA31: the Llama 3.1 / 3.3 Instruct template (dated system block, fixed default date); LLAMA32_DATED: the
+ * Llama 3.2 one, whose default date is the current day (strftime_now), refused. */
+enum { TOK_CHAT_NONE = 0, TOK_CHAT_UNKNOWN, TOK_CHAT_QWEN3, TOK_CHAT_LLAMA3, TOK_CHAT_CHATML, TOK_CHAT_LLAMA31,
+       TOK_CHAT_LLAMA32_DATED };
 
 /* ---- the tokenizer */
 typedef struct tok_added {

@@ -3,7 +3,12 @@ real Jinja templates of tokenizer_config.json rendered with jinja2 the way trans
 does (sandboxed environment, trim_blocks, lstrip_blocks, loopcontrols), on generated conversations: system
 prompts, multi-turn, assistant turns with <think> reasoning before or after the last user turn, tool
 responses, contents with leading/trailing whitespace of all kinds (Llama 3 trims), add_generation_prompt
-and enable_thinking both ways. The texts must be identical."""
+and enable_thinking both ways. The texts must be identical.
+
+The official Llama 3.1 / 3.3 Instruct templates (tests/data/chat_templates/*.jinja, saved from the Hub by
+llama.cpp's scripts/get_chat_template.py; 3.1 and 3.3 are byte-identical) are compared the same way on
+system/user/assistant conversations. The Llama 3.2 one dates its system block with strftime_now (the current
+local date under transformers), so it must be refused, and so must tool/ipython turns and an empty conversation."""
 import json
 import os
 import random
@@ -113,6 +118,117 @@ QWEN25_TEMPLATE = """{%- if tools %}
 """
 
 
+# Llama 3.1 trims message contents with Python's str.strip(): every character isspace() knows, and some it does not.
+LLAMA_PIECES = PIECES + ["\r\n", "\x0b", "\x0c", "\x1f", "\u1680", "\u2000", "\u2028", "\u2029", "\u202f",
+                         "\u200b", "\ufeff", "<|eot_id|>", "<|start_header_id|>", "Today Date: 1 Jan 2000", "Ω",
+                         "👩\u200d💻", "e\u0301", "\U0001d11e"]
+LLAMA31_TEMPLATES = ("meta-llama-Llama-3.1-8B-Instruct.jinja", "meta-llama-Llama-3.3-70B-Instruct.jinja")
+LLAMA32_TEMPLATE = "meta-llama-Llama-3.2-3B-Instruct.jinja"
+
+
+def llama_content(rng):
+    return "".join(rng.choice(LLAMA_PIECES) for _ in range(rng.randint(0, 8)))
+
+
+def llama_conversation(rng):
+    """At least one message (the template reads messages[0]); an optional leading system message (the one the
+    template moves into its dated system block), then turns that mostly alternate, now and then a later system."""
+    msgs = []
+    if rng.random() < 0.5:
+        msgs.append({"role": "system", "content": llama_content(rng)})
+    role = "user"
+    for _ in range(rng.randint(0 if msgs else 1, 7)):
+        r = "system" if rng.random() < 0.05 else role
+        msgs.append({"role": r, "content": llama_content(rng)})
+        role = "assistant" if role == "user" else "user"
+    return msgs
+
+
+def make_env(now):
+    """jinja2 configured as transformers' chat_template_utils does, with strftime_now at a chosen instant."""
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False, **kw)
+
+    def raise_exception(msg):
+        raise jinja2.exceptions.TemplateError(msg)
+
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: now.strftime(fmt)
+    return env
+
+
+def run_driver(tok_dir, reqs):
+    inp = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in reqs)
+    p = subprocess.run([DRIVER, tok_dir], input=inp.encode(), capture_output=True, timeout=120)
+    if p.returncode:
+        sys.exit(f"tok_driver failed: {p.stderr.decode(errors='replace')}")
+    lines = p.stdout.decode().split("\n")[:-1]
+    assert len(lines) == len(reqs)
+    return [json.loads(line) for line in lines]
+
+
+def llama_dir(tmp, template_file):
+    """The Llama 3 tokenizer of tests/data with the template as chat_template.jinja (transformers 5 layout, which
+    wins over the older template inside its tokenizer_config.json)."""
+    d = os.path.join(tmp, template_file)
+    shutil.copytree(os.path.join(SRC, "tests/data/tokenizers/llama3_1"), d)
+    shutil.copy(os.path.join(SRC, "tests/data/chat_templates", template_file), os.path.join(d, "chat_template.jinja"))
+    return d
+
+
+def check_llama31(tmp, failures):
+    import datetime
+    env = make_env(datetime.datetime(2031, 2, 3))  # unused by 3.1/3.3: they never call strftime_now
+    compared = 0
+    for name in LLAMA31_TEMPLATES:
+        d = llama_dir(tmp, name)
+        with open(os.path.join(d, "chat_template.jinja"), encoding="utf-8") as f:
+            tpl = env.from_string(f.read())
+        bos = json.load(open(os.path.join(d, "tokenizer_config.json"), encoding="utf-8"))["bos_token"]
+        rng = random.Random(f"xpi-chat-{name}")
+        reqs = [{"chat": llama_conversation(rng), "gen": rng.random() < 0.7, "think": rng.random() < 0.5}
+                for _ in range(N)]
+        for r, got in zip(reqs, run_driver(d, reqs)):
+            # transformers passes no date_string, tools=None, documents=None
+            want = tpl.render(messages=r["chat"], tools=None, documents=None, add_generation_prompt=r["gen"],
+                              bos_token=bos, eos_token="<|eot_id|>")
+            compared += 1
+            text = bytes.fromhex(got["text"]).decode() if "text" in got else got
+            if text != want:
+                failures.append((name, r, text, want))
+        # refusals: what the API cannot express must not render
+        bad = [{"chat": [{"role": "user", "content": "x"}, {"role": role, "content": "{\"a\": 1}"}], "gen": True}
+               for role in ("tool", "ipython")] + [{"chat": [], "gen": True}]
+        with_error = [("error" in g) and (needle in g["error"]) for g, needle in
+                      zip(run_driver(d, bad), ('role "tool"', 'role "ipython"', "at least one message"))]
+        if not all(with_error):
+            failures.append((name, bad, with_error, "every refusal case refused"))
+        try:  # the template itself fails on an empty conversation, as we do
+            tpl.render(messages=[], add_generation_prompt=True, bos_token=bos)
+            failures.append((name, [], "rendered", "jinja2 fails on an empty conversation"))
+        except jinja2.exceptions.UndefinedError:
+            pass
+    return compared
+
+
+def check_llama32(tmp, failures):
+    """The premise of the refusal (the rendering follows the clock under transformers), then the refusal."""
+    import datetime
+    d = llama_dir(tmp, LLAMA32_TEMPLATE)
+    with open(os.path.join(d, "chat_template.jinja"), encoding="utf-8") as f:
+        src = f.read()
+    msgs = [{"role": "user", "content": "hi"}]
+    a = make_env(datetime.datetime(2025, 1, 2)).from_string(src).render(messages=msgs, add_generation_prompt=True,
+                                                                       bos_token="<|begin_of_text|>")
+    b = make_env(datetime.datetime(2026, 11, 29)).from_string(src).render(messages=msgs, add_generation_prompt=True,
+                                                                         bos_token="<|begin_of_text|>")
+    if "Today Date: 02 Jan 2025\n" not in a or "Today Date: 29 Nov 2026\n" not in b:
+        failures.append((LLAMA32_TEMPLATE, msgs, (a, b), "Today Date from strftime_now"))
+    got = run_driver(d, [{"chat": msgs, "gen": True}])[0]
+    if "strftime_now" not in got.get("error", ""):
+        failures.append((LLAMA32_TEMPLATE, msgs, got, "refused, naming strftime_now"))
+
+
 def main():
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters["tojson"] = lambda x, **kw: json.dumps(x, ensure_ascii=False, **kw)
@@ -151,6 +267,8 @@ def main():
             text = bytes.fromhex(got["text"]).decode() if "text" in got else got
             if text != want:
                 failures.append((name, r, text, want))
+    compared += check_llama31(tmp, failures)
+    check_llama32(tmp, failures)
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"compared {compared} conversations")
     for name, r, got, want in failures[:8]:
