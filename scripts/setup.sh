@@ -18,3 +18,5 @@ VENV="${XPI_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}"
 if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 "$VENV/bin/python" -c "import tokenizers, numpy, safetensors" 2>/dev/null || \
   "$VENV/bin/pip" install -q "tokenizers==0.23.2" numpy safetensors
+# jinja2 renders the real chat templates as transformers does (tests/tokenizer/test_chat_template.py)
+"$VENV/bin/python" -c "import jinja2" 2>/dev/null || "$VENV/bin/pip" install -q jinja2

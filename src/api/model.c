@@ -8,6 +8,8 @@
 #include "core/fileio.h"
 #include "core/status.h"
 #include "runtime/ze/ze_devices.h"
+#include "api/xpu_fit.h"
+#include "ops/xpu/xpu_backend.h"
 
 void xpi_model_options_default(xpi_model_options *o) {
   memset(o, 0, sizeof *o);
@@ -72,7 +74,8 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
     char name[32];
     snprintf(name, sizeof name, "xpu:%d", idx);
     bc.device = name;
-    if ((size_t)idx < n) *weight = (double)devs[idx].info.total_memory;
+    uint64_t free_bytes = 0; /* device maps split layers in proportion to free memory */
+    if ((size_t)idx < n && xpi_xpu_free_memory(idx, &free_bytes) == XPI_OK) *weight = (double)free_bytes;
     s = xpi_backend_xpu_create(&bc, out);
     return s == XPI_OK ? s : xpi_err_prefix(s, "device '%s': ", name);
   }
@@ -169,6 +172,11 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   xpi_backend **layer_be = calloc((size_t)m->cfg.n_layers, sizeof *layer_be);
   if (!layer_be) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be);
+  s = xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want); /* before any upload */
+  if (s != XPI_OK) {
+    free(layer_be);
+    return s;
+  }
   s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
   free(layer_be);
   XPI_TRY(s);

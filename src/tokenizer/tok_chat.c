@@ -1,82 +1,12 @@
-/* tokenizer_config.json (special token names, chat template) and chat rendering. The Jinja templates are not
- * interpreted: the template is recognised by a fingerprint of its distinctive parts and rendered by a C
- * transcription of that template family (Qwen3 ChatML with thinking, Llama 3). Anything else is refused. */
+/* Chat rendering: a C transcription of each known template family (Qwen3 ChatML with thinking, Qwen2/Qwen2.5
+ * ChatML with its default system prompt, Llama 3, Llama 3.1/3.3 Instruct without tools), equal to transformers'
+ * apply_chat_template output. The family
+ * comes from tok_config.c; anything else is refused. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fileio.h"
-#include "core/json.h"
 #include "core/status.h"
 #include "tokenizer/tok_internal.h"
-
-static xpi_status oom(void) { return xpi_err(XPI_ERR_OUT_OF_MEMORY, "tokenizer: out of memory"); }
-
-/* A special token field: "text", {"content": "text"} or null. */
-static xpi_status config_token(const char *path, const cJSON *cfg, const char *key, char **out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
-  if (!v || cJSON_IsNull(v)) return XPI_OK;
-  if (cJSON_IsObject(v)) v = cJSON_GetObjectItemCaseSensitive(v, "content");
-  if (!cJSON_IsString(v))
-    return xpi_err(XPI_ERR_FORMAT, "%s: \"%s\" must be a string, {\"content\": string} or null", path, key);
-  if (!(*out = strdup(v->valuestring))) return oom();
-  return XPI_OK;
-}
-
-static int has(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
-
-static int fingerprint(const char *tpl) {
-  if (has(tpl, "<|im_start|>") && has(tpl, "<|im_end|>") && has(tpl, "enable_thinking") && has(tpl, "</think>") &&
-      has(tpl, "reasoning_content") && has(tpl, "last_query_index"))
-    return TOK_CHAT_QWEN3;
-  if (has(tpl, "<|start_header_id|>") && has(tpl, "<|end_header_id|>\n\n") && has(tpl, "<|eot_id|>") &&
-      has(tpl, "| trim") && has(tpl, "bos_token") && !has(tpl, "Cutting Knowledge Date") && !has(tpl, "tools") &&
-      !has(tpl, "system_message"))
-    return TOK_CHAT_LLAMA3;
-  return TOK_CHAT_UNKNOWN;
-}
-
-xpi_status tok_load_config(xpi_tokenizer *t, const char *dir) {
-  char *jinja = xpi_path_join(dir, "chat_template.jinja");
-  if (!jinja) return XPI_ERR_OUT_OF_MEMORY;
-  if (xpi_file_exists(jinja)) { /* transformers 5 saves the template on its own */
-    size_t len;
-    xpi_status st = xpi_read_file(jinja, 16u << 20, &t->chat_template, &len);
-    if (st) { free(jinja); return st; }
-  }
-  free(jinja);
-  t->config_path = xpi_path_join(dir, "tokenizer_config.json");
-  if (!t->config_path) return XPI_ERR_OUT_OF_MEMORY;
-  if (xpi_file_exists(t->config_path)) {
-    cJSON *cfg = NULL;
-    XPI_TRY(xpi_json_load_file(t->config_path, 64u << 20, &cfg));
-    xpi_status st = XPI_OK;
-    if (!cJSON_IsObject(cfg)) st = xpi_err(XPI_ERR_FORMAT, "%s: the top level must be a JSON object", t->config_path);
-    if (!st) st = config_token(t->config_path, cfg, "bos_token", &t->bos_token);
-    if (!st) st = config_token(t->config_path, cfg, "eos_token", &t->eos_token);
-    if (!st) st = config_token(t->config_path, cfg, "pad_token", &t->pad_token);
-    if (!st) st = config_token(t->config_path, cfg, "unk_token", &t->unk_token);
-    const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
-    if (!st && !t->chat_template && ct && !cJSON_IsNull(ct)) {
-      const char *tpl = NULL;
-      if (cJSON_IsString(ct)) tpl = ct->valuestring;
-      else if (cJSON_IsArray(ct)) { /* named templates: use "default" */
-        const cJSON *e;
-        cJSON_ArrayForEach(e, ct) {
-          const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-          const cJSON *tt = cJSON_GetObjectItemCaseSensitive(e, "template");
-          if (cJSON_IsString(name) && !strcmp(name->valuestring, "default") && cJSON_IsString(tt)) tpl = tt->valuestring;
-        }
-      }
-      if (!tpl) st = xpi_err(XPI_ERR_FORMAT, "%s: \"chat_template\" must be a string or a list with a \"default\" "
-                             "template", t->config_path);
-      else if (!(t->chat_template = strdup(tpl))) st = oom();
-    }
-    cJSON_Delete(cfg);
-    XPI_TRY(st);
-  }
-  t->chat_family = t->chat_template ? fingerprint(t->chat_template) : TOK_CHAT_NONE;
-  return XPI_OK;
-}
 
 /* ---------------------------------------------------------------- Python string helpers */
 static int py_space(unsigned char c) { return (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x20); }
@@ -193,6 +123,38 @@ static xpi_status render_qwen3(const xpi_chat_message *m, size_t n, int gen, int
   return st;
 }
 
+/* ---------------------------------------------------------------- ChatML (Qwen2, Qwen2.5) */
+static xpi_status chatml_turn(tok_buf *o, const char *role, const char *content) {
+  XPI_TRY(tok_buf_puts(o, "<|im_start|>"));
+  XPI_TRY(tok_buf_puts(o, role));
+  XPI_TRY(tok_buf_puts(o, "\n"));
+  XPI_TRY(tok_buf_puts(o, content));
+  return tok_buf_puts(o, "<|im_end|>\n");
+}
+
+static xpi_status render_chatml(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
+  xpi_status st = tok_buf_put(o, "", 0);
+  int has_system = n && !strcmp(m[0].role, "system");
+  if (!st && has_system) st = chatml_turn(o, "system", m[0].content);
+  else if (!st && t->chat_default_system) st = chatml_turn(o, "system", t->chat_default_system);
+  for (size_t i = has_system ? 1 : 0; !st && i < n; i++) {
+    const char *role = m[i].role;
+    if (!t->chat_tool_response) {
+      st = chatml_turn(o, role, m[i].content); /* Qwen2: every role alike */
+    } else if (!strcmp(role, "user") || !strcmp(role, "system") || !strcmp(role, "assistant")) {
+      st = chatml_turn(o, role, m[i].content);
+    } else if (!strcmp(role, "tool")) { /* Qwen2.5 */
+      if (i == 0 || strcmp(m[i - 1].role, "tool")) st = tok_buf_puts(o, "<|im_start|>user");
+      if (!st) st = tok_buf_puts(o, "\n<tool_response>\n");
+      if (!st) st = tok_buf_puts(o, m[i].content);
+      if (!st) st = tok_buf_puts(o, "\n</tool_response>");
+      if (!st && (i == n - 1 || strcmp(m[i + 1].role, "tool"))) st = tok_buf_puts(o, "<|im_end|>\n");
+    }
+  }
+  if (!st && gen) st = tok_buf_puts(o, "<|im_start|>assistant\n");
+  return st;
+}
+
 /* ---------------------------------------------------------------- Llama 3 */
 static xpi_status render_llama3(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
   xpi_status st = tok_buf_put(o, "", 0);
@@ -204,6 +166,48 @@ static xpi_status render_llama3(const xpi_tokenizer *t, const xpi_chat_message *
     const char *c = m[i].content;
     size_t cl = strlen(c);
     py_strip(&c, &cl);
+    if (!st) st = tok_buf_put(o, c, cl);
+    if (!st) st = tok_buf_puts(o, "<|eot_id|>");
+  }
+  if (!st && gen) st = tok_buf_puts(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return st;
+}
+
+/* ---------------------------------------------------------------- Llama 3.1 / 3.3 Instruct (no tools)
+ * BOS, then always a system block: the knowledge-cutoff line, "Today Date: " with the template's default date (
+ * transformers passes no date_string), a blank line, the trimmed first system message if any; then every other
+ * message as a trimmed header turn. Tool results ("tool"/"ipython") need tool calls, which the API cannot express:
+ * refused rather than rendered half right. */
+static xpi_status render_llama31(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
+  if (!n) /* the template reads messages[0]['role']: transformers fails on an empty conversation too */
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: the Llama 3.1 chat template needs at least one message",
+                   t->config_path);
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(m[i].role, "tool") || !strcmp(m[i].role, "ipython"))
+      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: message %zu has role \"%s\": the Llama 3.1 chat template makes it an "
+                     "ipython turn answering an assistant tool call, which xpi_chat_message cannot carry (use system, "
+                     "user or assistant)", t->config_path, i, m[i].role);
+  size_t first = 0;
+  const char *sys = "";
+  size_t sl = 0;
+  if (!strcmp(m[0].role, "system")) {
+    sys = m[0].content;
+    sl = strlen(sys);
+    py_strip(&sys, &sl);
+    first = 1;
+  }
+  xpi_status st = tok_buf_puts(o, t->bos_token ? t->bos_token : ""); /* an undefined bos_token renders empty */
+  if (!st) st = tok_buf_puts(o, "<|start_header_id|>system<|end_header_id|>\n\n"
+                                "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+  if (!st) st = tok_buf_put(o, sys, sl);
+  if (!st) st = tok_buf_puts(o, "<|eot_id|>");
+  for (size_t i = first; !st && i < n; i++) {
+    const char *c = m[i].content;
+    size_t cl = strlen(c);
+    py_strip(&c, &cl);
+    st = tok_buf_puts(o, "<|start_header_id|>");
+    if (!st) st = tok_buf_puts(o, m[i].role);
+    if (!st) st = tok_buf_puts(o, "<|end_header_id|>\n\n");
     if (!st) st = tok_buf_put(o, c, cl);
     if (!st) st = tok_buf_puts(o, "<|eot_id|>");
   }
@@ -228,11 +232,20 @@ xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_mess
                    "tokenizer has no chat format", tok->config_path);
   if (tok->chat_family == TOK_CHAT_UNKNOWN)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"chat_template\" is not a template family libxpuinfer knows (supported: "
-                   "Qwen3 ChatML with thinking, Llama 3)", tok->config_path);
+                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3, Llama 3.1/3.3 Instruct)",
+                   tok->config_path);
+  if (tok->chat_family == TOK_CHAT_LLAMA32_DATED)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: this is the Llama 3.2 Instruct chat template; it writes \"Today Date: \" "
+                   "with strftime_now(\"%%d %%b %%Y\"), which transformers defines as the current local date, so its "
+                   "rendering changes with the clock and time zone and cannot be reproduced exactly; libxpuinfer "
+                   "refuses it rather than guess. To chat anyway, put the Llama 3.1 template (fixed date \"26 Jul "
+                   "2024\") in chat_template.jinja next to it", tok->config_path);
   tok_buf o = {0};
   xpi_status st = tok->chat_family == TOK_CHAT_QWEN3
                       ? render_qwen3(msgs, n_msgs, add_generation_prompt, enable_thinking, &o)
-                      : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
+                  : tok->chat_family == TOK_CHAT_CHATML  ? render_chatml(tok, msgs, n_msgs, add_generation_prompt, &o)
+                  : tok->chat_family == TOK_CHAT_LLAMA31 ? render_llama31(tok, msgs, n_msgs, add_generation_prompt, &o)
+                                                         : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
   if (!st) {
     *len_out = o.len;
     if (!text || cap < o.len + 1)

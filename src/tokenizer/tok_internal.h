@@ -35,7 +35,7 @@ xpi_status tok_utf8_lossy(tok_buf *out, const char *s, size_t n);
 int tok_is_whitespace(int32_t cp);
 
 /* ---- hash maps: string -> int32 and uint64 -> (int32, int32) */
-typedef struct tok_strmap { uint32_t *slots; size_t mask, n; const char **keys; size_t *klens; int32_t *vals; size_t cap; } tok_strmap;
+typedef struct tok_strmap { uint64_t *slots; size_t mask, n; const char **keys; size_t *klens; int32_t *vals; size_t cap; } tok_strmap;
 xpi_status tok_strmap_init(tok_strmap *m, size_t expected);
 /* Inserts or overwrites; key is not copied (must outlive the map). *old gets the previous value or -1. */
 xpi_status tok_strmap_put(tok_strmap *m, const char *key, size_t klen, int32_t val, int32_t *old);
@@ -120,7 +120,10 @@ xpi_status tok_strs_add(tok_strs *s, const char *p, size_t n);
 /* Runs the chain and joins: out = decode(tokens). */
 xpi_status tok_dec_run(const tok_dec *d, tok_strs *tokens, tok_buf *out);
 
-enum { TOK_CHAT_NONE = 0, TOK_CHAT_UNKNOWN, TOK_CHAT_QWEN3, TOK_CHAT_LLAMA3 };
+/* LLAMA31: the Llama 3.1 / 3.3 Instruct template (dated system block, fixed default date); LLAMA32_DATED: the
+ * Llama 3.2 one, whose default date is the current day (strftime_now), refused. */
+enum { TOK_CHAT_NONE = 0, TOK_CHAT_UNKNOWN, TOK_CHAT_QWEN3, TOK_CHAT_LLAMA3, TOK_CHAT_CHATML, TOK_CHAT_LLAMA31,
+       TOK_CHAT_LLAMA32_DATED };
 
 /* ---- the tokenizer */
 typedef struct tok_added {
@@ -157,6 +160,8 @@ struct xpi_tokenizer {
   char *chat_template; char *bos_token; char *eos_token; char *pad_token; char *unk_token;
   char *config_path;
   int chat_family;             /* TOK_CHAT_* from the chat template's fingerprint */
+  char *chat_default_system;   /* ChatML: system prompt used when the conversation has none (or NULL) */
+  int chat_tool_response;      /* ChatML: tool turns as <tool_response> inside a user turn (Qwen2.5) */
   char *vocab_arena;           /* the vocabulary's token strings */
   int dec_byte_fallback;       /* decoder has ByteFallback */
   int strip_stop;              /* decoder has Strip with stop > 0 (streaming cannot anchor) */
@@ -168,6 +173,8 @@ const char *tok_id_text(const xpi_tokenizer *t, int32_t id, size_t *len);
 xpi_status tok_decode(const xpi_tokenizer *t, const int32_t *ids, size_t n, int skip_special, tok_buf *out);
 /* XPI_ERR_INVALID_ARGUMENT naming the first id without a token. */
 xpi_status tok_check_ids(const xpi_tokenizer *t, const int32_t *ids, size_t n);
+/* Post-processor: fills post_single / post_seq_pos; n_templates counts template processors seen. */
+xpi_status tok_post_parse(xpi_tokenizer *t, const cJSON *pp, int *n_templates);
 /* Loads tokenizer_config.json fields (optional file). */
 xpi_status tok_load_config(xpi_tokenizer *t, const char *dir);
 

@@ -94,7 +94,12 @@ static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_
         tol += qerr;
         /* the integer path must match its own scalar reference to rounding */
         float yi = xpi_q_dot_int_scalar(dt, W, dq, r, xq, dx, cols);
-        CHECK(fabs(y - yi) <= 2 * gamma_m(cols) * (sabs + qerr) + 1e-30,
+        /* q4 sums unsigned quants and subtracts 8 * sum(x) per block: rounding scales with those terms */
+        double q4terms = 0;
+        if (dt == XPI_DT_Q4)
+          for (int64_t c = 0; c < cols; c++)
+            q4terms += 16 * fabs(xpi_f16_to_f32(dq[r * xpi_q_nblocks(cols) + c / XPI_QK])) * (fabs(x[c]) + dx[c / XPI_QK]);
+        CHECK(fabs(y - yi) <= 2 * gamma_m(cols + 8) * (sabs + qerr + q4terms) + 1e-30,
               "%s %s int path rows=%lld cols=%lld n=%d r=%lld t=%d: %g vs int reference %g", k->isa, dt_name(dt),
               (long long)rows, (long long)cols, n, (long long)r, t, y, yi);
       }
@@ -125,13 +130,23 @@ static void quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float sc
       const double h = ldexp(1.0, -24);
       const double dmax = dt == XPI_DT_Q8 ? amax / 127.0 * (1 + ldexp(1.0, -10)) + h : amax / 8.0 * (1 + ldexp(1.0, -10)) + h;
       const double dd = fabs(xpi_f16_to_f32(d[r * xpi_q_nblocks(cols) + b]));
-      bad = dd > dmax;
-      CHECK(!bad, "%s scale %g above bound %g", dt_name(dt), dd, dmax);
+      double sse = 0;
+      if (dt == XPI_DT_Q8) { /* per element: |e| <= d/2, d <= dmax */
+        bad = dd > dmax;
+        CHECK(!bad, "%s scale %g above bound %g", dt_name(dt), dd, dmax);
+      }
       for (int64_t c = b * XPI_QK; c < cols && c < (b + 1) * XPI_QK && !bad; c++) {
-        const double e = fabs((double)deq[c] - wv[r * cols + c]), lim = dt == XPI_DT_Q8 ? dd / 2 : dd;
-        bad = e > lim * (1 + 1e-6);
-        CHECK(!bad, "%s [%lld,%lld]: %g -> %g, error %g > bound %g", dt_name(dt), (long long)r, (long long)c,
-              wv[r * cols + c], deq[c], e, lim);
+        const double e = fabs((double)deq[c] - wv[r * cols + c]);
+        sse += e * e;
+        if (dt == XPI_DT_Q8) {
+          bad = e > dd / 2 * (1 + 1e-6);
+          CHECK(!bad, "q8 [%lld,%lld]: %g -> %g, error %g > d/2 = %g", (long long)r, (long long)c, wv[r * cols + c],
+                deq[c], e, dd / 2);
+        }
+      }
+      if (dt == XPI_DT_Q4) { /* block RMS error (over all 32 slots; padding is exact) <= dmax */
+        bad = sqrt(sse / XPI_QK) > dmax * (1 + 1e-6);
+        CHECK(!bad, "q4 row %lld block %lld: RMS error %g > bound %g", (long long)r, (long long)b, sqrt(sse / XPI_QK), dmax);
       }
     }
   }

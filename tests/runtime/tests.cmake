@@ -10,3 +10,14 @@ if(TARGET test_device_list)
     "${XPI_TEST_ENV}" ENVIRONMENT_MODIFICATION "ZE_ENABLE_ALT_DRIVERS=unset:;ZE_AFFINITY_MASK=unset:")
 endif()
 set_tests_properties(runtime/test_devices.py PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};${XPI_ZESIM_ENV}")
+if(TARGET test_ze_memory)
+  add_dependencies(test_ze_memory ze_zesim)
+  set_tests_properties(runtime/test_ze_memory PROPERTIES ENVIRONMENT
+    "${XPI_TEST_ENV};ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>;ZESIM_DEVICES=0000:3a:00.0=64M")
+endif()
+if(TARGET test_ze_memory)
+  # Two drivers: the loader wraps handles; a failed module build must still report cleanly (no build log).
+  add_test(NAME runtime/test_ze_memory_two_drivers COMMAND test_ze_memory)
+  set_tests_properties(runtime/test_ze_memory_two_drivers PROPERTIES LABELS runtime TIMEOUT 300 ENVIRONMENT
+    "${XPI_TEST_ENV};ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>,$<TARGET_FILE:ze_zesim_b>;ZESIM_DEVICES=0000:3a:00.0=64M;ZESIM_B_DEVICES=0000:4a:00.0=64M;XPI_TWO_DRIVERS=1")
+endif()

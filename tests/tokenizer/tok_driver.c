@@ -2,6 +2,7 @@
  * on stdin writes one JSON line on stdout.
  *   {"text": str}  -> {"ids", "ids_sp", "dec", "dec_skip", "dec_sp", "dec_sp_skip", "stream", "stream_skip"}
  *   {"ids": [int]} -> {"dec", "dec_skip", "stream", "stream_skip"}
+ *   {"chat": [{"role", "content"}], "gen": 0|1, "think": 0|1} -> {"text"} (xpi_apply_chat_template)
  * ids = encode(text, add_special_tokens=False), ids_sp = with True; dec* decode ids (dec_sp* decode ids_sp);
  * Texts are hex-encoded UTF-8. stream* are the concatenated pieces of a streaming decode of ids_sp (or the given ids). Errors: {"error"}. */
 #include <stdio.h>
@@ -62,6 +63,14 @@ static int stream(const xpi_tokenizer *t, const int32_t *ids, size_t n, int skip
 }
 
 int main(int argc, char **argv) {
+  if (argc == 2 && !strcmp(argv[1], "--sanitized")) { /* lets the Python tests scale down under ASan */
+#if defined(__SANITIZE_ADDRESS__)
+    puts("1");
+#else
+    puts("0");
+#endif
+    return 0;
+  }
   if (argc != 2) { fprintf(stderr, "usage: tok_driver TOKENIZER_DIR < requests.jsonl\n"); return 2; }
   xpi_tokenizer *t = NULL;
   if (xpi_tokenizer_load(argv[1], &t)) { fprintf(stderr, "tok_driver: %s\n", xpi_last_error()); return 1; }
@@ -96,6 +105,23 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < n; i++) ids[i] = (int32_t)cJSON_GetArrayItem(rids, (int)i)->valuedouble;
       err |= decode(t, ids, n, 0, out, "dec") | decode(t, ids, n, 1, out, "dec_skip");
       err |= stream(t, ids, n, 0, out, "stream") | stream(t, ids, n, 1, out, "stream_skip");
+    } else if (cJSON_IsArray(cJSON_GetObjectItem(req, "chat"))) {
+      const cJSON *msgs = cJSON_GetObjectItem(req, "chat");
+      size_t nm = (size_t)cJSON_GetArraySize(msgs), len = 0;
+      xpi_chat_message *m = calloc(nm + 1, sizeof *m);
+      for (size_t i = 0; i < nm; i++) {
+        const cJSON *e = cJSON_GetArrayItem(msgs, (int)i);
+        m[i].role = cJSON_GetObjectItem(e, "role")->valuestring;
+        m[i].content = cJSON_GetObjectItem(e, "content")->valuestring;
+      }
+      int gen = cJSON_IsTrue(cJSON_GetObjectItem(req, "gen")), think = cJSON_IsTrue(cJSON_GetObjectItem(req, "think"));
+      xpi_status st = xpi_apply_chat_template(t, m, nm, gen, think, NULL, 0, &len);
+      char *buf = malloc(len + 1);
+      if (st == XPI_ERR_BUFFER_TOO_SMALL) st = xpi_apply_chat_template(t, m, nm, gen, think, buf, len + 1, &len);
+      if (st) err = 1;
+      else add_hex(out, "text", buf, len);
+      free(buf);
+      free(m);
     } else {
       cJSON_AddStringToObject(out, "error", "bad request line");
     }

@@ -1,8 +1,11 @@
 /* Every XPU op against the CPU backend (the oracle) through the stock Level Zero loader and the software
  * device (zesim), at awkward sizes: odd dims, n = 1 and n = 7, GQA ratio 3, f32/f16/bf16 weights, and
  * a recorded step replayed at new positions against direct execution. */
+#include <pthread.h>
+
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
+#include "runtime/ze/ze_devices.h"
 #include "xpu_test_util.h"
 
 static xpi_backend *cpu, *xpu;
@@ -312,6 +315,40 @@ static void test_convert(void) {
   CHECK_ERR(xpu->ops->weight_create(xpu, &q, &one, XPI_DT_F32, 1, 1, XPI_DT_Q8), XPI_ERR_UNSUPPORTED, "not supported");
 }
 
+/* Above the device's max allocation size (zesim: half its memory, as Intel's discrete GPUs) the backend
+ * chains the relaxed-allocation-limits descriptor; the memory then works like any other. */
+static void test_big_alloc(void) {
+  const xpi_ze_device *devs = NULL;
+  size_t n = 0;
+  CHECK_OK(xpi_ze_devices(&devs, &n));
+  if (n == 0) return;
+  uint64_t max = devs[0].info.max_alloc_size;
+  if (max == 0 || max > (1ull << 30)) {
+    printf("big allocation test skipped: max_alloc_size %llu (ZESIM_DEVICES sets a small memory)\n",
+           (unsigned long long)max);
+    return;
+  }
+  size_t bytes = (size_t)max + (1u << 20);
+  uint64_t free0 = 0, free1 = 0, free2 = 0;
+  CHECK_OK(xpi_xpu_free_memory(0, &free0));
+  unsigned char *p = xpu->ops->alloc(xpu, bytes);
+  CHECK_OK(xpi_xpu_free_memory(0, &free1));
+  CHECK(free0 - free1 >= bytes, "free memory went from %llu to %llu after allocating %zu", (unsigned long long)free0,
+        (unsigned long long)free1, bytes);
+  CHECK(p != NULL, "allocation of %zu bytes (max_alloc_size %llu): %s", bytes, (unsigned long long)max,
+        xpi_last_error());
+  if (!p) return;
+  const char tail[] = "end of a relaxed allocation";
+  char back[sizeof tail];
+  CHECK_OK(xpu->ops->write(xpu, p + bytes - sizeof tail, tail, sizeof tail));
+  xt_down(xpu, back, p + bytes - sizeof tail, sizeof back);
+  CHECK(memcmp(back, tail, sizeof tail) == 0, "data at the end of the relaxed allocation");
+  xpu->ops->free(xpu, p);
+  CHECK_OK(xpi_xpu_free_memory(0, &free2));
+  CHECK(free2 == free0, "free memory %llu after freeing, %llu before", (unsigned long long)free2,
+        (unsigned long long)free0);
+}
+
 /* One decode step: embed -> rmsnorm -> q/k/v projections -> rope -> attention -> argmax, with ids and
  * positions in device buffers. */
 typedef struct {
@@ -405,6 +442,58 @@ static void test_graph(void) {
   free(emb), free(wn), free(wqkv);
 }
 
+/* Requests on several threads share a model's backends: each thread's ops, copies and recordings stay its
+ * own (a recording catches only its thread's ops). Thread t adds y = t+1 into x 20 times, directly or
+ * through a recorded graph replayed 20 times; every value must end at 20 * (t + 1). */
+typedef struct {
+  int t, use_graph, ok;
+  char err[256]; /* xpi_last_error() is per thread */
+} thr_arg;
+
+static void *thr_main(void *p) {
+  thr_arg *a = p;
+  enum { N = 1000 };
+  float *h = malloc(N * sizeof *h);
+  for (int i = 0; i < N; i++) h[i] = 0;
+  float *x = xpu->ops->alloc(xpu, N * 4), *y = xpu->ops->alloc(xpu, N * 4);
+  a->ok = x && y && xpu->ops->write(xpu, x, h, N * 4) == XPI_OK;
+  for (int i = 0; i < N; i++) h[i] = (float)(a->t + 1);
+  a->ok = a->ok && xpu->ops->write(xpu, y, h, N * 4) == XPI_OK;
+  void *graph = NULL;
+  if (a->ok && a->use_graph) {
+    a->ok = xpu->ops->capture_begin(xpu) == XPI_OK;
+    a->ok = a->ok && xpu->ops->add(xpu, x, y, N) == XPI_OK;
+    a->ok = xpu->ops->capture_end(xpu, &graph) == XPI_OK && a->ok;
+  }
+  for (int it = 0; it < 20 && a->ok; it++)
+    a->ok = (a->use_graph ? xpu->ops->replay(xpu, graph) : xpu->ops->add(xpu, x, y, N)) == XPI_OK;
+  a->ok = a->ok && xpu->ops->read(xpu, h, x, N * 4) == XPI_OK;
+  if (!a->ok) snprintf(a->err, sizeof a->err, "%s", xpi_last_error());
+  for (int i = 0; i < N && a->ok; i++)
+    if (h[i] != 20.0f * (float)(a->t + 1)) {
+      snprintf(a->err, sizeof a->err, "x[%d] = %g", i, (double)h[i]);
+      a->ok = 0;
+    }
+  xpu->ops->graph_free(xpu, graph);
+  xpu->ops->free(xpu, x);
+  xpu->ops->free(xpu, y);
+  free(h);
+  return NULL;
+}
+
+static void test_threads(void) {
+  pthread_t th[4];
+  thr_arg args[4];
+  for (int t = 0; t < 4; t++) {
+    args[t] = (thr_arg){t, t % 2, 0, ""};
+    pthread_create(&th[t], NULL, thr_main, &args[t]);
+  }
+  for (int t = 0; t < 4; t++) {
+    pthread_join(th[t], NULL);
+    CHECK(args[t].ok, "thread %d (%s): %s", t, args[t].use_graph ? "graph" : "direct", args[t].err);
+  }
+}
+
 int main(void) {
   int rc = xt_open_xpu("xpu:0", &xpu);
   if (rc) return rc == 77 ? 77 : xpi_test_done();
@@ -421,6 +510,8 @@ int main(void) {
   test_sampling();
   test_convert();
   test_graph();
+  test_big_alloc();
+  test_threads();
   cpu->ops->destroy(cpu);
   xpu->ops->destroy(xpu);
   return xpi_test_done();

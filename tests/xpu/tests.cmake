@@ -1,16 +1,21 @@
 # XPU tests run through Debian's Level Zero loader on the software device (tools/zesim, target ze_zesim):
 # ZE_ENABLE_ALT_DRIVERS points the stock loader at it, ZESIM_DEVICES lists the software devices' PCI BDFs,
 # POCL_CACHE_DIR keeps PoCL's compiled kernels between runs (the first build of a module takes ~1 s).
-set(XPI_XPU_TESTS xpu/test_xpu_ops)
+set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
 foreach(t ${XPI_XPU_TESTS})
+  set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
+  if(t STREQUAL "xpu/test_xpu_fit")
+    set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
+  endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
       "ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>"
-      "ZESIM_DEVICES=0000:3a:00.0,0000:1a:00.0,0000:9a:00.0"
-      "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
+      "ZESIM_DEVICES=${devices}"
+      "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache"
+      "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp")
   else()
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
       "XPI_XPU_TEST_SKIP=the software Level Zero device (tools/zesim, target ze_zesim) is not in this tree")

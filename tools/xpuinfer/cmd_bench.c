@@ -1,4 +1,262 @@
-/* TEMPORARY placeholder until the subcommand lands. */
+/* xpuinfer bench: llama-bench-like throughput of prompt processing (ppN: one eval of N tokens) and text
+ * generation (tgN: N evals of one token), at KV depths d (d tokens already in the cache), per weight
+ * quantization, through the public API only (xpi_request_eval with fixed pseudo-random token ids).
+ *
+ * Effective bandwidth of tg = bytes read per token / seconds per token, where bytes = the matrices of all
+ * layers plus the lm_head at the weight dtype's size (bf16/f16 2, f32 4, q8 34/32, q4 18/32 bytes per
+ * weight; norms and the one embedding row are negligible) plus the K and V rows of every layer for the
+ * average context length of the test at the KV dtype's size.
+ *
+ * Depth: the cache is filled with d tokens once per (quant, depth); repetitions then run back to back, so
+ * repetition i starts i * (tokens of one repetition) later (a few percent more context to read at
+ * d = 4096, counted in the bandwidth). */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "xpuinfer: cmd_bench not implemented yet\n"); return 2; }
+
+#define MAX_LIST 16
+
+static void bench_help(FILE *f) {
+  fprintf(f,
+          "usage: xpuinfer bench -m MODEL [-p 128,512] [-n 64] [-r 3] [-d 0] [--quant bf16] [-t N] [--json]\n\n"
+          "Measures prompt processing (ppN) and generation (tgN) speed like llama-bench: median tokens/s over\n"
+          "the repetitions with min-max spread, and for tg the effective memory bandwidth (weights + KV read per\n"
+          "token / time per token).\n\n"
+          "  -m, --model PATH     model folder or Hub repo id\n"
+          "  -p, --n-prompt LIST  prompt lengths, comma separated (default 128,512; 0 for none)\n"
+          "  -n, --n-gen N        generated tokens per tg test (default 64; 0 for none)\n"
+          "  -r, --reps N         repetitions per test (default 3)\n"
+          "  -d, --depth LIST     tokens already in the KV cache, comma separated (default 0)\n"
+          "  --quant LIST         weights: bf16, f16, f32 (conversion) or q8, q4 (quantization), comma\n"
+          "                       separated (default: as stored)\n"
+          "  --kv-dtype T         KV cache dtype f32, bf16, f16 (default: the library's)\n"
+          "  -t, --threads N      CPU threads (default: all cores)\n"
+          "  --device D           cpu (default), xpu, xpu:N, auto\n"
+          "  --json               one JSON object per line per test instead of the table\n"
+          "  -h, --help           this help\n");
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int parse_list(const char *cmd, const char *opt, const char *s, long long min, long long max, long long *out,
+                      int *n) {
+  char buf[256];
+  if (strlen(s) >= sizeof buf) return cli_usage_error(cmd, "%s: list too long", opt);
+  strcpy(buf, s);
+  *n = 0;
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (*n >= MAX_LIST) return cli_usage_error(cmd, "%s: at most %d values", opt, MAX_LIST);
+    if (cli_parse_int(tok, min, max, &out[*n]))
+      return cli_usage_error(cmd, "%s: '%s' is not an integer in [%lld, %lld]", opt, tok, min, max);
+    (*n)++;
+  }
+  if (*n == 0) return cli_usage_error(cmd, "%s: empty list", opt);
+  return 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* bytes per weight of a weight-dtype name */
+static double weight_bpe(const char *dt) {
+  if (!strcmp(dt, "f32")) return 4;
+  if (!strcmp(dt, "q8")) return 34.0 / 32;
+  if (!strcmp(dt, "q4")) return 18.0 / 32;
+  return 2;
+}
+
+typedef struct {
+  xpi_model *model;
+  xpi_model_info info;
+  xpi_request *req;
+  int32_t *ids;      /* pseudo-random ids, long enough for any single eval */
+  float *logits;     /* one row */
+  size_t ids_cap;
+} bench_ctx;
+
+/* Evaluates n ids in chunks no bigger than the ids buffer (only the depth fill is that long). */
+static xpi_status eval_n(bench_ctx *b, int64_t n) {
+  while (n > 0) {
+    size_t m = (size_t)n < b->ids_cap ? (size_t)n : b->ids_cap;
+    xpi_status s = xpi_request_eval(b->req, b->ids, m, 0, b->logits, (size_t)b->info.vocab_size);
+    if (s != XPI_OK) return s;
+    n -= (int64_t)m;
+  }
+  return XPI_OK;
+}
+
+static xpi_status eval_tg(bench_ctx *b, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    xpi_status s = xpi_request_eval(b->req, b->ids + (i % (int64_t)b->ids_cap), 1, 0, b->logits,
+                                    (size_t)b->info.vocab_size);
+    if (s != XPI_OK) return s;
+  }
+  return XPI_OK;
+}
+
+int cmd_bench(int argc, char **argv) {
+  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu";
+  long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0;
+  int n_pp = 2, n_depth = 1, json = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_help(stdout); return 0; }
+    if (!strcmp(a, "--json")) { json = 1; continue; }
+    if (i + 1 >= argc) return cli_usage_error("bench", "unknown argument or missing value: '%s'", a);
+    const char *v = argv[++i];
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
+    else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { if (parse_list("bench", a, v, 0, 1 << 20, pp, &n_pp)) return 2; }
+    else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (parse_list("bench", a, v, 0, 1 << 22, depth, &n_depth)) return 2; }
+    else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
+      if (cli_parse_int(v, 0, 1 << 20, &n_gen)) return cli_usage_error("bench", "%s: '%s' is not a count", a, v);
+    } else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) {
+      if (cli_parse_int(v, 1, 1000, &reps)) return cli_usage_error("bench", "%s: '%s' is not in [1, 1000]", a, v);
+    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+      if (cli_parse_int(v, 0, 4096, &threads)) return cli_usage_error("bench", "%s: '%s' is not a thread count", a, v);
+    } else if (!strcmp(a, "--quant")) quant_arg = v;
+    else if (!strcmp(a, "--kv-dtype")) kv_dtype = v;
+    else if (!strcmp(a, "--device")) device = v;
+    else return cli_usage_error("bench", "unknown argument '%s'", a);
+  }
+  if (!model) return cli_usage_error("bench", "-m MODEL is required");
+
+  /* the --quant list; NULL entry = as stored */
+  char qbuf[256];
+  const char *quants[MAX_LIST] = {NULL};
+  int n_q = 1;
+  if (quant_arg) {
+    if (strlen(quant_arg) >= sizeof qbuf) return cli_usage_error("bench", "--quant: list too long");
+    strcpy(qbuf, quant_arg);
+    n_q = 0;
+    for (char *save = NULL, *tok = strtok_r(qbuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      if (n_q >= MAX_LIST) return cli_usage_error("bench", "--quant: at most %d values", MAX_LIST);
+      if (strcmp(tok, "bf16") && strcmp(tok, "f16") && strcmp(tok, "f32") && strcmp(tok, "q8") && strcmp(tok, "q4") &&
+          strcmp(tok, "none"))
+        return cli_usage_error("bench", "--quant: '%s' is not one of bf16, f16, f32, q8, q4, none", tok);
+      quants[n_q++] = tok;
+    }
+    if (n_q == 0) return cli_usage_error("bench", "--quant: empty list");
+  }
+  long long max_pp = 0, max_depth = 0;
+  for (int i = 0; i < n_pp; i++) if (pp[i] > max_pp) max_pp = pp[i];
+  for (int i = 0; i < n_depth; i++) if (depth[i] > max_depth) max_depth = depth[i];
+  const int shown_threads = threads > 0 ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+
+  if (!json) {
+    printf("| model | quant | size (GB) | threads | test | depth | t/s (median) | min - max | GB/s |\n");
+    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    fflush(stdout);
+  }
+  const char *mname = strrchr(model, '/') && strrchr(model, '/')[1] ? strrchr(model, '/') + 1 : model;
+  int rc = 0;
+  for (int qi = 0; qi < n_q && rc == 0; qi++) {
+    xpi_model_options o;
+    xpi_model_options_default(&o);
+    o.device = device;
+    o.n_threads = (int)threads;
+    o.kv_dtype = kv_dtype;
+    const char *q = quants[qi];
+    if (q && (!strcmp(q, "q8") || !strcmp(q, "q4"))) o.quant = q;
+    else if (q && strcmp(q, "none")) o.dtype = q;
+    bench_ctx b = {0};
+    b.info.struct_size = sizeof b.info;
+    xpi_status s = xpi_model_load(model, &o, &b.model);
+    if (s == XPI_OK) s = xpi_model_get_info(b.model, &b.info);
+    if (s != XPI_OK) { rc = cli_fail("bench", "loading the model", s); xpi_model_free(b.model); break; }
+    const xpi_model_info *in = &b.info;
+    /* every eval of a rep fits: depth + back-to-back reps of the longest test */
+    long long per_rep = max_pp > n_gen ? max_pp : n_gen;
+    long long n_ctx = max_depth + per_rep * (reps + 1) + 16;
+    if (n_ctx > in->max_position_embeddings) n_ctx = in->max_position_embeddings;
+    xpi_request_options ro;
+    xpi_request_options_default(&ro);
+    ro.n_ctx = (int32_t)n_ctx;
+    b.ids_cap = (size_t)(max_pp > 512 ? max_pp : 512);
+    b.ids = malloc(sizeof(int32_t) * b.ids_cap);
+    b.logits = malloc(sizeof(float) * (size_t)in->vocab_size);
+    if (!b.ids || !b.logits) { fprintf(stderr, "xpuinfer bench: out of memory\n"); rc = 1; }
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; b.ids && i < b.ids_cap; i++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      b.ids[i] = (int32_t)((rng >> 33) % (uint64_t)in->vocab_size);
+    }
+    if (rc == 0) {
+      s = xpi_request_create(b.model, &ro, &b.req);
+      if (s != XPI_OK) rc = cli_fail("bench", "creating a request", s);
+    }
+    /* bytes per token of the weights (see the file comment) and of one cached token's K+V over all layers */
+    const double H = in->hidden_size, qd = (double)in->n_heads * in->head_dim, kd = (double)in->n_kv_heads * in->head_dim;
+    const double layer_w = H * qd * 2 + H * kd * 2 + 3 * H * (double)in->intermediate_size;
+    const double wbytes = (layer_w * in->n_layers + (double)in->vocab_size * H) * weight_bpe(in->weight_dtype);
+    const double kv_esz = !kv_dtype || !strcmp(kv_dtype, "f32") ? 4 : 2;
+    const double kv_tok = 2.0 * in->n_layers * kd * kv_esz;
+    const char *qname = q && strcmp(q, "none") ? q : in->weight_dtype;
+
+    /* warm-up (page in the weights, start the threads), untimed */
+    if (rc == 0) {
+      s = eval_n(&b, 16);
+      if (s == XPI_OK) s = eval_tg(&b, 2);
+      if (s != XPI_OK) rc = cli_fail("bench", "warm-up", s);
+    }
+    for (int di = 0; di < n_depth && rc == 0; di++) {
+      for (int ti = 0; ti < n_pp + 1 && rc == 0; ti++) {
+        const int is_tg = ti == n_pp;
+        const long long len = is_tg ? n_gen : pp[ti];
+        if (len == 0) continue;
+        /* fill the cache to this depth (once; reps run back to back after it) */
+        xpi_request_reset(b.req);
+        s = eval_n(&b, depth[di]);
+        if (s != XPI_OK) { rc = cli_fail("bench", "filling the KV cache", s); break; }
+        double ts[1000], ctx_sum = 0;
+        for (long long r = 0; r < reps; r++) {
+          const double start_ctx = xpi_request_n_past(b.req);
+          double t0 = now_s();
+          s = is_tg ? eval_tg(&b, len) : eval_n(&b, len);
+          double t1 = now_s();
+          if (s != XPI_OK) { rc = cli_fail("bench", is_tg ? "generating" : "processing the prompt", s); break; }
+          ts[r] = (double)len / (t1 - t0);
+          ctx_sum += start_ctx + (double)len / 2;
+        }
+        if (rc) break;
+        double sorted[1000];
+        memcpy(sorted, ts, sizeof(double) * (size_t)reps);
+        qsort(sorted, (size_t)reps, sizeof(double), cmp_double);
+        const double med = reps % 2 ? sorted[reps / 2] : (sorted[reps / 2 - 1] + sorted[reps / 2]) / 2;
+        const double avg_ctx = ctx_sum / (double)reps;
+        const double gbs = is_tg ? (wbytes + kv_tok * avg_ctx) * med / 1e9 : NAN;
+        char test[32];
+        snprintf(test, sizeof test, "%s%lld", is_tg ? "tg" : "pp", len);
+        if (json) {
+          printf("{\"test\": \"%s\", \"depth\": %lld, \"quant\": \"%s\", \"threads\": %d, \"tok_s\": %.3f, "
+                 "\"tok_s_min\": %.3f, \"tok_s_max\": %.3f, \"gb_s\": ",
+                 test, depth[di], qname, shown_threads, med, sorted[0], sorted[reps - 1]);
+          if (is_tg) printf("%.3f}\n", gbs);
+          else printf("null}\n");
+        } else {
+          char gb[32] = "-";
+          if (is_tg) snprintf(gb, sizeof gb, "%.1f", gbs);
+          printf("| %s | %s | %.2f | %d | %s | %lld | %.2f | %.2f - %.2f | %s |\n", mname, qname, wbytes / 1e9,
+                 shown_threads, test, depth[di], med, sorted[0], sorted[reps - 1], gb);
+        }
+        fflush(stdout);
+      }
+    }
+    xpi_request_free(b.req);
+    xpi_model_free(b.model);
+    free(b.ids);
+    free(b.logits);
+  }
+  return rc;
+}

@@ -53,6 +53,7 @@ typedef struct zs_engine {
   cl_context ctx;
   cl_command_queue queue;
   int fp16, fp64;
+  int spirv_il; /* takes SPIR-V with clCreateProgramWithIL (Intel's runtime); else llvm-spirv -r + bitcode */
   char name[128];
 } zs_engine;
 extern zs_engine zs_cl;
@@ -93,7 +94,19 @@ typedef struct zs_kernel {
 typedef struct zs_module {
   uint32_t magic;
   cl_program prog;
+  uint32_t *spirv;        /* a copy of the module, for the argument kinds of its kernels */
+  size_t spirv_size;
+  char *names;            /* kernel names, filled at the first zeModuleGetKernelNames */
+  const char **name_ptrs;
+  uint32_t n_names;
 } zs_module;
+
+/* quals[i] for the n_args parameters of kernel in the SPIR-V module; 0 on success, -1 if it cannot tell. */
+int zs_spirv_arg_quals(const void *spirv, size_t size, const char *kernel, cl_kernel_arg_address_qualifier *quals,
+                       uint32_t n_args);
+
+/* Structural check of a SPIR-V module (magic, instruction lengths); -1 with a reason in why. */
+int zs_spirv_check(const void *spirv, size_t size, char *why, size_t cap);
 
 /* Sets every argument of a launch on the cl_kernel (zs_lock held). */
 cl_int zs_kernel_apply_args(cl_kernel k, const zs_arg *args, uint32_t n);

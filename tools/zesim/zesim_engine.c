@@ -63,32 +63,41 @@ ze_result_t zs_engine_start(char *why, size_t cap) {
     mkdirs(pc);
     setenv("POCL_CACHE_DIR", pc, 0); /* before PoCL starts: its kernel cache survives between test runs */
   }
-  const char *want = getenv("ZESIM_OPENCL_ENGINE"); /* "pocl" (default) or "intel" */
-  if (!want || !*want) want = "pocl";
+  /* ZESIM_OPENCL_ENGINE: "intel" (Intel's CPU OpenCL runtime: takes SPIR-V directly, has cl_intel_subgroups),
+   * "pocl", or unset/"auto": Intel's when its ICD is registered, else PoCL. */
+  const char *want = getenv("ZESIM_OPENCL_ENGINE");
+  if (!want || !*want) want = "auto";
   cl_platform_id plats[16];
   cl_uint np = 0;
   if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS || np == 0) {
     snprintf(why, cap, "no OpenCL platform (install pocl-opencl-icd)");
     return ZE_RESULT_ERROR_UNINITIALIZED;
   }
-  for (cl_uint i = 0; i < np && !zs_cl.device; i++) {
-    char name[256] = "";
-    clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
-    int is_pocl = strstr(name, "Portable") != NULL || strstr(name, "pocl") != NULL;
-    int is_intel = strstr(name, "Intel") != NULL;
-    if (!strcmp(want, "pocl") ? !is_pocl : !is_intel) continue;
-    cl_device_id d;
-    cl_uint nd = 0;
-    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_CPU, 1, &d, &nd) != CL_SUCCESS || nd == 0) continue;
-    cl_device_svm_capabilities svm = 0;
-    clGetDeviceInfo(d, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL);
-    if (!(svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER)) {
-      zs_debug("platform %s: no fine-grained buffer SVM, skipped", name);
-      continue;
+  const char *passes[2] = {"intel", "pocl"};
+  int first = !strcmp(want, "pocl") ? 1 : 0, last = !strcmp(want, "intel") ? 0 : 1;
+  for (int pass = first; pass <= last && !zs_cl.device; pass++) {
+    for (cl_uint i = 0; i < np && !zs_cl.device; i++) {
+      char name[256] = "";
+      clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof name, name, NULL);
+      int is_pocl = strstr(name, "Portable") != NULL || strstr(name, "pocl") != NULL;
+      int is_intel = strstr(name, "Intel") != NULL;
+      if (!strcmp(passes[pass], "pocl") ? !is_pocl : !is_intel) continue;
+      cl_device_id d;
+      cl_uint nd = 0;
+      if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_CPU, 1, &d, &nd) != CL_SUCCESS || nd == 0) continue;
+      cl_device_svm_capabilities svm = 0;
+      clGetDeviceInfo(d, CL_DEVICE_SVM_CAPABILITIES, sizeof svm, &svm, NULL);
+      if (!(svm & CL_DEVICE_SVM_FINE_GRAIN_BUFFER)) {
+        zs_debug("platform %s: no fine-grained buffer SVM, skipped", name);
+        continue;
+      }
+      zs_cl.platform = plats[i];
+      zs_cl.device = d;
+      snprintf(zs_cl.name, sizeof zs_cl.name, "%.127s", name);
+      char il[256] = "";
+      clGetDeviceInfo(d, CL_DEVICE_IL_VERSION, sizeof il, il, NULL);
+      zs_cl.spirv_il = strstr(il, "SPIR-V") != NULL;
     }
-    zs_cl.platform = plats[i];
-    zs_cl.device = d;
-    snprintf(zs_cl.name, sizeof zs_cl.name, "%s", name);
   }
   if (!zs_cl.device) {
     snprintf(why, cap, "no CPU OpenCL device with fine-grained SVM on a '%s' platform (ZESIM_OPENCL_ENGINE)", want);
@@ -107,6 +116,7 @@ ze_result_t zs_engine_start(char *why, size_t cap) {
   }
   zs_cl.fp16 = has_ext(zs_cl.device, "cl_khr_fp16");
   zs_cl.fp64 = has_ext(zs_cl.device, "cl_khr_fp64");
-  zs_debug("engine: %s (fp16 %d, fp64 %d), cache %s", zs_cl.name, zs_cl.fp16, zs_cl.fp64, g_cache);
+  zs_debug("engine: %s (fp16 %d, fp64 %d, SPIR-V %d), cache %s", zs_cl.name, zs_cl.fp16, zs_cl.fp64, zs_cl.spirv_il,
+           g_cache);
   return ZE_RESULT_SUCCESS;
 }

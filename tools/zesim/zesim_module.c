@@ -182,25 +182,32 @@ ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, con
     return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
   }
   const unsigned char *spv = desc->pInputModule;
-  if (desc->inputSize < 20 || spv[0] != 0x03 || spv[1] != 0x02 || spv[2] != 0x23 || spv[3] != 0x07) {
-    make_log(plog, "zesim: the input is not a SPIR-V module (magic 0x07230203 missing)");
+  char why[256];
+  if (zs_spirv_check(spv, desc->inputSize, why, sizeof why)) {
+    make_log(plog, why);
     return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
   }
-  char *log = NULL;
-  size_t bc_len = 0;
-  unsigned char *bc = spirv_to_bitcode(spv, desc->inputSize, &bc_len, &log);
-  if (!bc) {
-    make_log(plog, log ? log : "zesim: SPIR-V conversion failed");
-    free(log);
-    return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+  cl_int err;
+  cl_program prog;
+  if (zs_cl.spirv_il) {
+    prog = clCreateProgramWithIL(zs_cl.ctx, spv, desc->inputSize, &err);
+  } else {
+    char *log = NULL;
+    size_t bc_len = 0;
+    unsigned char *bc = spirv_to_bitcode(spv, desc->inputSize, &bc_len, &log);
+    if (!bc) {
+      make_log(plog, log ? log : "zesim: SPIR-V conversion failed");
+      free(log);
+      return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+    }
+    cl_int st;
+    const unsigned char *bins[1] = {bc};
+    prog = clCreateProgramWithBinary(zs_cl.ctx, 1, &zs_cl.device, &bc_len, bins, &st, &err);
+    free(bc);
   }
-  cl_int st, err;
-  const unsigned char *bins[1] = {bc};
-  cl_program prog = clCreateProgramWithBinary(zs_cl.ctx, 1, &zs_cl.device, &bc_len, bins, &st, &err);
-  free(bc);
   if (!prog) {
     char msg[128];
-    snprintf(msg, sizeof msg, "zesim: clCreateProgramWithBinary failed (%d)", err);
+    snprintf(msg, sizeof msg, "zesim: creating the OpenCL program failed (%d)", err);
     make_log(plog, msg);
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   }
@@ -229,6 +236,15 @@ ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, con
     clReleaseProgram(prog);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
+  m->spirv = malloc(desc->inputSize);
+  if (!m->spirv) {
+    free(m);
+    if (plog && *plog) zs_zeModuleBuildLogDestroy(*plog);
+    clReleaseProgram(prog);
+    return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+  }
+  memcpy(m->spirv, spv, desc->inputSize);
+  m->spirv_size = desc->inputSize;
   m->magic = ZS_MAGIC_MODULE;
   m->prog = prog;
   *ph = (ze_module_handle_t)m;
@@ -245,22 +261,44 @@ ze_result_t zs_zeModuleDestroy(ze_module_handle_t h) {
   if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   m->magic = 0;
   clReleaseProgram(m->prog);
+  free(m->spirv);
+  free(m->names);
+  free(m->name_ptrs);
   free(m);
   return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zs_zeModuleGetKernelNames(ze_module_handle_t h, uint32_t *pCount, const char **pNames) {
-  /* The names must outlive the call: they are kept in a per-module string (leaked with the module's life). */
   zs_module *m = mod_of(h);
   if (!m) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  size_t nk = 0;
-  clGetProgramInfo(m->prog, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL);
+  pthread_mutex_lock(&zs_lock);
+  if (!m->names) { /* "a;b;c" from OpenCL, split in place once; the pointers live as long as the module */
+    size_t len = 0;
+    clGetProgramInfo(m->prog, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len);
+    char *buf = calloc(1, len + 1);
+    const char **ptrs = calloc(len / 2 + 2, sizeof *ptrs);
+    if (!buf || !ptrs || (len && clGetProgramInfo(m->prog, CL_PROGRAM_KERNEL_NAMES, len, buf, NULL) != CL_SUCCESS)) {
+      free(buf);
+      free(ptrs);
+      pthread_mutex_unlock(&zs_lock);
+      return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    uint32_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ";", &save); t; t = strtok_r(NULL, ";", &save)) ptrs[n++] = t;
+    m->names = buf;
+    m->name_ptrs = ptrs;
+    m->n_names = n;
+  }
+  pthread_mutex_unlock(&zs_lock);
   if (*pCount == 0 || !pNames) {
-    *pCount = (uint32_t)nk;
+    *pCount = m->n_names;
     return ZE_RESULT_SUCCESS;
   }
-  return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+  if (*pCount > m->n_names) *pCount = m->n_names;
+  for (uint32_t i = 0; i < *pCount; i++) pNames[i] = m->name_ptrs[i];
+  return ZE_RESULT_SUCCESS;
 }
 
 ze_result_t zs_zeModuleGetProperties(ze_module_handle_t h, ze_module_properties_t *p) {
@@ -299,9 +337,11 @@ ze_result_t zs_zeKernelCreate(ze_module_handle_t hm, const ze_kernel_desc_t *des
     clReleaseKernel(ck);
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
-  for (cl_uint i = 0; i < na; i++)
-    if (clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof k->quals[i], &k->quals[i], NULL) != CL_SUCCESS)
-      k->quals[i] = CL_KERNEL_ARG_ADDRESS_PRIVATE;
+  /* Argument kinds from the SPIR-V; the engine's argument info (PoCL with -cl-kernel-arg-info) as a fallback. */
+  if (zs_spirv_arg_quals(m->spirv, m->spirv_size, desc->pKernelName, k->quals, na) != 0)
+    for (cl_uint i = 0; i < na; i++)
+      if (clGetKernelArgInfo(ck, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof k->quals[i], &k->quals[i], NULL) != CL_SUCCESS)
+        k->quals[i] = CL_KERNEL_ARG_ADDRESS_PRIVATE;
   size_t reqd[3] = {0, 0, 0};
   clGetKernelWorkGroupInfo(ck, zs_cl.device, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof reqd, reqd, NULL);
   memcpy(k->reqd, reqd, sizeof reqd);

@@ -46,51 +46,27 @@ static inline float ld1_f16(const void *p, int64_t i) {
 }
 
 /* ------------------------------------------------------------------ decode GEMV for f32/f16/bf16 weights */
-/* Y[t*ldy + r] = dot(W[r, :], X[t, :]) for r0 <= r < r1, t < n. ES = element size. */
+/* Y[t*ldy + r] = dot(W[r, :], X[t, :]) for r0 <= r < r1, t < n. ES = element size. One row at a time, so
+ * the weights are read as ONE sequential stream (rows are contiguous) that the hardware prefetcher follows
+ * at full speed; interleaving rows made several short streams and halved the bandwidth. */
 #define DEF_GEMV(NAME, ES, LD8, LD1)                                                                           \
   static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,     \
                    int64_t cols) {                                                                             \
     const char *base = (const char *)W;                                                                        \
-    int64_t r = r0;                                                                                            \
-    for (; r + 4 <= r1; r += 4) {                                                                              \
-      const char *w0 = base + r * cols * ES, *w1 = w0 + cols * ES, *w2 = w1 + cols * ES, *w3 = w2 + cols * ES; \
-      for (int32_t t = 0; t < n; t++) {                                                                        \
-        const float *x = X + (int64_t)t * cols;                                                                \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;       \
-        int64_t c = 0;                                                                                         \
-        for (; c + 16 <= cols; c += 16) {                                                                      \
-          __m256 x0 = _mm256_loadu_ps(x + c), x1 = _mm256_loadu_ps(x + c + 8);                                 \
-          a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), x0, a0); a1 = _mm256_fmadd_ps(LD8(w0 + (c + 8) * ES), x1, a1); \
-          b0 = _mm256_fmadd_ps(LD8(w1 + c * ES), x0, b0); b1 = _mm256_fmadd_ps(LD8(w1 + (c + 8) * ES), x1, b1); \
-          c0 = _mm256_fmadd_ps(LD8(w2 + c * ES), x0, c0); c1 = _mm256_fmadd_ps(LD8(w2 + (c + 8) * ES), x1, c1); \
-          d0 = _mm256_fmadd_ps(LD8(w3 + c * ES), x0, d0); d1 = _mm256_fmadd_ps(LD8(w3 + (c + 8) * ES), x1, d1); \
-        }                                                                                                      \
-        for (; c + 8 <= cols; c += 8) {                                                                        \
-          __m256 x0 = _mm256_loadu_ps(x + c);                                                                  \
-          a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), x0, a0); b0 = _mm256_fmadd_ps(LD8(w1 + c * ES), x0, b0);     \
-          c0 = _mm256_fmadd_ps(LD8(w2 + c * ES), x0, c0); d0 = _mm256_fmadd_ps(LD8(w3 + c * ES), x0, d0);     \
-        }                                                                                                      \
-        float s0 = hsum8(_mm256_add_ps(a0, a1)), s1 = hsum8(_mm256_add_ps(b0, b1));                            \
-        float s2 = hsum8(_mm256_add_ps(c0, c1)), s3 = hsum8(_mm256_add_ps(d0, d1));                            \
-        for (; c < cols; c++) {                                                                                \
-          s0 += LD1(w0, c) * x[c]; s1 += LD1(w1, c) * x[c]; s2 += LD1(w2, c) * x[c]; s3 += LD1(w3, c) * x[c]; \
-        }                                                                                                      \
-        float *y = Y + (int64_t)t * ldy + r;                                                                   \
-        y[0] = s0; y[1] = s1; y[2] = s2; y[3] = s3;                                                            \
-      }                                                                                                        \
-    }                                                                                                          \
-    for (; r < r1; r++) {                                                                                      \
+    for (int64_t r = r0; r < r1; r++) {                                                                        \
       const char *w0 = base + r * cols * ES;                                                                   \
       for (int32_t t = 0; t < n; t++) {                                                                        \
         const float *x = X + (int64_t)t * cols;                                                                \
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0;                                                              \
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                            \
         int64_t c = 0;                                                                                         \
-        for (; c + 16 <= cols; c += 16) {                                                                      \
+        for (; c + 32 <= cols; c += 32) {                                                                      \
           a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);                                  \
           a1 = _mm256_fmadd_ps(LD8(w0 + (c + 8) * ES), _mm256_loadu_ps(x + c + 8), a1);                        \
+          a2 = _mm256_fmadd_ps(LD8(w0 + (c + 16) * ES), _mm256_loadu_ps(x + c + 16), a2);                      \
+          a3 = _mm256_fmadd_ps(LD8(w0 + (c + 24) * ES), _mm256_loadu_ps(x + c + 24), a3);                      \
         }                                                                                                      \
         for (; c + 8 <= cols; c += 8) a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);      \
-        float s0 = hsum8(_mm256_add_ps(a0, a1));                                                               \
+        float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));                         \
         for (; c < cols; c++) s0 += LD1(w0, c) * x[c];                                                         \
         Y[(int64_t)t * ldy + r] = s0;                                                                          \
       }                                                                                                        \
@@ -98,8 +74,55 @@ static inline float ld1_f16(const void *p, int64_t i) {
   }
 
 DEF_GEMV(gemv_f32, 4, ld8_f32, ld1_f32)
-DEF_GEMV(gemv_bf16, 2, ld8_bf16, ld1_bf16)
+DEF_GEMV(gemv_bf16_plain, 2, ld8_bf16, ld1_bf16)
 DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
+
+/* bf16 decode without any lane-crossing conversion: a 32-byte load holds 16 bf16, and in 32-bit lane j the
+ * elements 2j (low half) and 2j+1 (high half). (v << 16) is then exactly element 2j as f32 and
+ * (v & 0xffff0000) element 2j+1, so x is permuted once per call into [8 even | 8 odd] per 16 columns and
+ * each 16 weights cost one load, a shift, an and and two FMAs. */
+#define EO_MAXC 4096
+static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
+                      int64_t cols) {
+  if (cols > EO_MAXC || n > XPI_CPU_GEMM_MIN_N) { gemv_bf16_plain(Y, ldy, X, n, W, r0, r1, cols); return; }
+  _Alignas(32) float xp[XPI_CPU_GEMM_MIN_N][EO_MAXC];
+  const int64_t c16 = cols & ~(int64_t)15;
+  for (int32_t t = 0; t < n; t++) {
+    const float *x = X + (int64_t)t * cols;
+    for (int64_t c = 0; c < c16; c += 16) {
+      __m256 a = _mm256_loadu_ps(x + c), b = _mm256_loadu_ps(x + c + 8);
+      __m256 e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+      __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+      _mm256_store_ps(xp[t] + c, e);
+      _mm256_store_ps(xp[t] + c + 8, o);
+    }
+  }
+  const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
+  for (int64_t r = r0; r < r1; r++) {
+    const uint16_t *w = (const uint16_t *)W + r * cols;
+    for (int32_t t = 0; t < n; t++) {
+      const float *x = xp[t];
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      int64_t c = 0;
+      for (; c + 32 <= c16; c += 32) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(w + c)), v1 = _mm256_loadu_si256((const __m256i *)(w + c + 16));
+        a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), _mm256_load_ps(x + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hi)), _mm256_load_ps(x + c + 8), a1);
+        a2 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v1, 16)), _mm256_load_ps(x + c + 16), a2);
+        a3 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v1, hi)), _mm256_load_ps(x + c + 24), a3);
+      }
+      for (; c < c16; c += 16) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(w + c));
+        a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), _mm256_load_ps(x + c), a0);
+        a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hi)), _mm256_load_ps(x + c + 8), a1);
+      }
+      float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+      const float *xo = X + (int64_t)t * cols;
+      for (; c < cols; c++) s0 += xpi_bf16_to_f32(w[c]) * xo[c];
+      Y[(int64_t)t * ldy + r] = s0;
+    }
+  }
+}
 
 /* ------------------------------------------------------------------ decode GEMV for q8/q4 weights */
 /* Activation blocks of 32 floats -> int8 (same rounding as xpi_quantize_act_scalar: x * (127/amax) rounded
@@ -142,66 +165,111 @@ void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const flo
   }
 }
 
-/* Per-block products dw[b]*dx[b] for blocks [b0, b0+cnt), cnt <= 8, into sc. */
-static inline void block_scales(float *sc, const uint16_t *dw, const float *dx, int64_t b0, int64_t cnt) {
-  if (cnt == 8) {
-    __m256 w = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dw + b0)));
-    _mm256_storeu_ps(sc, _mm256_mul_ps(w, _mm256_loadu_ps(dx + b0)));
-  } else {
-    for (int64_t k = 0; k < cnt; k++) sc[k] = _cvtsh_ss(dw[b0 + k]) * dx[b0 + k];
-  }
-}
-
 static inline __m256i q4_unpack(const uint8_t *p) {
   __m128i v = _mm_loadu_si128((const __m128i *)p);
   __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
   return _mm256_and_si256(w, _mm256_set1_epi8(0x0f));
 }
 
-/* sum over blocks [0, nb) of row(s) . activations; 2 rows at a time share the activation loads. */
-static void q_dot2(xpi_dtype dt, float *out0, float *out1, const uint8_t *q0, const uint8_t *q1, const uint16_t *d0,
-                   const uint16_t *d1, const int8_t *xq, const uint8_t *xa, const float *dx, const float *sx,
-                   int64_t nb) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
-  float corr0 = 0, corr1 = 0;
-  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  for (int64_t b8 = 0; b8 < nb; b8 += 8) {
-    const int64_t cnt = nb - b8 < 8 ? nb - b8 : 8;
-    float s0[8], s1[8];
-    block_scales(s0, d0, dx, b8, cnt);
-    if (q1) block_scales(s1, d1, dx, b8, cnt);
-    for (int64_t k = 0; k < cnt; k++) {
-      const int64_t b = b8 + k;
-      __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * XPI_QK));
-      __m256i p0, p1 = _mm256_setzero_si256();
-      if (dt == XPI_DT_Q8) {
-        __m256i ax = _mm256_loadu_si256((const __m256i *)(xa + b * XPI_QK));
-        p0 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q0 + b * bs)), x));
-        if (q1) p1 = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q1 + b * bs)), x));
-      } else { /* unsigned nibbles times signed x; the -8 offset is corrected with sx below */
-        p0 = _mm256_maddubs_epi16(q4_unpack(q0 + b * bs), x);
-        if (q1) p1 = _mm256_maddubs_epi16(q4_unpack(q1 + b * bs), x);
-      }
-      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p0, ones)), _mm256_broadcast_ss(&s0[k]), acc0);
-      if (q1)
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(p1, ones)), _mm256_broadcast_ss(&s1[k]), acc1);
-    }
-    if (dt == XPI_DT_Q4) {
-      for (int64_t k = 0; k < cnt; k++) {
-        corr0 += _cvtsh_ss(d0[b8 + k]) * sx[b8 + k];
-        if (q1) corr1 += _cvtsh_ss(d1[b8 + k]) * sx[b8 + k];
-      }
-    }
+/* int32 x8 partial sums of one block: q8 by the sign trick (|x| unsigned times w with x's sign: exact,
+ * no int16 saturation as |x|,|w| <= 127), q4 unsigned nibbles times signed x (the -8 is corrected apart). */
+static inline __m256i q8_block(const int8_t *q, const int8_t *xq, const uint8_t *xa) {
+  const __m256i x = _mm256_loadu_si256((const __m256i *)xq), ax = _mm256_loadu_si256((const __m256i *)xa);
+  const __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), x));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+static inline __m256i q4_block(const uint8_t *q, const int8_t *xq) {
+  const __m256i p = _mm256_maddubs_epi16(q4_unpack(q), _mm256_loadu_si256((const __m256i *)xq));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+/* One row over nb blocks: sum_b d[b]*dx[b]*(int dot of block b); for q4 minus 8*sum_b d[b]*sx[b].
+ * Scales are formed 8 blocks at a time (one half->f32 conversion), two accumulators hide FMA latency. */
+#define DEF_QROW(NAME, BS, BLOCK, IS_Q4)                                                                      \
+  static inline float NAME(const void *qv, const uint16_t *d, const int8_t *xq, const uint8_t *xa, const float *dx, \
+                           const float *sx, int64_t nb) {                                                     \
+    const uint8_t *q = qv;                                                                                    \
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;                                              \
+    (void)xa; (void)sx; (void)corr;                                                                           \
+    int64_t b = 0;                                                                                            \
+    for (; b + 8 <= nb; b += 8) {                                                                             \
+      _Alignas(32) float sc[8];                                                                               \
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));                           \
+      _mm256_store_ps(sc, _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b)));                                        \
+      if (IS_Q4) corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);                                   \
+      for (int k = 0; k < 8; k += 2) {                                                                        \
+        const int64_t i = b + k;                                                                              \
+        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(i)), _mm256_broadcast_ss(&sc[k]), acc0);              \
+        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(i + 1)), _mm256_broadcast_ss(&sc[k + 1]), acc1);      \
+      }                                                                                                       \
+    }                                                                                                         \
+    float tail = 0;                                                                                           \
+    for (; b < nb; b++) {                                                                                     \
+      const float dd = _cvtsh_ss(d[b]);                                                                       \
+      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(b)), _mm256_set1_ps(dd * dx[b]), acc0);                 \
+      if (IS_Q4) tail += dd * sx[b];                                                                          \
+    }                                                                                                         \
+    float r = hsum8(_mm256_add_ps(acc0, acc1));                                                               \
+    if (IS_Q4) r -= 8.0f * (hsum8(corr) + tail);                                                              \
+    return r;                                                                                                 \
   }
-  *out0 = hsum8(acc0) - 8.0f * corr0;
-  if (q1) *out1 = hsum8(acc1) - 8.0f * corr1;
+#define Q8_BLOCK(i) q8_block((const int8_t *)q + (i) * XPI_QK, xq + (i) * XPI_QK, xa + (i) * XPI_QK)
+#define Q4_BLOCK(i) q4_block(q + (i) * (XPI_QK / 2), xq + (i) * XPI_QK)
+DEF_QROW(q8_row, XPI_QK, Q8_BLOCK, 0)
+DEF_QROW(q4_row_plain, XPI_QK / 2, Q4_BLOCK, 1)
+
+/* Activations of a q4 dot in pair order: for blocks 2p, 2p+1 the 64 bytes are [2p: 0-15 | 2p+1: 0-15 |
+ * 2p: 16-31 | 2p+1: 16-31], matching one 32-byte load of two q4 blocks split into low and high nibbles. */
+static void q4_pair_order(int8_t *xp, const int8_t *xq, int64_t nb) {
+  for (int64_t p = 0; p + 1 < nb; p += 2) {
+    memcpy(xp + p * 32, xq + p * 32, 16);
+    memcpy(xp + p * 32 + 16, xq + (p + 1) * 32, 16);
+    memcpy(xp + p * 32 + 32, xq + p * 32 + 16, 16);
+    memcpy(xp + p * 32 + 48, xq + (p + 1) * 32 + 16, 16);
+  }
+}
+
+/* q4 row, two blocks per 32-byte load: low nibbles hold elements 0-15 and high nibbles 16-31 of both
+ * blocks, so lanes 0-3 of the int32 sums belong to the first block and 4-7 to the second; one conversion
+ * and one FMA with [s, s, s, s, s', s', s', s'] serve both. The two maddubs results are added in int16
+ * (each |.| <= 2*15*127, the sum fits). */
+static inline float q4_row(const void *qv, const uint16_t *d, const int8_t *xq, const int8_t *xp, const float *dx,
+                           const float *sx, int64_t nb) {
+  const uint8_t *q = qv;
+  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  const __m256i i0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), i1 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
+                i2 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5), i3 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    const __m256 sc = _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b));
+    corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);
+#define Q4_PAIR(k, idx, acc)                                                                               \
+  do {                                                                                                     \
+    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + (b + (k)) * 16));                           \
+    const int8_t *xx = xp + (b + (k)) * 32;                                                                \
+    const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)xx)); \
+    const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                  \
+                                            _mm256_loadu_si256((const __m256i *)(xx + 32)));               \
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones)),            \
+                          _mm256_permutevar8x32_ps(sc, idx), acc);                                         \
+  } while (0)
+    Q4_PAIR(0, i0, acc0);
+    Q4_PAIR(2, i1, acc1);
+    Q4_PAIR(4, i2, acc0);
+    Q4_PAIR(6, i3, acc1);
+#undef Q4_PAIR
+  }
+  float r = hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * hsum8(corr);
+  if (b < nb) r += q4_row_plain(q + b * 16, d + b, xq + b * XPI_QK, NULL, dx + b, sx + b, nb - b);
+  return r;
 }
 
 static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                    int64_t r0, int64_t r1, int64_t cols) {
   int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
-  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC];
+  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC]; /* q8: |xq|; q4: xq in pair order */
   float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
@@ -210,19 +278,18 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
   /* column chunks keep the quantized activations on the stack for any width */
   for (int64_t c0 = 0; c0 < cols; c0 += CC) {
     const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
-    for (int32_t t = 0; t < n; t++) xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
-    (void)nb;
-    int64_t r = r0;
-    for (; r < r1; r += 2) {
-      const int two = r + 1 < r1;
-      const uint8_t *q0 = qs + r * rb + cb * bs, *q1 = two ? q0 + rb : NULL;
-      const uint16_t *d0 = d + r * nb + cb, *d1 = two ? d0 + nb : NULL;
+    for (int32_t t = 0; t < n; t++) {
+      xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
+      if (dt == XPI_DT_Q4) q4_pair_order((int8_t *)xa[t], xq[t], nbc);
+    }
+    for (int64_t r = r0; r < r1; r++) {
+      const uint8_t *q = qs + r * rb + cb * bs;
+      const uint16_t *dr = d + r * nb + cb;
       for (int32_t t = 0; t < n; t++) {
-        float s0, s1 = 0;
-        q_dot2(dt, &s0, &s1, q0, q1, d0, d1, xq[t], xa[t], dx[t], sx[t], nbc);
+        const float v = dt == XPI_DT_Q8 ? q8_row(q, dr, xq[t], xa[t], dx[t], sx[t], nbc)
+                                        : q4_row(q, dr, xq[t], (const int8_t *)xa[t], dx[t], sx[t], nbc);
         float *y = Y + (int64_t)t * ldy + r;
-        if (c0 == 0) { y[0] = s0; if (two) y[1] = s1; }
-        else { y[0] += s0; if (two) y[1] += s1; }
+        *y = c0 == 0 ? v : *y + v;
       }
     }
   }

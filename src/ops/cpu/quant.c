@@ -16,6 +16,42 @@ static uint16_t f16_round_up(float s) {
   return h;
 }
 
+/* Squared error of a Q4 block quantized with scale d (quants round(x/d) clamped to [-8, 7]). */
+static float q4_sse(const float *x, float d) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  float err = 0;
+  for (int j = 0; j < XPI_QK; j++) {
+    float v = nearbyintf(x[j] * id);
+    v = v > 7 ? 7 : v < -8 ? -8 : v;
+    const float e = x[j] - d * v;
+    err += e * e;
+  }
+  return err;
+}
+
+/* Q4 scale (as a half value): the max-based scale d0 = -m/8 (rounded away from zero), or, if smaller in
+ * squared error, the least-squares scale of one of the quant grids m/(-8 + 0.25k), k in [-4, 4]. As d0 is a
+ * candidate, a block's RMS error never exceeds d0's bound (quant.h). */
+static uint16_t q4_best_scale(const float *x, float m) {
+  uint16_t best = f16_round_up(-m / 8.0f);
+  float best_err = q4_sse(x, xpi_f16_to_f32(best));
+  for (int k = -4; k <= 4; k++) {
+    const float inv = (-8.0f + 0.25f * (float)k) / m;
+    float sxl = 0, sll = 0;
+    for (int j = 0; j < XPI_QK; j++) {
+      float v = nearbyintf(x[j] * inv);
+      v = v > 7 ? 7 : v < -8 ? -8 : v;
+      sxl += x[j] * v;
+      sll += v * v;
+    }
+    if (sll == 0) continue;
+    const uint16_t h = xpi_f32_to_f16(sxl / sll);
+    const float err = q4_sse(x, xpi_f16_to_f32(h));
+    if (err < best_err) { best_err = err; best = h; }
+  }
+  return best;
+}
+
 static float load_src(const void *src, xpi_dtype dt, int64_t i) {
   switch (dt) {
     case XPI_DT_F32: { float f; memcpy(&f, (const char *)src + i * 4, 4); return f; }
@@ -48,7 +84,7 @@ xpi_status xpi_quantize_rows(xpi_dtype dt, void *qs, uint16_t *d, const void *sr
         return xpi_err(XPI_ERR_INVALID_ARGUMENT,
                        "quantize: block %lld of row %lld has |w| = %g, beyond the half-precision scale range",
                        (long long)b, (long long)r, (double)amax);
-      const uint16_t hd = f16_round_up(want);
+      const uint16_t hd = dt == XPI_DT_Q4 && amax > 0 ? q4_best_scale(blk, m) : f16_round_up(want);
       const float dd = xpi_f16_to_f32(hd), id = dd != 0.0f ? 1.0f / dd : 0.0f;
       d[r * nb + b] = hd;
       if (dt == XPI_DT_Q8) {

@@ -9,14 +9,15 @@
  *     aux = uint16 (IEEE half) d[rows][nb]
  *   Bytes per weight: Q8 34/32 = 1.0625, Q4 18/32 = 0.5625 (plus padding of the last block).
  *
- * Choice of d (rounded UP to the next half so no quant ever needs clamping beyond the stated range):
- *   Q8: d = amax/127, q = round(w/d).
- *   Q4: d = -m/8 where m is the element of largest magnitude (sign kept, as Q4_0 does), q = round(w/d)+8
- *       clamped to [0,15]: m itself maps to 0 and the 16 levels are used asymmetrically.
- * Error bounds per element, amax = max |w| over the block, h = 2^-24 (smallest half step):
- *   Q8: |w - d*q|     <= d/2,  d <= amax/127 * (1 + 2^-10) + h   (about 0.4% of amax)
- *   Q4: |w - d*(q-8)| <= |d|, and <= |d|/2 except for elements equal to -m, |d| <= amax/8 * (1 + 2^-10) + h
- *
+ * Choice of d (stored as a half):
+ *   Q8: d = amax/127 rounded UP to a half (so no quant needs clamping), q = round(w/d).
+ *   Q4: start from d0 = -m/8, m the element of largest magnitude with its sign (as Q4_0), rounded away from
+ *       zero; also try the least-squares scale of the quant grids m/(-8 + k/4), |k| <= 4, and keep the scale
+ *       with the smallest squared block error; q = clamp(round(w/d), -8, 7) + 8. Load-time only.
+ * Error bounds, amax = max |w| over the block, h = 2^-24 (smallest half step):
+ *   Q8, per element:  |w - d*q| <= d/2,   d <= amax/127 * (1 + 2^-10) + h   (about 0.4% of amax)
+ *   Q4, per block:    RMS(w - d*(q-8)) <= |d0| <= amax/8 * (1 + 2^-10) + h   (d0 is a candidate, and with it
+ *                     every element is within |d0|); typically about amax/20.
  * Matmul semantics. The reference (scalar) result is the f32 product of the DEQUANTIZED weights with the f32
  * activations; prefill kernels (n >= 4) compute exactly that. Decode kernels (n <= 3) quantize each
  * activation block to int8 once per call (dx = amax_x/127, xq = round(x/dx), |x - dx*xq| <= dx/2) and take

@@ -11,19 +11,9 @@
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
 
-static xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
-
-#define ZE_CHECK(call, what)                                                                                   \
-  do {                                                                                                       \
-    ze_result_t r_ = (call);                                                                                 \
-    if (r_ != ZE_RESULT_SUCCESS)                                                                             \
-      return xpi_err(r_ == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY ? XPI_ERR_OUT_OF_MEMORY : XPI_ERR_DEVICE,     \
-                     "%s: %s failed (%s)", be->device, what, xpu_ze_result_name(r_));                         \
-  } while (0)
-
 /* ------------------------------------------------------------------ ordering and sync */
 
-static xpi_status sync_imm(xpi_backend *be) {
+static xpi_status sync_imm_locked(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (!im->imm_pending) return XPI_OK;
   ZE_CHECK(im->ze->zeCommandListAppendSignalEvent(im->imm, im->ev), "zeCommandListAppendSignalEvent");
@@ -33,7 +23,15 @@ static xpi_status sync_imm(xpi_backend *be) {
   return XPI_OK;
 }
 
-xpi_status xpu_order_after_queue(xpi_backend *be) {
+xpi_status xpu_sync_imm(xpi_backend *be) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = sync_imm_locked(be);
+  pthread_mutex_unlock(&im->lock);
+  return s;
+}
+
+static xpi_status order_after_queue_locked(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (!im->queue_pending) return XPI_OK;
   ZE_CHECK(im->ze->zeCommandQueueSynchronize(im->queue, UINT64_MAX), "waiting for the replayed graph");
@@ -41,13 +39,25 @@ xpi_status xpu_order_after_queue(xpi_backend *be) {
   return XPI_OK;
 }
 
+xpi_status xpu_order_after_queue(xpi_backend *be) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = order_after_queue_locked(be);
+  pthread_mutex_unlock(&im->lock);
+  return s;
+}
+
 xpi_status xpu_sync(xpi_backend *be) {
-  XPI_TRY(xpu_order_after_queue(be));
-  return sync_imm(be);
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = order_after_queue_locked(be);
+  if (s == XPI_OK) s = sync_imm_locked(be);
+  pthread_mutex_unlock(&im->lock);
+  return s;
 }
 
 static xpi_status xpu_sync_op(xpi_backend *be) {
-  if (im_of(be)->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: sync while capturing a graph", be->device);
+  if (xpu_my_rec(im_of(be))) return xpi_err(XPI_ERR_INTERNAL, "%s: sync while capturing a graph", be->device);
   return xpu_sync(be);
 }
 
@@ -56,10 +66,18 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
   xpu_impl *im = im_of(be);
   xpu_device *d = im->d;
   ze_kernel_handle_t k = d->k[kid];
-  if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %d not available", be->device, (int)kid);
+  if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %s not available", be->device, xpu_kernel_name(kid));
   if (gx == 0 || gy == 0 || gz == 0) return XPI_OK; /* empty op */
-  if (!im->rec) XPI_TRY(xpu_order_after_queue(be));
-  ze_command_list_handle_t list = im->rec ? im->rec : im->imm;
+  ze_command_list_handle_t rec = xpu_my_rec(im);
+  pthread_mutex_lock(&im->lock);
+  if (!rec) {
+    xpi_status s = order_after_queue_locked(be);
+    if (s != XPI_OK) {
+      pthread_mutex_unlock(&im->lock);
+      return s;
+    }
+  }
+  ze_command_list_handle_t list = rec ? rec : im->imm;
   const xpi_ze_api *ze = im->ze;
   ze_result_t r = ZE_RESULT_SUCCESS;
   const char *what = "zeKernelSetGroupSize";
@@ -79,94 +97,11 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
     what = "zeCommandListAppendBarrier";
     r = ze->zeCommandListAppendBarrier(list, NULL, 0, NULL);
   }
+  if (r == ZE_RESULT_SUCCESS && !rec) im->imm_pending = 1;
+  pthread_mutex_unlock(&im->lock);
   if (r != ZE_RESULT_SUCCESS)
-    return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %d failed (%s)", be->device, what, (int)kid,
+    return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %s failed (%s)", be->device, what, xpu_kernel_name(kid),
                    xpu_ze_result_name(r));
-  if (!im->rec) im->imm_pending = 1;
-  return XPI_OK;
-}
-
-/* ------------------------------------------------------------------ memory */
-
-static void *xpu_alloc(xpi_backend *be, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  const xpi_device_info *info = &im->d->dev->info;
-  size_t sz = bytes ? bytes : 1;
-  ze_relaxed_allocation_limits_exp_desc_t relaxed = {.stype = ZE_STRUCTURE_TYPE_RELAXED_ALLOCATION_LIMITS_EXP_DESC,
-                                                     .flags = ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE};
-  ze_device_mem_alloc_desc_t md = {.stype = ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC};
-  if (info->max_alloc_size && sz > info->max_alloc_size) {
-    if (!im->d->relaxed_alloc) {
-      xpi_err(XPI_ERR_OUT_OF_MEMORY,
-              "%s: an allocation of %zu bytes exceeds the device's maximum allocation size of %llu bytes, and its "
-              "driver does not offer relaxed allocation limits (%s)",
-              be->device, bytes, (unsigned long long)info->max_alloc_size, ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
-      return NULL;
-    }
-    md.pNext = &relaxed;
-  }
-  void *p = NULL;
-  ze_result_t r = im->ze->zeMemAllocDevice(im->d->ctx, &md, sz, 64, im->d->dev->device, &p);
-  if (r != ZE_RESULT_SUCCESS || !p) {
-    xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: device allocation of %zu bytes failed (%s)", be->device, bytes,
-            xpu_ze_result_name(r));
-    return NULL;
-  }
-  return p;
-}
-
-static void xpu_free(xpi_backend *be, void *p) {
-  if (!p) return;
-  xpu_impl *im = im_of(be);
-  if (!im->rec) xpu_sync(be); /* memory must not be in use by pending commands; errors surface later */
-  im->ze->zeMemFree(im->d->ctx, p);
-}
-
-static xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: write while capturing a graph", be->device);
-  if (!bytes) return XPI_OK;
-  XPI_TRY(xpu_order_after_queue(be));
-  ZE_CHECK(im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL), "host-to-device copy");
-  ZE_CHECK(im->ze->zeCommandListAppendBarrier(im->imm, NULL, 0, NULL), "zeCommandListAppendBarrier");
-  im->imm_pending = 1;
-  return sync_imm(be); /* the caller may reuse src as soon as we return */
-}
-
-static xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: read while capturing a graph", be->device);
-  if (!bytes) return XPI_OK;
-  XPI_TRY(xpu_order_after_queue(be));
-  ZE_CHECK(im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL), "device-to-host copy");
-  im->imm_pending = 1;
-  return sync_imm(be);
-}
-
-xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {
-  xpu_impl *im = im_of(be);
-  if (im->scratch_bytes < bytes) {
-    size_t want = bytes + bytes / 2;
-    void *p = xpu_alloc(be, want);
-    if (!p) return XPI_ERR_OUT_OF_MEMORY;
-    if (im->scratch) {
-      if (im->rec) { /* a recording may reference the old buffer: keep it until the backend goes */
-        xpu_retired *r = malloc(sizeof *r);
-        if (!r) {
-          im->ze->zeMemFree(im->d->ctx, p);
-          return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device);
-        }
-        r->p = im->scratch;
-        r->next = im->retired;
-        im->retired = r;
-      } else {
-        xpu_free(be, im->scratch);
-      }
-    }
-    im->scratch = p;
-    im->scratch_bytes = want;
-  }
-  *out = im->scratch;
   return XPI_OK;
 }
 
@@ -180,7 +115,7 @@ static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
   if (!is_float(src_dtype) || !is_float(want))
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: weights of dtype %s -> %s are not supported (f32, f16, bf16)", be->device,
                    xpi_dtype_name(src_dtype), xpi_dtype_name(want));
-  if (im_of(be)->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: weight upload while capturing a graph", be->device);
+  if (xpu_my_rec(im_of(be))) return xpi_err(XPI_ERR_INTERNAL, "%s: weight upload while capturing a graph", be->device);
   if (rows <= 0 || cols <= 0 || rows > INT64_MAX / cols || rows * cols > (int64_t)(SIZE_MAX / 4))
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: bad weight shape [%lld, %lld]", be->device, (long long)rows,
                    (long long)cols);
@@ -260,18 +195,31 @@ static void xpu_kv_free(xpi_backend *be, xpi_kv *kv) {
 
 static xpi_status xpu_capture_begin(xpi_backend *be) {
   xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_begin while already capturing", be->device);
-  ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, .commandQueueGroupOrdinal = 0};
-  ZE_CHECK(im->ze->zeCommandListCreate(im->d->ctx, im->d->dev->device, &ld, &im->rec), "zeCommandListCreate");
+  if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_begin while already capturing", be->device);
+  pthread_mutex_lock(&im->cap_lock); /* one recording at a time; other threads' ops go on meanwhile */
+  ze_command_list_desc_t ld = {.stype = ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, .commandQueueGroupOrdinal = im->ordinal};
+  ze_command_list_handle_t list = NULL;
+  ze_result_t r = im->ze->zeCommandListCreate(im->d->ctx, im->d->dev->device, &ld, &list);
+  if (r != ZE_RESULT_SUCCESS) {
+    pthread_mutex_unlock(&im->cap_lock);
+    return xpi_err(XPI_ERR_DEVICE, "%s: zeCommandListCreate failed (%s)", be->device, xpu_ze_result_name(r));
+  }
+  pthread_mutex_lock(&im->lock);
+  im->rec_owner = pthread_self();
+  im->rec = list;
+  pthread_mutex_unlock(&im->lock);
   return XPI_OK;
 }
 
 static xpi_status xpu_capture_end(xpi_backend *be, void **graph) {
   xpu_impl *im = im_of(be);
   *graph = NULL;
-  if (!im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_end without capture_begin", be->device);
-  ze_command_list_handle_t list = im->rec;
+  ze_command_list_handle_t list = xpu_my_rec(im);
+  if (!list) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_end without capture_begin", be->device);
+  pthread_mutex_lock(&im->lock);
   im->rec = NULL;
+  pthread_mutex_unlock(&im->lock);
+  pthread_mutex_unlock(&im->cap_lock);
   ze_result_t r = im->ze->zeCommandListClose(list);
   if (r != ZE_RESULT_SUCCESS) {
     im->ze->zeCommandListDestroy(list);
@@ -283,12 +231,17 @@ static xpi_status xpu_capture_end(xpi_backend *be, void **graph) {
 
 static xpi_status xpu_replay(xpi_backend *be, void *graph) {
   xpu_impl *im = im_of(be);
-  if (im->rec) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
+  if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
   ze_command_list_handle_t list = graph;
-  XPI_TRY(sync_imm(be)); /* inputs written through the immediate list must have landed */
-  ZE_CHECK(im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL), "zeCommandQueueExecuteCommandLists");
-  im->queue_pending = 1;
-  return XPI_OK;
+  pthread_mutex_lock(&im->lock);
+  xpi_status s = sync_imm_locked(be); /* inputs written through the immediate list must have landed */
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  if (s == XPI_OK) r = im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL);
+  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) im->queue_pending = 1;
+  pthread_mutex_unlock(&im->lock);
+  if (s == XPI_OK && r != ZE_RESULT_SUCCESS)
+    s = xpi_err(XPI_ERR_DEVICE, "%s: zeCommandQueueExecuteCommandLists failed (%s)", be->device, xpu_ze_result_name(r));
+  return s;
 }
 
 static void xpu_graph_free(xpi_backend *be, void *graph) {
@@ -305,21 +258,24 @@ static void xpu_destroy(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (im) {
     const xpi_ze_api *ze = im->ze;
-    if (im->rec) ze->zeCommandListDestroy(im->rec);
+    if (im->rec) ze->zeCommandListDestroy(im->rec); /* destroyed mid-recording: the owner's error path */
     im->rec = NULL;
     if (im->imm) xpu_sync(be);
-    if (im->scratch) ze->zeMemFree(im->d->ctx, im->scratch);
+    xpu_free(be, im->scratch);
     while (im->retired) {
       xpu_retired *r = im->retired;
       im->retired = r->next;
-      ze->zeMemFree(im->d->ctx, r->p);
+      xpu_free(be, r->p);
       free(r);
     }
+    xpu_usage_release(im);
     if (im->ev) ze->zeEventDestroy(im->ev);
     if (im->evpool) ze->zeEventPoolDestroy(im->evpool);
     if (im->imm) ze->zeCommandListDestroy(im->imm);
     if (im->queue) ze->zeCommandQueueDestroy(im->queue);
     xpu_device_release(im->d);
+    pthread_mutex_destroy(&im->lock);
+    pthread_mutex_destroy(&im->cap_lock);
     free(im);
   }
   free(be);
@@ -367,6 +323,7 @@ static xpi_status xpu_init(xpi_backend *be, xpu_impl *im) {
   const xpi_ze_api *ze = im->ze;
   ze_device_handle_t dev = im->d->dev->device;
   uint32_t ord = compute_ordinal(ze, dev);
+  im->ordinal = ord;
   ze_command_queue_desc_t qd = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, .ordinal = ord,
                                 .mode = ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
                                 .priority = ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
@@ -392,12 +349,20 @@ xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **o
     free(im);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "xpu:%d: out of host memory", index);
   }
+  pthread_mutexattr_t ma;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&im->lock, &ma);
+  pthread_mutexattr_destroy(&ma);
+  pthread_mutex_init(&im->cap_lock, NULL);
   be->ops = &k_xpu_ops;
   be->impl = im;
   be->use_kernels = cfg ? cfg->use_kernels : 1;
   snprintf(be->device, sizeof be->device, "xpu:%d", index);
   xpi_status s = xpu_device_acquire(index, &im->d);
   if (s != XPI_OK) {
+    pthread_mutex_destroy(&im->lock);
+    pthread_mutex_destroy(&im->cap_lock);
     free(im);
     be->impl = NULL;
     free(be);
@@ -416,16 +381,4 @@ xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **o
 const char *xpi_xpu_tier(const xpi_backend *be) {
   const xpu_device *d = im_of(be)->d;
   return d->dpas ? "tuned+dpas" : d->tuned ? "tuned" : "portable";
-}
-
-xpi_status xpi_xpu_free_memory(int index, uint64_t *bytes) {
-  const xpi_ze_device *devs = NULL;
-  size_t n = 0;
-  *bytes = 0;
-  XPI_TRY(xpi_ze_devices(&devs, &n));
-  if (index < 0 || (size_t)index >= n) return xpi_err(XPI_ERR_DEVICE, "xpu:%d does not exist", index);
-  /* Level Zero 1.4 reports total memory only (usage needs sysman); what this process allocated is not
-   * subtracted, so the figure is the device's capacity. */
-  *bytes = devs[index].info.total_memory;
-  return XPI_OK;
 }

@@ -30,15 +30,15 @@ typedef struct xpu_device {
   const xpi_ze_api *ze;
   const xpi_ze_device *dev;
   ze_context_handle_t ctx;
-  ze_module_handle_t mod_portable, mod_tuned;
+  ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
   int dpas;              /* DPAS GEMM usable */
-  int relaxed_alloc;     /* driver supports ZE_experimental_relaxed_allocation_limits */
   pthread_mutex_t lock;
 } xpu_device;
 
 xpi_status xpu_device_acquire(int index, xpu_device **out);
+const char *xpu_kernel_name(xpu_kid kid);
 void xpu_device_release(xpu_device *d);
 
 /* Scratch buffers replaced while a recording may reference them; freed with the backend. */
@@ -51,15 +51,37 @@ typedef struct xpu_impl {
   xpu_device *d;
   const xpi_ze_api *ze;
   ze_command_queue_handle_t queue;       /* runs recorded graphs */
+  uint32_t ordinal;                      /* compute queue group */
   ze_command_list_handle_t imm;          /* immediate list: ordinary ops, copies */
-  ze_command_list_handle_t rec;          /* regular list being recorded, or NULL */
+  ze_command_list_handle_t rec;          /* regular list being recorded by rec_owner, or NULL */
+  pthread_t rec_owner;
+  pthread_mutex_t lock;                  /* recursive: one thread at a time appends, syncs, copies */
+  pthread_mutex_t cap_lock;              /* held from capture_begin to capture_end by the recording thread */
   ze_event_pool_handle_t evpool;
   ze_event_handle_t ev;                  /* host wait for the immediate list */
   int imm_pending, queue_pending;        /* unsynchronized work on either path */
+  struct xpu_usage *usage;               /* live allocations (xpu_memory.c) */
   void *scratch;                         /* eager attention scores */
   size_t scratch_bytes;
   xpu_retired *retired;
 } xpu_impl;
+
+static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
+
+/* The recording of the calling thread, or NULL: requests on other threads keep using the immediate list
+ * while one thread records. */
+static inline ze_command_list_handle_t xpu_my_rec(const xpu_impl *im) {
+  return im->rec && pthread_equal(im->rec_owner, pthread_self()) ? im->rec : NULL;
+}
+
+/* Returns from the calling function with a Level Zero failure as an xpi_status (be in scope). */
+#define ZE_CHECK(call, what)                                                                                   \
+  do {                                                                                                       \
+    ze_result_t r_ = (call);                                                                                 \
+    if (r_ != ZE_RESULT_SUCCESS)                                                                             \
+      return xpi_err(r_ == ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY ? XPI_ERR_OUT_OF_MEMORY : XPI_ERR_DEVICE,     \
+                     "%s: %s failed (%s)", be->device, what, xpu_ze_result_name(r_));                         \
+  } while (0)
 
 /* A kernel argument: size and address of the value (pointers by address of the pointer). */
 typedef struct xpu_arg {
@@ -74,9 +96,20 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
                       uint32_t lz, const xpu_arg *args, int nargs);
 /* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
 xpi_status xpu_order_after_queue(xpi_backend *be);
-/* Device memory of at least bytes for temporary results (grows; old buffers kept while recording). */
+/* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
+ * goes, as recorded graphs may reference them). */
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
 xpi_status xpu_sync(xpi_backend *be);
+xpi_status xpu_sync_imm(xpi_backend *be);
+
+/* Memory (xpu_memory.c): device allocations, counted per device so that device maps can split by free
+ * memory; copies. */
+void *xpu_alloc(xpi_backend *be, size_t bytes);
+void xpu_free(xpi_backend *be, void *p);
+xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes);
+xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes);
+/* Frees whatever the backend still holds (at destroy) and its bookkeeping. */
+void xpu_usage_release(xpu_impl *im);
 const char *xpu_ze_result_name(ze_result_t r);
 
 struct xpi_kv {

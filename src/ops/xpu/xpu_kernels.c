@@ -7,10 +7,11 @@
 #include "core/status.h"
 #include "ops/xpu/xpu_internal.h"
 #include "ops/xpu/xpu_spirv.h"
+#include "runtime/ze/ze_memory.h"
 
 static const struct {
   const char *name;
-  int tuned;
+  int tuned; /* module: 0 portable, 1 tuned, 2 dpas */
 } k_kernels[XK_COUNT] = {
   [XK_EMBED] = {"xpi_embed", 0},           [XK_ADD] = {"xpi_add", 0},
   [XK_SWIGLU] = {"xpi_swiglu", 0},         [XK_CONVERT] = {"xpi_convert", 0},
@@ -23,8 +24,10 @@ static const struct {
   [XK_EAGER] = {"xpi_attn_eager", 0},      [XK_FLASH] = {"xpi_flash_attention_2", 0},
   [XK_GEMV_SG_F32] = {"xpi_gemv_sg_f32", 1}, [XK_GEMV_SG_F16] = {"xpi_gemv_sg_f16", 1},
   [XK_GEMV_SG_BF16] = {"xpi_gemv_sg_bf16", 1}, [XK_RMSNORM_SG] = {"xpi_rmsnorm_sg", 1},
-  [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 1},
+  [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
 };
+
+const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }
 
 #define XPU_MAX_DEVICES 64
 static xpu_device *g_devs[XPU_MAX_DEVICES];
@@ -50,56 +53,17 @@ const char *xpu_ze_result_name(ze_result_t r) {
   }
 }
 
-/* Builds a module; on failure returns the driver's build log in the error message. */
-static xpi_status build_module(xpu_device *d, const unsigned char *spv, size_t size, const char *tier,
-                               ze_module_handle_t *out) {
-  const xpi_ze_api *ze = d->ze;
-  ze_module_desc_t md = {.stype = ZE_STRUCTURE_TYPE_MODULE_DESC, .format = ZE_MODULE_FORMAT_IL_SPIRV,
-                         .inputSize = size, .pInputModule = spv, .pBuildFlags = ""};
-  ze_module_build_log_handle_t log = NULL;
-  ze_result_t r = ze->zeModuleCreate(d->ctx, d->dev->device, &md, out, &log);
-  if (r == ZE_RESULT_SUCCESS) {
-    if (log) ze->zeModuleBuildLogDestroy(log);
-    return XPI_OK;
-  }
-  char text[1024] = "";
-  size_t len = sizeof text;
-  if (log) {
-    size_t need = 0;
-    if (ze->zeModuleBuildLogGetString(log, &need, NULL) == ZE_RESULT_SUCCESS && need <= sizeof text)
-      ze->zeModuleBuildLogGetString(log, &len, text);
-    ze->zeModuleBuildLogDestroy(log);
-  }
-  *out = NULL;
-  return xpi_err(XPI_ERR_DEVICE, "xpu:%d: building the %s SPIR-V module failed (%s)%s%s", d->index, tier,
-                 xpu_ze_result_name(r), text[0] ? ": " : "", text);
-}
-
 static int has_subgroup16(const xpi_device_info *info) {
   for (uint32_t i = 0; i < info->n_subgroup_sizes && i < 8; i++)
     if (info->subgroup_sizes[i] == 16) return 1;
   return 0;
 }
 
-static int driver_has_ext(const xpi_ze_api *ze, ze_driver_handle_t drv, const char *name) {
-  uint32_t n = 0;
-  if (!ze->zeDriverGetExtensionProperties || ze->zeDriverGetExtensionProperties(drv, &n, NULL) != ZE_RESULT_SUCCESS ||
-      n == 0)
-    return 0;
-  ze_driver_extension_properties_t *p = calloc(n, sizeof *p);
-  if (!p) return 0;
-  int found = 0;
-  if (ze->zeDriverGetExtensionProperties(drv, &n, p) == ZE_RESULT_SUCCESS)
-    for (uint32_t i = 0; i < n; i++)
-      if (strncmp(p[i].name, name, sizeof p[i].name) == 0) found = 1;
-  free(p);
-  return found;
-}
-
 static void device_destroy(xpu_device *d) {
   const xpi_ze_api *ze = d->ze;
   for (int i = 0; i < XK_COUNT; i++)
     if (d->k[i]) ze->zeKernelDestroy(d->k[i]);
+  if (d->mod_dpas) ze->zeModuleDestroy(d->mod_dpas);
   if (d->mod_tuned) ze->zeModuleDestroy(d->mod_tuned);
   if (d->mod_portable) ze->zeModuleDestroy(d->mod_portable);
   if (d->ctx) ze->zeContextDestroy(d->ctx);
@@ -110,7 +74,6 @@ static void device_destroy(xpu_device *d) {
 static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tuned) {
   for (int i = 0; i < XK_COUNT; i++) {
     if (k_kernels[i].tuned != tuned) continue;
-    if (tuned && i == XK_GEMM_DPAS_BF16 && !d->dpas) continue;
     ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = k_kernels[i].name};
     ze_result_t r = d->ze->zeKernelCreate(mod, &kd, &d->k[i]);
     if (r != ZE_RESULT_SUCCESS) {
@@ -120,6 +83,17 @@ static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tune
     }
   }
   return XPI_OK;
+}
+
+/* Forgets a tier that did not build: its kernels and module (the error stays recorded for the log). */
+static void drop_tier(xpu_device *d, int tier, ze_module_handle_t *mod) {
+  for (int i = 0; i < XK_COUNT; i++)
+    if (k_kernels[i].tuned == tier && d->k[i]) {
+      d->ze->zeKernelDestroy(d->k[i]);
+      d->k[i] = NULL;
+    }
+  if (*mod) d->ze->zeModuleDestroy(*mod);
+  *mod = NULL;
 }
 
 static xpi_status device_create(int index, xpu_device **out) {
@@ -144,28 +118,34 @@ static xpi_status device_create(int index, xpu_device **out) {
     device_destroy(d);
     return xpi_err(XPI_ERR_DEVICE, "xpu:%d: zeContextCreate failed (%s)", index, xpu_ze_result_name(r));
   }
-  d->relaxed_alloc = driver_has_ext(ze, d->dev->driver, ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
-  xpi_status s = build_module(d, xpi_spv_portable, xpi_spv_portable_size, "portable", &d->mod_portable);
+  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, "portable", xpi_spv_portable, xpi_spv_portable_size, NULL,
+                                          &d->mod_portable);
   if (s == XPI_OK) s = create_kernels(d, d->mod_portable, 0);
   if (s != XPI_OK) {
     device_destroy(d);
     return s;
   }
+  /* The faster tiers are optimizations: where one does not build, the tier below serves. */
   const char *tier = getenv("XPI_XPU_TIER");
-  if (has_subgroup16(&d->dev->info) && !(tier && strcmp(tier, "portable") == 0)) {
-    d->dpas = d->dev->info.has_dpas;
-    /* The tuned tier is an optimization: where it does not build, the portable kernels serve. */
-    if (build_module(d, xpi_spv_tuned, xpi_spv_tuned_size, "tuned", &d->mod_tuned) == XPI_OK &&
-        create_kernels(d, d->mod_tuned, 1) == XPI_OK) {
+  int portable_only = tier && strcmp(tier, "portable") == 0;
+  if (has_subgroup16(&d->dev->info) && !portable_only) {
+    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, NULL, &d->mod_tuned) ==
+            XPI_OK &&
+        create_kernels(d, d->mod_tuned, 1) == XPI_OK)
       d->tuned = 1;
-    } else {
+    else {
       xpi_log(2, "xpu:%d: Intel-tuned kernels unavailable (%s); using the portable tier", index, xpi_last_error());
-      for (int i = 0; i < XK_COUNT; i++)
-        if (k_kernels[i].tuned && d->k[i]) {
-          ze->zeKernelDestroy(d->k[i]);
-          d->k[i] = NULL;
-        }
-      d->dpas = 0;
+      drop_tier(d, 1, &d->mod_tuned);
+    }
+    if (d->tuned && d->dev->info.has_dpas) {
+      if (xpi_ze_module_from_spirv(d->ctx, d->dev, "dpas", xpi_spv_dpas, xpi_spv_dpas_size, NULL, &d->mod_dpas) ==
+              XPI_OK &&
+          create_kernels(d, d->mod_dpas, 2) == XPI_OK)
+        d->dpas = 1;
+      else {
+        xpi_log(2, "xpu:%d: DPAS GEMM unavailable (%s)", index, xpi_last_error());
+        drop_tier(d, 2, &d->mod_dpas);
+      }
     }
   }
   *out = d;

@@ -6,7 +6,9 @@
 
 extern const unsigned char xpi_spv_portable[]; /* kernels/portable: every op */
 extern const size_t xpi_spv_portable_size;
-extern const unsigned char xpi_spv_tuned[];    /* kernels/tuned: Intel sub-groups, block reads, DPAS */
+extern const unsigned char xpi_spv_tuned[];    /* kernels/tuned: Intel sub-groups, block reads */
 extern const size_t xpi_spv_tuned_size;
+extern const unsigned char xpi_spv_dpas[];     /* kernels/dpas: GEMM on the matrix engine */
+extern const size_t xpi_spv_dpas_size;
 
 #endif

@@ -18,6 +18,7 @@
 static xpi_ze_device g_devs[XPI_ZE_MAX_DEVICES];
 static size_t g_n;
 static char g_summary[1024];
+static int g_wrapped;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* Intel's dot-product module properties (compute-runtime's ze_intel_gpu.h, driver 24.05+; not in the spec
@@ -145,6 +146,8 @@ static void discover(void) {
     snprintf(g_summary, sizeof g_summary, "Level Zero driver enumeration failed (out of memory or zeDriverGet)");
     return;
   }
+  const char *icpt = getenv("ZE_ENABLE_LOADER_INTERCEPT");
+  g_wrapped = nd > 1 || (icpt && atoi(icpt) != 0);
   size_t n = 0;
   for (uint32_t di = 0; di < nd; di++) {
     ze_api_version_t ver = ZE_API_VERSION_1_0;
@@ -163,6 +166,7 @@ static void discover(void) {
         e->d.api_version = ver;
         e->order = n;
         xpi_ze_fill_info(ze, drivers[di], devs[i], &e->d.info, &e->pci_known, e->pci);
+        e->d.relaxed_alloc = driver_has_ext(ze, drivers[di], ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
         n++;
       }
     }
@@ -173,7 +177,7 @@ static void discover(void) {
   for (size_t i = 0; i < n; i++) {
     g_devs[i] = all[i].d;
     g_devs[i].info.index = (int)i;
-    snprintf(g_devs[i].info.id, sizeof g_devs[i].info.id, "xpu:%zu", i);
+    snprintf(g_devs[i].info.id, sizeof g_devs[i].info.id, "xpu:%u", (unsigned)i);
   }
   g_n = n;
   snprintf(g_summary, sizeof g_summary, "Level Zero: %u driver%s, %zu GPU device%s%s%s%s", nd, nd == 1 ? "" : "s", n,
@@ -193,6 +197,11 @@ xpi_status xpi_ze_devices(const xpi_ze_device **devs, size_t *n) {
 const char *xpi_ze_devices_summary(void) {
   pthread_once(&g_once, discover);
   return g_summary;
+}
+
+int xpi_ze_handles_wrapped(void) {
+  pthread_once(&g_once, discover);
+  return g_wrapped;
 }
 
 xpi_status xpi_ze_parse_device(const char *name, int *index) {

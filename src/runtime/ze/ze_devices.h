@@ -11,6 +11,7 @@ typedef struct xpi_ze_device {
   ze_device_handle_t device;
   ze_api_version_t api_version;   /* the driver's: newer entry points only when it has them */
   xpi_device_info info;
+  int relaxed_alloc;              /* the driver has ZE_experimental_relaxed_allocation_limits */
 } xpi_ze_device;
 
 /* All visible XPUs (ZE_AFFINITY_MASK / ZE_ENABLE_PCI_ID_DEVICE_ORDER / ZE_FLAT_DEVICE_HIERARCHY applied as

@@ -1,0 +1,68 @@
+/* The random-model goldens on xpu:0 through the stock loader and zesim (tolerance as in
+ * tests/model/goldens_common.h: the XPU kernels' other summation orders and f32 cos/exp stay far inside
+ * LOGIT_TOL; measured max 5e-6). */
+#pragma GCC diagnostic ignored "-Wunused-function" /* goldens_common.h's CPU-only check_model */
+#include "../model/goldens_common.h"
+
+#include <string.h>
+
+/* 77 (skipped) when the software device is not in this tree (tests.cmake sets XPI_XPU_TEST_SKIP). */
+static int load(const char *dir, const char *device, const char *map, const char *impl, xpi_model **m) {
+  const char *skip = getenv("XPI_XPU_TEST_SKIP");
+  if (skip && *skip) {
+    printf("SKIPPED: %s\n", skip);
+    return 77;
+  }
+  xpi_model_options o;
+  xpi_model_options_default(&o);
+  o.device = device;
+  o.device_map = map;
+  o.attn_implementation = impl;
+  o.n_threads = 2;
+  *m = NULL;
+  xpi_status s = xpi_model_load(dir, &o, m);
+  CHECK(s == XPI_OK, "loading %s on %s%s%s: %s", dir, device, map ? " map " : "", map ? map : "", xpi_last_error());
+  return s == XPI_OK ? 0 : 1;
+}
+
+static int goldens(void) {
+  char *path = xpi_test_strf("%s/goldens/random_models.json", xpi_test_env("XPI_TEST_DATA"));
+  cJSON *g = xpi_test_load_json(path);
+  /* every tiny model with sdpa (the default); all three attention implementations on one of them */
+  const struct { const char *name, *impl; } runs[] = {
+    {"tiny-qwen3-f32", "sdpa"}, {"tiny-qwen3-bf16", "sdpa"}, {"tiny-qwen3-bf16", "eager"},
+    {"tiny-qwen3-bf16", "flash_attention_2"}, {"tiny-llama-bf16", "sdpa"}, {"tiny-qwen2-f16", "sdpa"}};
+  int rc = 0;
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0] && rc == 0; i++) {
+    char *dir = xpi_test_strf("%s/%s", xpi_test_env("XPI_MODELS_DIR"), runs[i].name);
+    xpi_model *m = NULL;
+    rc = load(dir, "xpu:0", NULL, runs[i].impl, &m);
+    const cJSON *mj = cJSON_GetObjectItem(g, runs[i].name), *cs;
+    CHECK(mj != NULL, "model %s in random_models.json", runs[i].name);
+    if (m && mj) {
+      xpi_model_info info = {.struct_size = sizeof info};
+      CHECK_OK(xpi_model_get_info(m, &info));
+      CHECK(strcmp(info.device, "xpu:0") == 0, "model placed on %s", info.device);
+      int compared = 0, total = 0;
+      cJSON_ArrayForEach(cs, cJSON_GetObjectItem(mj, "cases")) {
+        compared += check_case(m, runs[i].name, runs[i].impl, cs->string, cs);
+        total += cJSON_GetArraySize(cJSON_GetObjectItem(cs, "greedy_new_ids"));
+      }
+      CHECK(compared > 0, "%s: no greedy id had a clear margin", runs[i].name);
+      printf("xpu:0 %s %s: max |diff| so far %.3g; greedy ids compared %d of %d\n", runs[i].name, runs[i].impl,
+             g_max_err, compared, total);
+    }
+    xpi_model_free(m);
+    free(dir);
+  }
+  printf("xpu:0 max |logit - golden|: %.3g (tolerance %.g)\n", g_max_err, LOGIT_TOL);
+  cJSON_Delete(g);
+  free(path);
+  return rc;
+}
+
+int main(void) {
+  int rc = goldens();
+  if (rc == 77) return 77;
+  return xpi_test_done();
+}
