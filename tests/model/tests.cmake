@@ -6,3 +6,7 @@ add_test(NAME model/example_simple
   COMMAND example_simple ${CMAKE_SOURCE_DIR}/examples/models/tinyfortunes "A computer" 16)
 set_tests_properties(model/example_simple PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.")
+if(TARGET ze_zesim)
+  set_tests_properties(model/test_xpu_device_map.py PROPERTIES
+    ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>")
+endif()

@@ -1,0 +1,43 @@
+"""The model graph on XPUs through the stock Level Zero loader and zesim: --device-map auto over 3 devices gives
+the tinyfortunes golden greedy ids (the residual stream crosses devices through the host), and a split whose
+share of the weights exceeds a device's memory is refused before loading, naming the device."""
+import json
+import os
+import subprocess
+import sys
+
+CLI = os.environ["XPI_CLI"]
+MODEL = os.path.join(os.environ["XPI_SOURCE_DIR"], "examples", "models", "tinyfortunes")
+GOLD = json.load(open(os.path.join(os.environ["XPI_TEST_DATA"], "goldens", "tinyfortunes.json")))["A computer"]
+failures = 0
+
+
+def run(devices, *args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZE_", "ZESIM_"))}
+    env.update({"ZE_ENABLE_ALT_DRIVERS": os.environ["XPI_ZESIM"], "ZESIM_DEVICES": devices})
+    return subprocess.run([CLI, "generate", "-m", MODEL, "-p", "A computer", "-q", "--greedy", "-n", "16", *args],
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def check(cond, msg):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL:", msg)
+
+
+THREE = "0000:3a:00.0=64M,0000:1a:00.0=64M,0000:9a:00.0=64M"
+for args in (["--device-map", "auto"], ["--device", "xpu:1"]):
+    p = run(THREE, "--json", *args)
+    check(p.returncode == 0, f"{args}: rc {p.returncode}: {p.stderr.strip()}")
+    if p.returncode == 0:
+        out = json.loads(p.stdout)
+        check(out["ids"] == GOLD["greedy_new_ids"], f"{args}: ids {out['ids']} != {GOLD['greedy_new_ids']}")
+
+# 8 MiB of bf16 weights over 3 devices of 4 MiB: the device with 2 of 4 layers cannot hold its share
+p = run("0000:3a:00.0=4M,0000:1a:00.0=4M,0000:9a:00.0=4M", "--device-map", "auto")
+lines = p.stderr.strip().splitlines()
+check(p.returncode != 0 and len(lines) == 1 and "xpu:1 has 4 MiB of memory but its 2 of 4 layers need about" in lines[0],
+      f"too small: rc {p.returncode}, stderr {p.stderr!r}")
+print("failures:", failures)
+sys.exit(1 if failures else 0)
