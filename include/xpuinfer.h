@@ -126,8 +126,10 @@ typedef struct xpi_chat_message {
   const char *role;    /* "system", "user", "assistant" */
   const char *content; /* UTF-8 */
 } xpi_chat_message;
-/* Renders a conversation with the tokenizer's chat template (Qwen ChatML, Llama 3), as transformers'
- * apply_chat_template(messages, tokenize=False, add_generation_prompt, enable_thinking). A template the
+/* Renders a conversation with the tokenizer's chat template (Qwen3 / Qwen2 ChatML, Llama 3, Llama 3.1/3.2/3.3
+ * Instruct without tools), as transformers' apply_chat_template(messages, tokenize=False, add_generation_prompt,
+ * enable_thinking). Llama 3.2 dates its system block with the current local date, as transformers does; set
+ * XPI_CHAT_DATE (e.g. "26 Jul 2024") for reproducible prompts. A template the
  * library does not know is XPI_ERR_UNSUPPORTED. Size query on text (NUL-terminated). */
 XPI_API xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n_msgs,
                                            int add_generation_prompt, int enable_thinking,

@@ -3,7 +3,9 @@
  * apply_chat_template output. The family
  * comes from tok_config.c; anything else is refused. */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/status.h"
 #include "tokenizer/tok_internal.h"
@@ -178,7 +180,21 @@ static xpi_status render_llama3(const xpi_tokenizer *t, const xpi_chat_message *
  * transformers passes no date_string), a blank line, the trimmed first system message if any; then every other
  * message as a trimmed header turn. Tool results ("tool"/"ipython") need tool calls, which the API cannot express:
  * refused rather than rendered half right. */
-static xpi_status render_llama31(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen, tok_buf *o) {
+/* The Llama 3.2 template dates its system block with strftime_now("%d %b %Y"), which transformers defines as the
+ * current local date: render the same, unless XPI_CHAT_DATE fixes it (reproducible prompts and tests). */
+static void llama32_date(char *buf, size_t cap) {
+  const char *fixed = getenv("XPI_CHAT_DATE");
+  if (fixed && *fixed) {
+    snprintf(buf, cap, "%s", fixed);
+    return;
+  }
+  time_t now = time(NULL);
+  struct tm tm;
+  if (!localtime_r(&now, &tm) || !strftime(buf, cap, "%d %b %Y", &tm)) snprintf(buf, cap, "26 Jul 2024");
+}
+
+static xpi_status render_llama31(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen,
+                                 const char *date, tok_buf *o) {
   if (!n) /* the template reads messages[0]['role']: transformers fails on an empty conversation too */
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: the Llama 3.1 chat template needs at least one message",
                    t->config_path);
@@ -198,7 +214,9 @@ static xpi_status render_llama31(const xpi_tokenizer *t, const xpi_chat_message 
   }
   xpi_status st = tok_buf_puts(o, t->bos_token ? t->bos_token : ""); /* an undefined bos_token renders empty */
   if (!st) st = tok_buf_puts(o, "<|start_header_id|>system<|end_header_id|>\n\n"
-                                "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+                                "Cutting Knowledge Date: December 2023\nToday Date: ");
+  if (!st) st = tok_buf_puts(o, date);
+  if (!st) st = tok_buf_puts(o, "\n\n");
   if (!st) st = tok_buf_put(o, sys, sl);
   if (!st) st = tok_buf_puts(o, "<|eot_id|>");
   for (size_t i = first; !st && i < n; i++) {
@@ -232,19 +250,16 @@ xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_mess
                    "tokenizer has no chat format", tok->config_path);
   if (tok->chat_family == TOK_CHAT_UNKNOWN)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"chat_template\" is not a template family libxpuinfer knows (supported: "
-                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3, Llama 3.1/3.3 Instruct)",
+                   "Qwen3 ChatML with thinking, Qwen2/Qwen2.5 ChatML, Llama 3, Llama 3.1/3.2/3.3 Instruct)",
                    tok->config_path);
-  if (tok->chat_family == TOK_CHAT_LLAMA32_DATED)
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: this is the Llama 3.2 Instruct chat template; it writes \"Today Date: \" "
-                   "with strftime_now(\"%%d %%b %%Y\"), which transformers defines as the current local date, so its "
-                   "rendering changes with the clock and time zone and cannot be reproduced exactly; libxpuinfer "
-                   "refuses it rather than guess. To chat anyway, put the Llama 3.1 template (fixed date \"26 Jul "
-                   "2024\") in chat_template.jinja next to it", tok->config_path);
+  char date[64] = "26 Jul 2024"; /* the 3.1/3.3 templates' fixed default */
+  if (tok->chat_family == TOK_CHAT_LLAMA32_DATED) llama32_date(date, sizeof date);
+  int llama31 = tok->chat_family == TOK_CHAT_LLAMA31 || tok->chat_family == TOK_CHAT_LLAMA32_DATED;
   tok_buf o = {0};
   xpi_status st = tok->chat_family == TOK_CHAT_QWEN3
                       ? render_qwen3(msgs, n_msgs, add_generation_prompt, enable_thinking, &o)
                   : tok->chat_family == TOK_CHAT_CHATML  ? render_chatml(tok, msgs, n_msgs, add_generation_prompt, &o)
-                  : tok->chat_family == TOK_CHAT_LLAMA31 ? render_llama31(tok, msgs, n_msgs, add_generation_prompt, &o)
+                  : llama31 ? render_llama31(tok, msgs, n_msgs, add_generation_prompt, date, &o)
                                                          : render_llama3(tok, msgs, n_msgs, add_generation_prompt, &o);
   if (!st) {
     *len_out = o.len;

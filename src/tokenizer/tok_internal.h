@@ -121,7 +121,7 @@ xpi_status tok_strs_add(tok_strs *s, const char *p, size_t n);
 xpi_status tok_dec_run(const tok_dec *d, tok_strs *tokens, tok_buf *out);
 
 /* LLAMA31: the Llama 3.1 / 3.3 Instruct template (dated system block, fixed default date); LLAMA32_DATED: the
- * Llama 3.2 one, whose default date is the current day (strftime_now), refused. */
+ * Llama 3.2 one, whose default date is the current day (strftime_now; XPI_CHAT_DATE overrides). */
 enum { TOK_CHAT_NONE = 0, TOK_CHAT_UNKNOWN, TOK_CHAT_QWEN3, TOK_CHAT_LLAMA3, TOK_CHAT_CHATML, TOK_CHAT_LLAMA31,
        TOK_CHAT_LLAMA32_DATED };
 

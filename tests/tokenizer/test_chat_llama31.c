@@ -1,7 +1,8 @@
 /* Llama 3.1 / 3.3 Instruct chat template (tests/data/chat_templates, the Hub's official texts): golden renders made
  * with jinja2 as transformers' apply_chat_template runs it (date_string not passed, so "26 Jul 2024"), the ids of
- * the render from Hugging Face tokenizers 0.23.2 encode(text, add_special_tokens=False), and the refusals: the
- * Llama 3.2 template (its date is the current day), tool turns, an empty conversation. */
+ * the render from Hugging Face tokenizers 0.23.2 encode(text, add_special_tokens=False), the Llama 3.2 template
+ * (dated with the current day, or XPI_CHAT_DATE), and the refusals: tool turns, an empty conversation. */
+#include <time.h>
 #include "check.h"
 
 static char *g_dir;
@@ -139,14 +140,44 @@ static void in_tokenizer_config(const char *data) {
   free(cfg_path);
 }
 
-static void llama32_refused(const char *data) {
-  xpi_tokenizer *t = load_with(data, "meta-llama-Llama-3.2-3B-Instruct.jinja");
-  if (!t) return;
-  xpi_chat_message hi = {"user", "hi"};
-  size_t len;
-  CHECK_ERR(xpi_apply_chat_template(t, &hi, 1, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "strftime_now");
-  CHECK(strstr(xpi_last_error(), "Llama 3.2") != NULL, "message does not name the template: %s", xpi_last_error());
-  xpi_tokenizer_free(t);
+/* Llama 3.2 dates its system block with the current local date (strftime_now, as transformers renders it);
+ * XPI_CHAT_DATE fixes the date. Both ways the rest must equal the Llama 3.1 render. */
+static char *render_gen(xpi_tokenizer *t, const xpi_chat_message *m, size_t n) {
+  size_t len = 0;
+  xpi_apply_chat_template(t, m, n, 1, 1, NULL, 0, &len);
+  char *buf = malloc(len + 1);
+  if (buf && xpi_apply_chat_template(t, m, n, 1, 1, buf, len + 1, &len) != XPI_OK) buf[0] = 0;
+  return buf;
+}
+
+static void llama32_dated(const char *data) {
+  xpi_tokenizer *t32 = load_with(data, "meta-llama-Llama-3.2-3B-Instruct.jinja");
+  xpi_tokenizer *t31 = load_with(data, "meta-llama-Llama-3.1-8B-Instruct.jinja");
+  if (!t32 || !t31) goto out;
+  xpi_chat_message m[2] = {{"system", "Be brief."}, {"user", "hi"}};
+  char *want31 = render_gen(t31, m, 2);
+  unsetenv("XPI_CHAT_DATE");
+  char today[64];
+  time_t now = time(NULL);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  strftime(today, sizeof today, "Today Date: %d %b %Y\n", &tm);
+  char *got = render_gen(t32, m, 2);
+  CHECK(got && strstr(got, today) != NULL, "Llama 3.2 render lacks \"%s\": %s", today, got ? got : "(null)");
+  free(got);
+  setenv("XPI_CHAT_DATE", "26 Jul 2024", 1); /* the 3.1 template's date: the whole text must then be identical */
+  got = render_gen(t32, m, 2);
+  CHECK(got && want31 && !strcmp(got, want31), "Llama 3.2 with a fixed date differs from 3.1:\n%s\n---\n%s", got, want31);
+  free(got);
+  setenv("XPI_CHAT_DATE", "02 Jan 2025", 1);
+  got = render_gen(t32, m, 2);
+  CHECK(got && strstr(got, "Today Date: 02 Jan 2025\n\nBe brief.<|eot_id|>") != NULL, "fixed date: %s", got);
+  free(got);
+  unsetenv("XPI_CHAT_DATE");
+  free(want31);
+out:
+  xpi_tokenizer_free(t32);
+  xpi_tokenizer_free(t31);
 }
 
 int main(void) {
@@ -155,7 +186,7 @@ int main(void) {
   golden(data, "meta-llama-Llama-3.1-8B-Instruct.jinja");
   golden(data, "meta-llama-Llama-3.3-70B-Instruct.jinja");
   in_tokenizer_config(data);
-  llama32_refused(data);
+  llama32_dated(data);
   const char *names[] = {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"};
   for (int i = 0; i < 3; i++) {
     char *p = xpi_test_strf("%s/%s", g_dir, names[i]);

@@ -157,9 +157,10 @@ def make_env(now):
     return env
 
 
-def run_driver(tok_dir, reqs):
+def run_driver(tok_dir, reqs, env=None):
     inp = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in reqs)
-    p = subprocess.run([DRIVER, tok_dir], input=inp.encode(), capture_output=True, timeout=120)
+    p = subprocess.run([DRIVER, tok_dir], input=inp.encode(), capture_output=True, timeout=120,
+                       env=dict(os.environ, **(env or {})))
     if p.returncode:
         sys.exit(f"tok_driver failed: {p.stderr.decode(errors='replace')}")
     lines = p.stdout.decode().split("\n")[:-1]
@@ -211,22 +212,28 @@ def check_llama31(tmp, failures):
     return compared
 
 
-def check_llama32(tmp, failures):
-    """The premise of the refusal (the rendering follows the clock under transformers), then the refusal."""
+def check_llama32(tmp, failures, rng):
+    """Llama 3.2 dates its system block with strftime_now (transformers: the current local date). With the date
+    fixed through XPI_CHAT_DATE, every conversation must render as jinja2 does at that instant; without it, the
+    render carries today's date."""
     import datetime
     d = llama_dir(tmp, LLAMA32_TEMPLATE)
     with open(os.path.join(d, "chat_template.jinja"), encoding="utf-8") as f:
-        src = f.read()
-    msgs = [{"role": "user", "content": "hi"}]
-    a = make_env(datetime.datetime(2025, 1, 2)).from_string(src).render(messages=msgs, add_generation_prompt=True,
-                                                                       bos_token="<|begin_of_text|>")
-    b = make_env(datetime.datetime(2026, 11, 29)).from_string(src).render(messages=msgs, add_generation_prompt=True,
-                                                                         bos_token="<|begin_of_text|>")
-    if "Today Date: 02 Jan 2025\n" not in a or "Today Date: 29 Nov 2026\n" not in b:
-        failures.append((LLAMA32_TEMPLATE, msgs, (a, b), "Today Date from strftime_now"))
-    got = run_driver(d, [{"chat": msgs, "gen": True}])[0]
-    if "strftime_now" not in got.get("error", ""):
-        failures.append((LLAMA32_TEMPLATE, msgs, got, "refused, naming strftime_now"))
+        tpl = make_env(datetime.datetime(2026, 11, 29)).from_string(f.read())
+    convs = [llama_conversation(rng) for _ in range(N)]
+    reqs = [{"chat": c, "gen": bool(i % 2)} for i, c in enumerate(convs)]
+    got = run_driver(d, reqs, env={"XPI_CHAT_DATE": "29 Nov 2026"})
+    for r, g in zip(reqs, got):
+        want = tpl.render(messages=r["chat"], add_generation_prompt=r["gen"], bos_token="<|begin_of_text|>")
+        text = bytes.fromhex(g["text"]).decode() if "text" in g else g
+        if text != want:
+            failures.append((LLAMA32_TEMPLATE, r, text, want))
+    today = datetime.datetime.now().strftime("Today Date: %d %b %Y\n")
+    g = run_driver(d, [{"chat": [{"role": "user", "content": "hi"}], "gen": True}])[0]
+    text = bytes.fromhex(g["text"]).decode() if "text" in g else str(g)
+    if today not in text:
+        failures.append((LLAMA32_TEMPLATE, "hi", text, today))
+    return len(reqs)
 
 
 def main():
@@ -268,7 +275,7 @@ def main():
             if text != want:
                 failures.append((name, r, text, want))
     compared += check_llama31(tmp, failures)
-    check_llama32(tmp, failures)
+    compared += check_llama32(tmp, failures, random.Random("xpi-chat-llama32"))
     shutil.rmtree(tmp, ignore_errors=True)
     print(f"compared {compared} conversations")
     for name, r, got, want in failures[:8]:
