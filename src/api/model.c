@@ -83,39 +83,7 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
 }
 
 /* device (+ device_map) -> backends and the layer split. */
-/* Bytes a tensor of count elements takes as dtype want (-1: as stored); q8/q4 approximated per element. */
-static double placed_bytes(const xpi_st_tensor *t, int want) {
-  double count = (double)t->nbytes / (double)xpi_dtype_size(t->dtype);
-  if (want < 0 || t->ndim < 2) return (double)t->nbytes;
-  if (want == XPI_DT_Q8) return count * 1.07;
-  if (want == XPI_DT_Q4) return count * 0.57;
-  return count * (double)xpi_dtype_size((xpi_dtype)want);
-}
-
-/* Refuses, before any weight is placed, a split whose share of the weights exceeds an XPU's memory. */
-static xpi_status check_fit(const xpi_model *m, int want) {
-  const xpi_ze_device *devs;
-  size_t nxpu = 0;
-  XPI_TRY(xpi_ze_devices(&devs, &nxpu));
-  double total = 0;
-  for (size_t i = 0; i < xpi_st_count(m->st); i++) total += placed_bytes(xpi_st_at(m->st, i), want);
-  for (int d = 0; d < m->n_backends; d++) {
-    int idx = -1;
-    if (strncmp(m->backends[d]->device, "xpu:", 4) || sscanf(m->backends[d]->device + 4, "%d", &idx) != 1 ||
-        idx < 0 || (size_t)idx >= nxpu || devs[idx].info.total_memory == 0)
-      continue;
-    int32_t nl = m->graph.layer_dev[d + 1] - m->graph.layer_dev[d];
-    double need = total * nl / m->cfg.n_layers, have = (double)devs[idx].info.total_memory;
-    if (need > have)
-      return xpi_err(XPI_ERR_OUT_OF_MEMORY,
-                     "%s has %.0f MiB of memory but its %d of %d layers need about %.0f MiB of weights "
-                     "(use --device-map auto over more devices, or --quant q8/q4)",
-                     m->backends[d]->device, have / 1048576.0, nl, m->cfg.n_layers, need / 1048576.0);
-  }
-  return XPI_OK;
-}
-
-static xpi_status make_backends(xpi_model *m, const xpi_model_options *o, int want) {
+static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
   double weight[XPI_MAX_BACKENDS];
   const char *dev = o->device && *o->device ? o->device : "auto";
   const char *map = o->device_map;
@@ -154,7 +122,6 @@ static xpi_status make_backends(xpi_model *m, const xpi_model_options *o, int wa
   for (int d = 0; d < m->n_backends; d++) m->graph.backends[d] = m->backends[d];
   m->graph.n_backends = m->n_backends;
   XPI_TRY(xpi_graph_split(m->cfg.n_layers, weight, m->n_backends, m->graph.layer_dev));
-  XPI_TRY(check_fit(m, want));
   /* info.device: "cpu", "xpu:0", or a range/list for a device map */
   if (m->n_backends == 1) snprintf(m->info.device, sizeof m->info.device, "%s", m->backends[0]->device);
   else if (map == list) snprintf(m->info.device, sizeof m->info.device, "xpu:0-%d", m->n_backends - 1);
@@ -200,7 +167,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   m->graph.cfg = &m->cfg;
   m->graph.attn = attn;
   m->graph.kv_dtype = kv >= 0 ? (xpi_dtype)kv : XPI_DT_F32;
-  XPI_TRY(make_backends(m, o, want));
+  XPI_TRY(make_backends(m, o));
 
   xpi_backend **layer_be = calloc((size_t)m->cfg.n_layers, sizeof *layer_be);
   if (!layer_be) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
