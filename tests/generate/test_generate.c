@@ -210,6 +210,41 @@ static void test_threads(xpi_model *m) {
   CHECK(memcmp(solo[0].out.ids, solo[1].out.ids, sizeof solo[0].out.ids) != 0, "different prompts/seeds differ");
 }
 
+/* KV cache in bf16/f16 and the unfused reference path still give the golden greedy continuation of
+ * "A computer" (its smallest golden margin is 0.11; bf16 KV rounding moves these logits by ~1e-2 at most). */
+static void test_variants(void) {
+  const int32_t want[16] = {300, 541, 258, 381, 64, 267, 259, 11, 363, 258, 346, 391, 299, 399, 13, 4093};
+  const char *kv[] = {"bf16", "f16", NULL};
+  for (int i = 0; i < 3; i++) {
+    xpi_model_options o;
+    xpi_model_options_default(&o);
+    o.device = "cpu";
+    o.kv_dtype = kv[i];
+    o.use_kernels = kv[i] != NULL;
+    xpi_model *m = NULL;
+    CHECK_OK(xpi_model_load(g_dir, &o, &m));
+    if (!m) continue;
+    xpi_request *r = NULL;
+    CHECK_OK(xpi_request_create(m, NULL, &r));
+    xpi_gen_options go;
+    xpi_gen_options_default(&go);
+    go.greedy = 1;
+    go.max_new_tokens = 20;
+    collect c = {0};
+    xpi_gen_result res = {.struct_size = sizeof res};
+    CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
+    CHECK(c.n == 16 && !memcmp(c.ids, want, sizeof want), "kv %s / use_kernels %d: greedy ids differ",
+          kv[i] ? kv[i] : "f32", o.use_kernels);
+    xpi_request_free(r);
+    xpi_model_free(m);
+  }
+  xpi_model_options o;
+  xpi_model_options_default(&o);
+  o.kv_dtype = "q8";
+  xpi_model *m = NULL;
+  CHECK_ERR(xpi_model_load(g_dir, &o, &m), XPI_ERR_INVALID_ARGUMENT, "unknown kv_dtype 'q8'");
+}
+
 int main(void) {
   g_dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   xpi_model *m = load("sdpa");
@@ -223,6 +258,7 @@ int main(void) {
     test_threads(m);
     xpi_model_free(m);
   }
+  test_variants();
   test_bad_options();
   test_shape_mismatch();
   free(g_dir);

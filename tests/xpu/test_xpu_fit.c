@@ -3,7 +3,6 @@
  * and nothing stays allocated there. */
 #include "check.h"
 #include "ops/xpu/xpu_backend.h"
-#include "runtime/ze/ze_devices.h"
 
 int main(void) {
   const char *skip = getenv("XPI_XPU_TEST_SKIP");
@@ -13,12 +12,6 @@ int main(void) {
   }
   char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   uint64_t before = 0, after = 0;
-  int idx = -1;
-  if (xpi_ze_parse_device("xpu:0", &idx) != XPI_OK && strstr(xpi_last_error(), "discovery not built yet")) {
-    printf("SKIPPED: Level Zero device discovery is still the placeholder\n"); /* TEMPORARY placeholder */
-    free(dir);
-    return 77;
-  }
   CHECK_OK(xpi_xpu_free_memory(0, &before));
   CHECK(before > 0 && before <= (8u << 20), "xpu:0 free memory %llu (want the small test device)",
         (unsigned long long)before);

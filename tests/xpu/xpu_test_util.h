@@ -21,10 +21,6 @@ static inline int xt_open_xpu(const char *device, xpi_backend **xpu) {
   }
   xpi_backend_config c = {.device = device, .n_threads = 1, .use_kernels = 1};
   xpi_status s = xpi_backend_xpu_create(&c, xpu);
-  if (s != XPI_OK && strstr(xpi_last_error(), "discovery not built yet")) { /* TEMPORARY placeholder in tree */
-    printf("SKIPPED: Level Zero device discovery is still the placeholder: %s\n", xpi_last_error());
-    return 77;
-  }
   CHECK(s == XPI_OK, "xpi_backend_xpu_create(%s): %s", device, xpi_last_error());
   return s == XPI_OK ? 0 : 1;
 }
