@@ -36,7 +36,7 @@ foreach(t ${XPI_XPU_INTEL_TESTS})
       "OCL_ICD_FILENAMES=${XPI_INTEL_OPENCL_LIBDIR}/libintelocl.so"
       "LD_LIBRARY_PATH=${XPI_INTEL_OPENCL_LIBDIR}"
       "ZESIM_CACHE_DIR=${CMAKE_BINARY_DIR}/zesim-cache"
-      "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp")
+      "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
   endif()
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};${env}" LABELS xpu_intel TIMEOUT 900
                        SKIP_RETURN_CODE 77)
@@ -50,4 +50,10 @@ set_property(TEST xpu_intel/test_xpu_intel_tier_dpas APPEND PROPERTY ENVIRONMENT
 set_tests_properties(xpu_intel/test_xpu_ops PROPERTIES FAIL_REGULAR_EXPRESSION "kernel tier: portable")
 if(TEST xpu_intel/test_xpu_model)
   set_tests_properties(xpu_intel/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu_intel;slow")
+endif()
+# zesim/test_zesim_intel (tests/zesim/tests.cmake, included after this file) runs on the same runtime: the same
+# suppressions, set once that test exists.
+if(XPI_INTEL_OPENCL_LIBDIR AND TARGET test_zesim)
+  cmake_language(DEFER CALL set_property TEST zesim/test_zesim_intel APPEND PROPERTY ENVIRONMENT
+                 "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
 endif()
