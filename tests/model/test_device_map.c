@@ -2,6 +2,7 @@
  * device_map list "cpu,cpu[,cpu]") must give logits bit-identical to the single-backend run: the same ops
  * run in the same order, only the residual stream is copied (exactly) at the boundaries. */
 #include "check.h"
+#include "model/graph.h"
 
 #define NP 5
 #define NDEC 4
@@ -49,7 +50,24 @@ static void check_model(const char *dir) {
   free(got);
 }
 
+/* Layers split in proportion to each device's weight (e.g. free memory). */
+static void test_split(void) {
+  int32_t f[5];
+  const double w1[3] = {2, 1, 1}, w2[2] = {1, 3}, w3[4] = {1, 1, 1, 1}, w4[2] = {0, 1};
+  CHECK_OK(xpi_graph_split(28, w1, 3, f));
+  CHECK(f[0] == 0 && f[1] == 14 && f[2] == 21 && f[3] == 28, "2:1:1 of 28 -> %d %d %d %d", f[0], f[1], f[2], f[3]);
+  CHECK_OK(xpi_graph_split(4, w2, 2, f));
+  CHECK(f[1] == 1 && f[2] == 4, "1:3 of 4 -> %d %d", f[1], f[2]);
+  CHECK_OK(xpi_graph_split(2, w3, 4, f));
+  CHECK(f[4] == 2 && f[1] <= f[2] && f[2] <= f[3], "more devices than layers");
+  CHECK_OK(xpi_graph_split(5, w4, 2, f));
+  CHECK(f[1] == 0 && f[2] == 5, "zero weight gets no layer");
+  const double bad[2] = {0, 0};
+  CHECK_ERR(xpi_graph_split(5, bad, 2, f), XPI_ERR_INVALID_ARGUMENT, "no device");
+}
+
 int main(void) {
+  test_split();
   const char *models = xpi_test_env("XPI_MODELS_DIR");
   char *tf = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   char *llama = xpi_test_strf("%s/tiny-llama-bf16", models); /* untied lm_head, 2 layers: one device gets none */

@@ -8,7 +8,7 @@ endif()
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
-    set(devices "0000:3a:00.0=4M") # smaller than tinyfortunes' weights
+    set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
