@@ -20,3 +20,19 @@ if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
   "$VENV/bin/pip" install -q "tokenizers==0.23.2" numpy safetensors
 # jinja2 renders the real chat templates as transformers does (tests/tokenizer/test_chat_template.py)
 "$VENV/bin/python" -c "import jinja2" 2>/dev/null || "$VENV/bin/pip" install -q jinja2
+# Intel's CPU OpenCL runtime (not a Debian package; ~0.8 GB, ~90 s to install here): zesim runs the Intel-tuned
+# kernels on it in the tests (tests/xpu_intel). Its own venv, versions pinned as tested. A failed install does not
+# fail setup: CMake then does not find it and those tests are skipped, saying why.
+IOCL_VENV="${XPI_IOCL_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv-iocl}"
+IOCL_PKGS=(intel-opencl-rt==2026.2.0 intel-cmplr-lib-rt==2026.2.0 intel-cmplr-lic-rt==2026.2.0 tbb==2023.2.0 tcmlib==1.6.0)
+iocl_ok() {
+  [ -e "$IOCL_VENV/lib/libintelocl.so" ] && [ -e "$IOCL_VENV/lib/libimf.so" ] &&
+    [ "$("$IOCL_VENV/bin/pip" freeze 2>/dev/null | grep -cxF -f <(printf '%s\n' "${IOCL_PKGS[@]}"))" = "${#IOCL_PKGS[@]}" ]
+}
+if ! iocl_ok; then
+  if ! { { [ -x "$IOCL_VENV/bin/pip" ] || /usr/bin/python3 -m venv "$IOCL_VENV"; } &&
+         "$IOCL_VENV/bin/pip" install -q --no-cache-dir "${IOCL_PKGS[@]}"; }; then
+    echo "setup.sh: WARNING: could not install Intel's CPU OpenCL runtime into $IOCL_VENV;" \
+         "the xpu_intel tests will be skipped (PoCL still runs the portable kernels)" >&2
+  fi
+fi

@@ -1,0 +1,113 @@
+/* The Intel-tuned kernel tier really runs under zesim on Intel's CPU OpenCL runtime (tests.cmake sets
+ * ZESIM_OPENCL_ENGINE=intel): the backend reports the tier named by XPI_EXPECT_TIER (PoCL cannot build the
+ * tuned module, so a silent fallback to PoCL or to the portable tier fails here), every kernel of that tier
+ * exists, the tuned kernels match the CPU scalar reference at shapes that select them, and where
+ * XPI_EXPECT_LOG is set the backend logged that text (e.g. why DPAS is unavailable on a CPU runtime). */
+#include "ops/half.h"
+#include "ops/xpu/xpu_backend.h"
+#include "ops/xpu/xpu_internal.h"
+#include "../xpu/xpu_test_util.h"
+
+/* Unit roundoff of f32: dot products of k terms in two summation orders differ by <= 2 k u sum|x w| (Higham 3.1). */
+#define U 5.96e-8f
+
+static xpi_backend *cpu, *xpu;
+static char g_log[8192];
+
+static void on_log(int level, const char *message, void *user) {
+  (void)user;
+  size_t l = strlen(g_log);
+  snprintf(g_log + l, sizeof g_log - l, "[%d] %s\n", level, message);
+}
+
+static void *host_weight(const float *v, size_t n, xpi_dtype dt) {
+  void *p = malloc(n * (dt == XPI_DT_F32 ? 4 : 2));
+  if (dt == XPI_DT_F32) memcpy(p, v, n * 4);
+  else
+    for (size_t i = 0; i < n; i++)
+      ((uint16_t *)p)[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(v[i]) : xpi_f32_to_f16(v[i]);
+  return p;
+}
+
+/* out = W x (+ bias) for one token on both backends (the XPU picks the sub-group GEMV), compared. */
+static void check_gemv(xpi_dtype dt, int rows, int cols, int bias) {
+  float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)cols), *bv = xt_randv((size_t)rows);
+  void *src = host_weight(wv, (size_t)rows * cols, dt), *bsrc = host_weight(bv, (size_t)rows, XPI_DT_F32);
+  xpi_weight wc, wx, bc, bx;
+  CHECK_OK(cpu->ops->weight_create(cpu, &wc, src, dt, rows, cols, dt));
+  CHECK_OK(xpu->ops->weight_create(xpu, &wx, src, dt, rows, cols, dt));
+  CHECK_OK(cpu->ops->weight_create(cpu, &bc, bsrc, XPI_DT_F32, 1, rows, XPI_DT_F32));
+  CHECK_OK(xpu->ops->weight_create(xpu, &bx, bsrc, XPI_DT_F32, 1, rows, XPI_DT_F32));
+  void *xc = xt_up(cpu, x, (size_t)cols * 4), *xx = xt_up(xpu, x, (size_t)cols * 4);
+  void *oc = xt_up(cpu, NULL, (size_t)rows * 4), *ox = xt_up(xpu, NULL, (size_t)rows * 4);
+  CHECK_OK(cpu->ops->matmul(cpu, oc, xc, &wc, bias ? &bc : NULL, 1));
+  CHECK_OK(xpu->ops->matmul(xpu, ox, xx, &wx, bias ? &bx : NULL, 1));
+  float *hc = malloc((size_t)rows * 4), *hx = malloc((size_t)rows * 4);
+  xt_down(cpu, hc, oc, (size_t)rows * 4);
+  xt_down(xpu, hx, ox, (size_t)rows * 4);
+  /* |x|, |w| <= 1: sum|x w| <= cols, so the two orders differ by <= 2 cols u cols (+ the bias add) */
+  char *what = xpi_test_strf("tuned gemv [%d x %d] %s bias=%d", rows, cols, xpi_dtype_name(dt), bias);
+  xt_close(what, hx, hc, (size_t)rows, 2.0f * (float)cols * U * (float)cols + 4 * U, 0);
+  free(what), free(hc), free(hx), free(wv), free(x), free(bv), free(src), free(bsrc);
+  cpu->ops->free(cpu, xc), xpu->ops->free(xpu, xx), cpu->ops->free(cpu, oc), xpu->ops->free(xpu, ox);
+  cpu->ops->weight_free(cpu, &wc), xpu->ops->weight_free(xpu, &wx);
+  cpu->ops->weight_free(cpu, &bc), xpu->ops->weight_free(xpu, &bx);
+}
+
+/* rmsnorm with residual on both backends (the XPU picks the sub-group RMSNorm), compared. */
+static void check_rmsnorm(xpi_dtype dt, int n, int d) {
+  size_t cnt = (size_t)n * d;
+  float *x = xt_randv(cnt), *r = xt_randv(cnt), *wv = xt_randv((size_t)d);
+  void *src = host_weight(wv, (size_t)d, dt);
+  xpi_weight wc, wx;
+  CHECK_OK(cpu->ops->weight_create(cpu, &wc, src, dt, 1, d, dt));
+  CHECK_OK(xpu->ops->weight_create(xpu, &wx, src, dt, 1, d, dt));
+  void *xc = xt_up(cpu, x, cnt * 4), *xx = xt_up(xpu, x, cnt * 4), *rc = xt_up(cpu, r, cnt * 4),
+       *rx = xt_up(xpu, r, cnt * 4), *oc = xt_up(cpu, NULL, cnt * 4), *ox = xt_up(xpu, NULL, cnt * 4);
+  CHECK_OK(cpu->ops->rmsnorm(cpu, oc, xc, rc, &wc, n, d, 1e-6f));
+  CHECK_OK(xpu->ops->rmsnorm(xpu, ox, xx, rx, &wx, n, d, 1e-6f));
+  float *hc = malloc(cnt * 4), *hx = malloc(cnt * 4);
+  xt_down(cpu, hc, oc, cnt * 4);
+  xt_down(xpu, hx, ox, cnt * 4);
+  /* the mean of squares summed in another order: relative error <= 2 d u of the scale factor */
+  char *what = xpi_test_strf("tuned rmsnorm n=%d d=%d %s", n, d, xpi_dtype_name(dt));
+  xt_close(what, hx, hc, cnt, 1e-6f, 2.0f * (float)d * U + 4 * U);
+  xt_down(cpu, hc, xc, cnt * 4);
+  xt_down(xpu, hx, xx, cnt * 4);
+  xt_close("tuned rmsnorm residual stream x += residual", hx, hc, cnt, 0, 0); /* one f32 add: exact */
+  free(what), free(hc), free(hx), free(x), free(r), free(wv), free(src);
+  void *bufs[3][2] = {{xc, xx}, {rc, rx}, {oc, ox}};
+  for (int i = 0; i < 3; i++) cpu->ops->free(cpu, bufs[i][0]), xpu->ops->free(xpu, bufs[i][1]);
+  cpu->ops->weight_free(cpu, &wc), xpu->ops->weight_free(xpu, &wx);
+}
+
+int main(void) {
+  const char *expect = getenv("XPI_EXPECT_TIER"), *expect_log = getenv("XPI_EXPECT_LOG");
+  xpi_set_log_callback(on_log, NULL);
+  int rc = xt_open_xpu("xpu:0", &xpu);
+  if (rc) return rc == 77 ? 77 : xpi_test_done();
+  xpi_backend_config cc = {.device = "cpu", .n_threads = 1, .use_kernels = 0}; /* the scalar reference */
+  CHECK_OK(xpi_backend_cpu_create(&cc, &cpu));
+  const char *tier = xpi_xpu_tier(xpu);
+  printf("xpu:0 kernel tier: %s (expected %s)\n", tier, expect ? expect : "tuned");
+  CHECK(strcmp(tier, expect ? expect : "tuned") == 0, "kernel tier %s, expected %s; backend log:\n%s", tier,
+        expect ? expect : "tuned", g_log);
+  if (expect_log) CHECK(strstr(g_log, expect_log) != NULL, "log lacks \"%s\"; it has:\n%s", expect_log, g_log);
+  if (*g_log) printf("backend log:\n%s", g_log);
+  const xpu_device *d = im_of(xpu)->d;
+  for (int k = XK_GEMV_SG_F32; k <= XK_RMSNORM_SG; k++)
+    CHECK(d->k[k] != NULL, "tuned kernel %s was not created", xpu_kernel_name((xpu_kid)k));
+  if (cpu && strcmp(tier, "portable") != 0) {
+    /* The host picks the sub-group GEMV for n = 1 and cols % 128 == 0: 37 rows leave a partial group of 4
+     * sub-groups; 384 columns are three block steps. */
+    static const xpi_dtype dts[3] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
+    for (int di = 0; di < 3; di++)
+      for (int bias = 0; bias < 2; bias++) check_gemv(dts[di], 37, 384, bias);
+    check_rmsnorm(XPI_DT_BF16, 3, 1000); /* d not a multiple of 16: the sub-group's tail lanes */
+    check_rmsnorm(XPI_DT_F32, 1, 16);
+  }
+  if (cpu) cpu->ops->destroy(cpu);
+  xpu->ops->destroy(xpu);
+  xpi_set_log_callback(NULL, NULL);
+  return xpi_test_done();
+}
