@@ -12,16 +12,23 @@
 
 #include "core/status.h"
 
+/* Opens path read-only and checks it is a regular file; *fd is open only on success. */
+static xpi_status open_regular(const char *path, int *fd, struct stat *st) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) return xpi_err(XPI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode)) {
+    close(*fd);
+    return xpi_err(XPI_ERR_IO, "%s: not a regular file", path);
+  }
+  return XPI_OK;
+}
+
 xpi_status xpi_read_file(const char *path, size_t max_bytes, char **out, size_t *len) {
   *out = NULL;
   *len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return xpi_err(XPI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  int fd;
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return xpi_err(XPI_ERR_IO, "%s: not a regular file", path);
-  }
+  XPI_TRY(open_regular(path, &fd, &st));
   if ((unsigned long long)st.st_size > max_bytes) {
     close(fd);
     return xpi_err(XPI_ERR_FORMAT, "%s: file is %lld bytes, more than the %zu allowed", path,
@@ -55,13 +62,9 @@ xpi_status xpi_read_file(const char *path, size_t max_bytes, char **out, size_t 
 xpi_status xpi_map_file(const char *path, xpi_mapping *m) {
   m->data = NULL;
   m->size = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return xpi_err(XPI_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  int fd;
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return xpi_err(XPI_ERR_IO, "%s: not a regular file", path);
-  }
+  XPI_TRY(open_regular(path, &fd, &st));
   if (st.st_size == 0) {
     close(fd);
     return XPI_OK;
