@@ -12,7 +12,7 @@
  * Choice of d (stored as a half):
  *   Q8: d = amax/127 rounded UP to a half (so no quant needs clamping), q = round(w/d).
  *   Q4: start from d0 = -m/8, m the element of largest magnitude with its sign (as Q4_0), rounded away from
- *       zero; also try the least-squares scale of the quant grids m/(-8 + k/4), |k| <= 4, and keep the scale
+ *       zero; also try the least-squares scale for the quants that d0 gives, and keep the scale
  *       with the smallest squared block error; q = clamp(round(w/d), -8, 7) + 8. Load-time only.
  * Error bounds, amax = max |w| over the block, h = 2^-24 (smallest half step):
  *   Q8, per element:  |w - d*q| <= d/2,   d <= amax/127 * (1 + 2^-10) + h   (about 0.4% of amax)
