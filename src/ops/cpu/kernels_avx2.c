@@ -118,7 +118,7 @@ static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const vo
       }
       float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
       const float *xo = X + (int64_t)t * cols;
-      for (; c < cols; c++) s0 += xpi_bf16_to_f32(w[c]) * xo[c];
+      for (; c < cols; c++) s0 += ld1_bf16(w, c) * xo[c]; /* rows may be unaligned (weights live in the file mapping) */
       Y[(int64_t)t * ldy + r] = s0;
     }
   }
