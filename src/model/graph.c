@@ -198,7 +198,7 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
                     L->k_norm.rows ? &L->k_norm : NULL, c->rms_norm_eps));
     XPI_TRY(o->attention(be, D->att, D->q, D->k, D->v, D->kv, l - g->layer_dev[cur], D->pos, n, hq, hk, hd, scale,
                          g->attn));
-    XPI_TRY(o->matmul(be, D->res, D->att, &L->wo, NULL, n));
+    XPI_TRY(o->matmul(be, D->res, D->att, &L->wo, L->bo.rows ? &L->bo : NULL, n));
     XPI_TRY(o->rmsnorm(be, D->h, D->x, D->res, &L->mlp_norm, n, H, c->rms_norm_eps));
     XPI_TRY(o->matmul(be, D->gate, D->h, &L->gate, NULL, n));
     XPI_TRY(o->matmul(be, D->up, D->h, &L->up, NULL, n));

@@ -42,7 +42,7 @@ static xpi_status place(const xpi_safetensors *st, xpi_backend *be, const char *
 
 static void free_layer(xpi_layer_weights *L) {
   if (!L->be) return;
-  xpi_weight *all[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv,
+  xpi_weight *all[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv, &L->bo,
                        &L->q_norm, &L->k_norm, &L->mlp_norm, &L->gate, &L->up, &L->down};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) FREE_W(L->be, *all[i]);
 }
@@ -80,6 +80,7 @@ static xpi_status load_layer(const xpi_config *c, const xpi_safetensors *st, int
     P("self_attn.k_proj.bias", 0, kd, bk);
     P("self_attn.v_proj.bias", 0, kd, bv);
   }
+  if (c->o_proj_bias) P("self_attn.o_proj.bias", 0, H, bo); /* llama/qwen3 attention_bias: o_proj has one too */
   if (c->qk_norm) {
     P("self_attn.q_norm.weight", 0, c->head_dim, q_norm);
     P("self_attn.k_norm.weight", 0, c->head_dim, k_norm);

@@ -10,6 +10,7 @@ typedef struct xpi_layer_weights {
   xpi_backend *be;                  /* where this layer runs */
   xpi_weight attn_norm, wq, wk, wv, wo;
   xpi_weight bq, bk, bv;            /* qwen2 / attention_bias; rows == 0 when absent */
+  xpi_weight bo;                    /* o_proj bias (llama/qwen3 with attention_bias); rows == 0 when absent */
   xpi_weight q_norm, k_norm;        /* qwen3; rows == 0 when absent */
   xpi_weight mlp_norm, gate, up, down;
 } xpi_layer_weights;

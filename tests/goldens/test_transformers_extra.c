@@ -1,5 +1,6 @@
 /* Configurations the shared goldens do not cover, against transformers (tests/data/goldens/extra, made by
- * tests/tools/transformers_goldens.py): Llama 3 rope scaling (rope_type "llama3") and a Mistral config.
+ * tests/tools/transformers_goldens.py): Llama 3 rope scaling (rope_type "llama3"), a Mistral config, and a Llama
+ * config with attention_bias (q/k/v and o_proj biases, stored as F32 beside bf16 weights).
  * Tolerances as in tests/model/goldens_common.h. The rope-scaled model is also loaded with its scaling removed
  * to show the golden can tell the two apart (the scaled band of frequencies moves logits well past the
  * tolerance at 64 positions). */
@@ -96,11 +97,14 @@ int main(void) {
   (void)check_model; /* shared helper for the random_models.json layout, unused here */
   const char *data = xpi_test_env("XPI_TEST_DATA");
   char *d1 = xpi_test_strf("%s/models/llama3-rope", data), *d2 = xpi_test_strf("%s/models/mistral", data);
+  char *d3 = xpi_test_strf("%s/models/llama-bias", data);
   run("llama3-rope", d1);
   run("mistral", d2);
+  run("llama-bias", d3);
   unscaled_differs(data);
   printf("max |logit - golden| over all checks: %.3g (tolerance %.g)\n", g_max_err, LOGIT_TOL);
   free(d1);
   free(d2);
+  free(d3);
   return xpi_test_done();
 }
