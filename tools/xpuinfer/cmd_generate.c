@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "download_progress.h"
 
 #define CMD "generate"
 
@@ -264,7 +265,10 @@ int cmd_generate(int argc, char **argv) {
 
   double t0 = now_s();
   xpi_model *m = NULL;
+  cli_progress bar; /* a repo id downloads on first use: same bar as `xpuinfer download` */
+  cli_progress_attach(&mo.download, &bar, o.quiet);
   xpi_status s = xpi_model_load(o.model, &mo, &m);
+  cli_progress_finish(&bar);
   if (s != XPI_OK) return cli_fail(CMD, "loading the model", s);
   if (!o.quiet) {
     xpi_model_info info = {.struct_size = sizeof info};
