@@ -72,6 +72,22 @@ static xpi_status check_options(const xpi_gen_options *o) {
   return XPI_OK;
 }
 
+/* xpi_request_eval for greedy decoding with nothing else reading the logits: the argmax runs on the backend
+ * inside the step (in the replayed XPU graph) and only the next token id comes back to the host. */
+static xpi_status eval_argmax(xpi_request *r, const int32_t *ids, size_t n, int32_t *next) {
+  int32_t V = r->model->cfg.vocab_size;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < 0 || ids[i] >= V)
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT, "token id %d at index %zu is outside the vocabulary [0, %d)", ids[i], i, V);
+  if (n > (size_t)(r->n_ctx - r->n_past))
+    return xpi_err(XPI_ERR_CONTEXT_LENGTH, "%zu tokens do not fit: %d of the context's %d are used", n, r->n_past,
+                   r->n_ctx);
+  XPI_TRY(xpi_graph_forward_argmax(&r->model->graph, r->gs, ids, (int32_t)n, r->n_past, next));
+  memcpy(r->history + r->n_past, ids, n * sizeof *ids);
+  r->n_past += (int32_t)n;
+  return XPI_OK;
+}
+
 static xpi_status run(xpi_request *r, const int32_t *prompt, size_t n_prompt, const xpi_gen_options *o,
                       xpi_token_callback cb, void *user, xpi_gen_result *res, gen_state *g) {
   const xpi_config *c = &r->model->cfg;
@@ -81,8 +97,12 @@ static xpi_status run(xpi_request *r, const int32_t *prompt, size_t n_prompt, co
   if (o->logprobs > 0 && !(g->top = malloc((size_t)o->logprobs * sizeof *g->top)))
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
 
+  /* Logprobs and the repetition penalty need the logits on the host; plain greedy needs only the argmax. */
+  int on_device = g->smp.greedy && o->logprobs == 0 && g->smp.penalty == 1.0f;
+  int32_t next = 0;
   double t0 = now_s();
-  XPI_TRY(xpi_request_eval(r, prompt, n_prompt, 0, r->logits, (size_t)V));
+  if (on_device) XPI_TRY(eval_argmax(r, prompt, n_prompt, &next));
+  else XPI_TRY(xpi_request_eval(r, prompt, n_prompt, 0, r->logits, (size_t)V));
   double t1 = now_s();
   res->prompt_seconds = t1 - t0;
   res->n_prompt_tokens = (int32_t)n_prompt;
@@ -93,7 +113,7 @@ static xpi_status run(xpi_request *r, const int32_t *prompt, size_t n_prompt, co
       ev.top = g->top;
       ev.n_top = o->logprobs < V ? o->logprobs : V;
     }
-    int32_t id = xpi_sampler_sample(&g->smp, r->logits, r->history, r->n_past);
+    int32_t id = on_device ? next : xpi_sampler_sample(&g->smp, r->logits, r->history, r->n_past);
     res->n_generated++;
     const char *piece;
     size_t plen;
@@ -121,7 +141,8 @@ static xpi_status run(xpi_request *r, const int32_t *prompt, size_t n_prompt, co
       break;
     }
     if (last) break;
-    XPI_TRY(xpi_request_eval(r, &id, 1, 0, r->logits, (size_t)V));
+    if (on_device) XPI_TRY(eval_argmax(r, &id, 1, &next));
+    else XPI_TRY(xpi_request_eval(r, &id, 1, 0, r->logits, (size_t)V));
   }
   res->generate_seconds = now_s() - t1;
   return XPI_OK;

@@ -20,6 +20,7 @@ typedef struct dev_state {
   int32_t *ids, *pos;                       /* [N_BATCH] */
   float *x, *h, *q, *k, *v, *att, *res, *gate, *up; /* activations for N_BATCH tokens */
   float *logits;                            /* [N_LOGIT_ROWS, vocab] on the last device */
+  int32_t *tok;                             /* [1] greedy token on the last device */
 } dev_state;
 
 struct xpi_graph_state {
@@ -27,7 +28,8 @@ struct xpi_graph_state {
   int n_dev;
   dev_state dev[XPI_MAX_BACKENDS];
   float *host_x;                            /* boundary copies through the host */
-  void *rec;                                /* recorded decode step (single backend with capture) */
+  void *rec[2];                             /* recorded decode steps (single backend with capture):
+                                               [0] layers only, [1] layers + lm_head + argmax */
   int rec_failed;
 };
 
@@ -98,9 +100,11 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be;
     if (!be) continue;
-    if (d == 0 && st->rec && be->ops->graph_free) be->ops->graph_free(be, st->rec);
+    for (int i = 0; i < 2; i++)
+      if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
-    void *bufs[] = {ds->ids, ds->pos, ds->x, ds->h, ds->q, ds->k, ds->v, ds->att, ds->res, ds->gate, ds->up, ds->logits};
+    void *bufs[] = {ds->ids, ds->pos, ds->x, ds->h, ds->q, ds->k, ds->v, ds->att, ds->res, ds->gate, ds->up, ds->logits,
+                    ds->tok};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
   }
@@ -143,7 +147,10 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, int32_t n_ctx, xpi_graph_s
     ds->v = balloc(be, B * K, sizeof(float), &s);
     ds->gate = balloc(be, B * I, sizeof(float), &s);
     ds->up = balloc(be, B * I, sizeof(float), &s);
-    if (d == last_dev(g)) ds->logits = balloc(be, (size_t)N_LOGIT_ROWS * (size_t)c->vocab_size, sizeof(float), &s);
+    if (d == last_dev(g)) {
+      ds->logits = balloc(be, (size_t)N_LOGIT_ROWS * (size_t)c->vocab_size, sizeof(float), &s);
+      ds->tok = balloc(be, 1, sizeof(int32_t), &s);
+    }
   }
   if (s != XPI_OK) {
     xpi_graph_state_free(st);
@@ -226,6 +233,13 @@ static xpi_status run_logits(const xpi_graph *g, xpi_graph_state *st, int32_t ro
   return XPI_OK;
 }
 
+/* tok[0] = argmax of the logits of row `row` of the last device's h (lm_head on the device, no copy). */
+static xpi_status run_argmax(const xpi_graph *g, xpi_graph_state *st, int32_t row) {
+  dev_state *D = &st->dev[last_dev(g)];
+  XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)row * g->cfg->hidden_size, &g->w->lm_head, NULL, 1));
+  return D->be->ops->argmax(D->be, D->tok, D->logits, 1, g->cfg->vocab_size);
+}
+
 static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past) {
   int32_t pos[N_BATCH];
   for (int32_t i = 0; i < n; i++) pos[i] = n_past + i;
@@ -238,12 +252,14 @@ static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const in
 }
 
 /* A decode step recorded once and replayed (single backend that can capture): positions and ids are
- * re-read from the same backend buffers on every replay. */
-static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st) {
+ * re-read from the same backend buffers on every replay. with_tok: the step also ends with lm_head and
+ * the argmax into tok (its own recording), so the greedy token needs no logits on the host. */
+static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st, int with_tok) {
   xpi_backend *be = st->dev[0].be;
-  if (!st->rec) {
+  if (!st->rec[with_tok]) {
     XPI_TRY(be->ops->capture_begin(be));
     xpi_status s = run_layers(g, st, 1, 0, 1);
+    if (s == XPI_OK && with_tok) s = run_argmax(g, st, 0);
     void *rec = NULL;
     xpi_status s2 = be->ops->capture_end(be, &rec);
     if (s != XPI_OK) {
@@ -251,13 +267,14 @@ static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st) {
       return s;
     }
     XPI_TRY(s2);
-    st->rec = rec;
+    st->rec[with_tok] = rec;
   }
-  return be->ops->replay(be, st->rec);
+  return be->ops->replay(be, st->rec[with_tok]);
 }
 
-xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
-                             int all_logits, float *logits) {
+/* The forward of xpi_graph_forward; with token, the last position's greedy id instead of host logits. */
+static xpi_status forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
+                          int all_logits, float *logits, int32_t *token) {
   if (n <= 0) return XPI_OK;
   if (n_past < 0 || n > st->n_ctx - n_past)
     return xpi_err(XPI_ERR_CONTEXT_LENGTH, "%d tokens after %d in the context exceed the context size of %d", n,
@@ -268,13 +285,29 @@ xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int3
   for (int32_t done = 0; done < n;) {
     int32_t m = n - done < N_BATCH ? n - done : N_BATCH;
     int last_chunk = done + m == n;
-    int32_t rows = !logits ? 0 : all_logits ? m : last_chunk ? 1 : 0;
+    int32_t rows = token ? last_chunk : !logits ? 0 : all_logits ? m : last_chunk ? 1 : 0;
     int32_t row0 = all_logits ? 0 : m - 1;
     XPI_TRY(write_inputs(g, st, ids + done, m, n_past + done));
-    if (m == 1 && rows == 1 && can_replay) XPI_TRY(decode_replayed(g, st));
-    else XPI_TRY(run_layers(g, st, m, row0, rows));
-    if (rows) XPI_TRY(run_logits(g, st, row0, rows, all_logits ? logits + (size_t)done * V : logits));
+    if (m == 1 && rows == 1 && can_replay) XPI_TRY(decode_replayed(g, st, token != NULL));
+    else {
+      XPI_TRY(run_layers(g, st, m, row0, rows));
+      if (rows && token) XPI_TRY(run_argmax(g, st, row0));
+    }
+    if (rows && !token) XPI_TRY(run_logits(g, st, row0, rows, all_logits ? logits + (size_t)done * V : logits));
     done += m;
   }
-  return XPI_OK;
+  if (!token) return XPI_OK;
+  dev_state *D = &st->dev[last_dev(g)];
+  return D->be->ops->read(D->be, token, D->tok, sizeof *token); /* the step's only device-to-host copy */
+}
+
+xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
+                             int all_logits, float *logits) {
+  return forward(g, st, ids, n, n_past, all_logits, logits, NULL);
+}
+
+xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
+                                    int32_t n_past, int32_t *token) {
+  if (n <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_graph_forward_argmax: no ids given");
+  return forward(g, st, ids, n, n_past, 0, NULL, token);
 }

@@ -44,4 +44,10 @@ void xpi_graph_state_free(xpi_graph_state *st);
 xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
                              int all_logits, float *logits);
 
+/* Like xpi_graph_forward, but instead of host logits: *token = argmax of the last position's logits (lowest
+ * index on ties, as the host argmax), computed on the last device inside the same step (inside the replayed
+ * decode step where there is one); only the int32 id is copied to the host. */
+xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
+                                    int32_t n_past, int32_t *token);
+
 #endif

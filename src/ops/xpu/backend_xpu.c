@@ -382,3 +382,11 @@ const char *xpi_xpu_tier(const xpi_backend *be) {
   const xpu_device *d = im_of(be)->d;
   return d->dpas ? "tuned+dpas" : d->tuned ? "tuned" : "portable";
 }
+
+uint64_t xpi_xpu_bytes_read(xpi_backend *be) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  uint64_t n = im->bytes_read;
+  pthread_mutex_unlock(&im->lock);
+  return n;
+}

@@ -20,4 +20,8 @@ xpi_status xpi_xpu_free_memory(int index, uint64_t *bytes);
  * for checks before anything is uploaded. */
 xpi_status xpi_xpu_check_fit(int index, uint64_t need, const char *what);
 
+/* Bytes copied device-to-host through read() since the backend was created (tests: the greedy decode step
+ * reads back only the token id). */
+uint64_t xpi_xpu_bytes_read(xpi_backend *be);
+
 #endif

@@ -64,6 +64,7 @@ typedef struct xpu_impl {
   void *scratch;                         /* eager attention scores */
   size_t scratch_bytes;
   xpu_retired *retired;
+  uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
 } xpu_impl;
 
 static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }

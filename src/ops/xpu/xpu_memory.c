@@ -172,6 +172,10 @@ xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) 
 }
 
 xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  im->bytes_read += bytes;
+  pthread_mutex_unlock(&im->lock);
   return copy_sync(be, dst, src, bytes, "device-to-host copy");
 }
 

@@ -1,0 +1,101 @@
+/* Greedy decoding with the argmax on the backend (generate.c's device path: greedy, no logprobs, no
+ * repetition penalty) against the host-argmax path (the same generation with logprobs = 1, which keeps the
+ * logits on the host and samples there) and the tinyfortunes goldens, token for token, on the CPU and on
+ * xpu:0 (zesim; decode steps replay the recorded XPU graph with the argmax inside it). On xpu:0 the device
+ * path reads back exactly sizeof(int32_t) bytes per step: one read for the prompt and one per decode step,
+ * counted by the XPU backend's read(); the host path reads vocab_size floats per step (the counter sees
+ * the reads at all). */
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "ops/xpu/xpu_backend.h"
+#include "xpu_load.h"
+
+typedef struct {
+  int32_t ids[64];
+  int n;
+} collected;
+static int collect(const xpi_token_event *ev, void *user) {
+  collected *c = user;
+  if (c->n < 64) c->ids[c->n++] = ev->id;
+  return 0;
+}
+
+static void greedy(xpi_model *m, const cJSON *cs, int logprobs, collected *out) {
+  const cJSON *in = cJSON_GetObjectItem(cs, "input_ids"), *want = cJSON_GetObjectItem(cs, "greedy_new_ids");
+  int32_t ids[64];
+  int n = cJSON_GetArraySize(in);
+  for (int i = 0; i < n && i < 64; i++) ids[i] = cJSON_GetArrayItem(in, i)->valueint;
+  xpi_request *r = NULL;
+  xpi_request_options ro;
+  xpi_request_options_default(&ro);
+  ro.n_ctx = 128;
+  CHECK_OK(xpi_request_create(m, &ro, &r));
+  xpi_gen_options go;
+  xpi_gen_options_default(&go);
+  go.greedy = 1;
+  go.ignore_eos = 1; /* the golden length decides */
+  go.logprobs = logprobs;
+  go.max_new_tokens = cJSON_GetArraySize(want);
+  out->n = 0;
+  xpi_gen_result res = {.struct_size = sizeof res};
+  if (r) CHECK_OK(xpi_request_generate(r, ids, (size_t)n, &go, collect, out, &res));
+  xpi_request_free(r);
+}
+
+static int same(const collected *c, const cJSON *want) {
+  int nw = cJSON_GetArraySize(want);
+  if (c->n != nw) return 0;
+  for (int i = 0; i < nw; i++)
+    if (c->ids[i] != cJSON_GetArrayItem(want, i)->valueint) return 0;
+  return 1;
+}
+
+/* Both paths on one device against the goldens; on XPU, the bytes each path reads back. */
+static void check_device(xpi_model *m, const char *device, const cJSON *g, int is_xpu) {
+  xpi_backend *be = m->backends[0];
+  int32_t V = m->cfg.vocab_size;
+  const cJSON *cs;
+  cJSON_ArrayForEach(cs, g) {
+    const cJSON *want = cJSON_GetObjectItem(cs, "greedy_new_ids");
+    uint64_t nw = (uint64_t)cJSON_GetArraySize(want);
+    collected dev = {0}, host = {0};
+    uint64_t b0 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
+    greedy(m, cs, 0, &dev);
+    uint64_t b1 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
+    greedy(m, cs, 1, &host);
+    uint64_t b2 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
+    CHECK(same(&dev, want), "%s '%s': greedy with the device argmax differs from the golden", device, cs->string);
+    CHECK(same(&host, want), "%s '%s': greedy with the host argmax differs from the golden", device, cs->string);
+    CHECK(dev.n == host.n && !memcmp(dev.ids, host.ids, (size_t)dev.n * sizeof dev.ids[0]),
+          "%s '%s': device and host argmax paths differ", device, cs->string);
+    if (is_xpu) { /* nw tokens = prompt eval + nw - 1 decode steps, one read each */
+      CHECK(b1 - b0 == nw * sizeof(int32_t), "%s '%s': device path read %llu bytes for %llu tokens, want %llu",
+            device, cs->string, (unsigned long long)(b1 - b0), (unsigned long long)nw,
+            (unsigned long long)(nw * sizeof(int32_t)));
+      CHECK(b2 - b1 == nw * (uint64_t)V * sizeof(float), "%s '%s': host path read %llu bytes, want %llu", device,
+            cs->string, (unsigned long long)(b2 - b1), (unsigned long long)(nw * (uint64_t)V * sizeof(float)));
+    }
+  }
+}
+
+int main(void) {
+  char *path = xpi_test_strf("%s/goldens/tinyfortunes.json", xpi_test_env("XPI_TEST_DATA"));
+  char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
+  cJSON *g = xpi_test_load_json(path);
+  xpi_model *cpu = NULL, *xpu = NULL;
+  xpi_model_options o;
+  xpi_model_options_default(&o);
+  o.device = "cpu";
+  o.n_threads = 2;
+  CHECK_OK(xpi_model_load(dir, &o, &cpu));
+  if (cpu) check_device(cpu, "cpu", g, 0);
+  xpi_model_free(cpu);
+  int rc = load(dir, "xpu:0", NULL, "sdpa", &xpu); /* 77: no software device in this tree, CPU part only */
+  if (xpu) check_device(xpu, "xpu:0", g, 1);
+  xpi_model_free(xpu);
+  cJSON_Delete(g);
+  free(dir), free(path);
+  int failed = xpi_test_done();
+  return failed ? failed : rc == 77 ? 77 : 0;
+}
