@@ -30,18 +30,6 @@ static cpu_impl *impl_of(xpi_backend *be) { return (cpu_impl *)be->impl; }
 
 /* ------------------------------------------------------------------ helpers */
 
-static float load_elem(const void *p, xpi_dtype dt, int64_t i) {
-  const unsigned char *b = (const unsigned char *)p;
-  if (dt == XPI_DT_F32) {
-    float f;
-    memcpy(&f, b + 4 * i, 4);
-    return f;
-  }
-  uint16_t h;
-  memcpy(&h, b + 2 * i, 2);
-  return dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h) : xpi_f16_to_f32(h);
-}
-
 static void store_elems(void *dst, xpi_dtype dt, const float *src, int64_t n) {
   if (dt == XPI_DT_F32) {
     memcpy(dst, src, (size_t)n * 4);
@@ -56,7 +44,7 @@ static void load_elems(float *dst, const void *src, xpi_dtype dt, int64_t n) {
     memcpy(dst, src, (size_t)n * 4);
     return;
   }
-  for (int64_t i = 0; i < n; i++) dst[i] = load_elem(src, dt, i);
+  for (int64_t i = 0; i < n; i++) dst[i] = xpi_cpu_load_elem(src, dt, i);
 }
 
 static int is_float_dtype(xpi_dtype dt) { return dt == XPI_DT_F32 || dt == XPI_DT_F16 || dt == XPI_DT_BF16; }
@@ -261,7 +249,7 @@ static xpi_status cpu_matmul(xpi_backend *be, float *out, const float *in, const
   xpi_pool_run(impl_of(be)->pool, mm_run, &j);
   if (bias)
     for (int32_t t = 0; t < n; t++)
-      for (int64_t r = 0; r < w->rows; r++) out[t * w->rows + r] += load_elem(bias->data, bias->dtype, r);
+      for (int64_t r = 0; r < w->rows; r++) out[t * w->rows + r] += xpi_cpu_load_elem(bias->data, bias->dtype, r);
   return XPI_OK;
 }
 

@@ -5,6 +5,8 @@
 #define XPI_CPU_KERNELS_H
 
 #include <stdint.h>
+#include <string.h>
+#include "ops/half.h"
 #include "ops/ops.h"
 
 /* Matrix product over a slice of weight rows:
@@ -24,6 +26,19 @@ typedef struct xpi_cpu_kernels {
   void (*rmsnorm_row)(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps);
   void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
 } xpi_cpu_kernels;
+
+/* Element i of an f32/bf16/f16 array as f32; the pointer may be unaligned (weights live in the file mapping). */
+static inline float xpi_cpu_load_elem(const void *p, xpi_dtype dt, int64_t i) {
+  const unsigned char *b = (const unsigned char *)p;
+  if (dt == XPI_DT_F32) {
+    float f;
+    memcpy(&f, b + 4 * i, 4);
+    return f;
+  }
+  uint16_t h;
+  memcpy(&h, b + 2 * i, 2);
+  return dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h) : xpi_f16_to_f32(h);
+}
 
 const xpi_cpu_kernels *xpi_cpu_kernels_scalar(void);
 /* The fastest table this CPU supports (XPI_CPU_ISA=scalar|avx2|avx512 overrides, for tests and benchmarks). */

@@ -39,18 +39,6 @@ static void row_to_f32(float *dst, const unsigned char *src, xpi_dtype dt, int64
   }
 }
 
-static float load_w(const void *w, xpi_dtype dt, int64_t i) {
-  const unsigned char *p = (const unsigned char *)w;
-  if (dt == XPI_DT_F32) {
-    float f;
-    memcpy(&f, p + 4 * i, 4);
-    return f;
-  }
-  uint16_t h;
-  memcpy(&h, p + 2 * i, 2);
-  return dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h) : xpi_f16_to_f32(h);
-}
-
 /* Y[t, r] for the row range. Each weight row is converted to f32 once and reused for all n tokens.
  * Unaligned inputs are copied first; if a scratch allocation fails (the kernel cannot report it) the
  * element-by-element path computes the same sums in the same order. */
@@ -71,7 +59,7 @@ static void mm_generic(float *Y, int64_t ldy, const float *X, int32_t n, const v
         for (int64_t c = 0; c < cols; c++) {
           float xv;
           memcpy(&xv, (const unsigned char *)X + ((size_t)t * (size_t)cols + (size_t)c) * 4, 4);
-          acc[(c < (cols & ~(int64_t)3)) ? (c & 3) : 0] += xv * load_w(W, dt, r * cols + c);
+          acc[(c < (cols & ~(int64_t)3)) ? (c & 3) : 0] += xv * xpi_cpu_load_elem(W, dt, r * cols + c);
         }
         Y[t * ldy + r] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
       }
@@ -114,7 +102,7 @@ static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void
 static void rmsnorm_row(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps) {
   float ss = dot_f32(x, x, d);
   float r = 1.0f / sqrtf(ss / (float)d + eps);
-  for (int64_t i = 0; i < d; i++) out[i] = load_w(w, wdt, i) * (x[i] * r);
+  for (int64_t i = 0; i < d; i++) out[i] = xpi_cpu_load_elem(w, wdt, i) * (x[i] * r);
 }
 
 static void swiglu(float *out, const float *gate, const float *up, int64_t n) {
