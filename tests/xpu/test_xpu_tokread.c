@@ -11,38 +11,6 @@
 #include "ops/xpu/xpu_backend.h"
 #include "xpu_load.h"
 
-typedef struct {
-  int32_t ids[64];
-  int n;
-} collected;
-static int collect(const xpi_token_event *ev, void *user) {
-  collected *c = user;
-  if (c->n < 64) c->ids[c->n++] = ev->id;
-  return 0;
-}
-
-static void greedy(xpi_model *m, const cJSON *cs, int logprobs, collected *out) {
-  const cJSON *in = cJSON_GetObjectItem(cs, "input_ids"), *want = cJSON_GetObjectItem(cs, "greedy_new_ids");
-  int32_t ids[64];
-  int n = cJSON_GetArraySize(in);
-  for (int i = 0; i < n && i < 64; i++) ids[i] = cJSON_GetArrayItem(in, i)->valueint;
-  xpi_request *r = NULL;
-  xpi_request_options ro;
-  xpi_request_options_default(&ro);
-  ro.n_ctx = 128;
-  CHECK_OK(xpi_request_create(m, &ro, &r));
-  xpi_gen_options go;
-  xpi_gen_options_default(&go);
-  go.greedy = 1;
-  go.ignore_eos = 1; /* the golden length decides */
-  go.logprobs = logprobs;
-  go.max_new_tokens = cJSON_GetArraySize(want);
-  out->n = 0;
-  xpi_gen_result res = {.struct_size = sizeof res};
-  if (r) CHECK_OK(xpi_request_generate(r, ids, (size_t)n, &go, collect, out, &res));
-  xpi_request_free(r);
-}
-
 static int same(const collected *c, const cJSON *want) {
   int nw = cJSON_GetArraySize(want);
   if (c->n != nw) return 0;

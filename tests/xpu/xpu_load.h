@@ -1,11 +1,12 @@
-/* Model loading for the XPU model tests: 77 (ctest's skip code) when the software device is not in this tree
- * (tests.cmake sets XPI_XPU_TEST_SKIP), 1 on failure (recorded as a failed check), 0 when loaded. */
+/* Shared by the XPU model tests: model loading and a greedy continuation of one tinyfortunes golden prompt. */
 #ifndef XPI_TEST_XPU_LOAD_H
 #define XPI_TEST_XPU_LOAD_H
 
 #include <stdlib.h>
 #include "check.h"
 
+/* 77 (ctest's skip code) when the software device is not in this tree (tests.cmake sets XPI_XPU_TEST_SKIP),
+ * 1 on failure (recorded as a failed check), 0 when loaded. */
 static inline int load(const char *dir, const char *device, const char *map, const char *impl, xpi_model **m) {
   const char *skip = getenv("XPI_XPU_TEST_SKIP");
   if (skip && *skip) {
@@ -22,6 +23,40 @@ static inline int load(const char *dir, const char *device, const char *map, con
   xpi_status s = xpi_model_load(dir, &o, m);
   CHECK(s == XPI_OK, "loading %s on %s%s%s: %s", dir, device, map ? " map " : "", map ? map : "", xpi_last_error());
   return s == XPI_OK ? 0 : 1;
+}
+
+typedef struct {
+  int32_t ids[64];
+  int n;
+} collected;
+static inline int collect(const xpi_token_event *ev, void *user) {
+  collected *c = user;
+  if (c->n < 64) c->ids[c->n++] = ev->id;
+  return 0;
+}
+
+/* Greedy continuation of one golden case (input_ids, greedy_new_ids) into *out; logprobs > 0 keeps the logits on
+ * the host (the host-argmax path), 0 lets generate.c take the argmax on the backend. */
+static inline void greedy(xpi_model *m, const cJSON *cs, int logprobs, collected *out) {
+  const cJSON *in = cJSON_GetObjectItem(cs, "input_ids"), *want = cJSON_GetObjectItem(cs, "greedy_new_ids");
+  int32_t ids[64];
+  int n = cJSON_GetArraySize(in);
+  for (int i = 0; i < n && i < 64; i++) ids[i] = cJSON_GetArrayItem(in, i)->valueint;
+  xpi_request *r = NULL;
+  xpi_request_options ro;
+  xpi_request_options_default(&ro);
+  ro.n_ctx = 128;
+  CHECK_OK(xpi_request_create(m, &ro, &r));
+  xpi_gen_options go;
+  xpi_gen_options_default(&go);
+  go.greedy = 1;
+  go.ignore_eos = 1; /* the golden length decides */
+  go.logprobs = logprobs;
+  go.max_new_tokens = cJSON_GetArraySize(want);
+  out->n = 0;
+  xpi_gen_result res = {.struct_size = sizeof res};
+  if (r) CHECK_OK(xpi_request_generate(r, ids, (size_t)n, &go, collect, out, &res));
+  xpi_request_free(r);
 }
 
 #endif
