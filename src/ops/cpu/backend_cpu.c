@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "core/threadpool.h"
+#include "ops/cpu/attention_cpu.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/quant_weight.h"
 #include "ops/half.h"
@@ -324,153 +325,9 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
 
 /* ------------------------------------------------------------------ attention */
 
-typedef struct {
-  const xpi_cpu_kernels *k;
-  float *out;
-  const float *q;
-  xpi_kv *kv;
-  int32_t layer;
-  const int32_t *pos;
-  int32_t n, hq, hk, hd;
-  float scale;
-  float *scratch;      /* per thread: scratch_per floats */
-  size_t scratch_per;
-} attn_job;
-
 static const void *kv_row(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h) {
   size_t idx = (((size_t)layer * (size_t)kv->n_ctx + (size_t)slot) * (size_t)kv->hk + (size_t)h) * (size_t)kv->hd;
   return (const unsigned char *)base + idx * xpi_dtype_size(kv->dtype);
-}
-
-/* A K or V row as f32: in place for an f32 cache, else converted into tmp. */
-static const float *kv_row_f32(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h, float *tmp) {
-  const void *r = kv_row(kv, base, layer, slot, h);
-  if (kv->dtype == XPI_DT_F32) return (const float *)r;
-  load_elems(tmp, r, kv->dtype, kv->hd);
-  return tmp;
-}
-
-/* sdpa: per (token, head), scores over all visible keys, softmax, then V; the KV head is read in place. */
-static void sdpa_run(void *ctx, int ith, int nth) {
-  attn_job *j = ctx;
-  float *sc = j->scratch + (size_t)ith * j->scratch_per, *tmp = sc + j->kv->n_ctx;
-  int32_t grp = j->hq / j->hk;
-  int64_t b, e;
-  xpi_pool_range((int64_t)j->n * j->hq, ith, nth, 1, &b, &e);
-  for (int64_t it = b; it < e; it++) {
-    int32_t t = (int32_t)(it / j->hq), h = (int32_t)(it % j->hq), g = h / grp, L = j->pos[t] + 1;
-    const float *q = j->q + ((size_t)t * j->hq + h) * j->hd;
-    float *o = j->out + ((size_t)t * j->hq + h) * j->hd;
-    float m = -INFINITY;
-    for (int32_t s = 0; s < L; s++) {
-      sc[s] = j->k->dot(q, kv_row_f32(j->kv, j->kv->k, j->layer, s, g, tmp), j->hd) * j->scale;
-      if (sc[s] > m) m = sc[s];
-    }
-    float sum = 0;
-    for (int32_t s = 0; s < L; s++) {
-      sc[s] = expf(sc[s] - m);
-      sum += sc[s];
-    }
-    memset(o, 0, (size_t)j->hd * sizeof *o);
-    for (int32_t s = 0; s < L; s++) j->k->axpy(o, sc[s] / sum, kv_row_f32(j->kv, j->kv->v, j->layer, s, g, tmp), j->hd);
-  }
-}
-
-/* flash: tiled online softmax over blocks of keys (running max and sum, accumulator rescaled per block). */
-#define FLASH_BLOCK 32
-static void flash_run(void *ctx, int ith, int nth) {
-  attn_job *j = ctx;
-  float *acc = j->scratch + (size_t)ith * j->scratch_per, *tmp = acc + j->hd, *sc = tmp + j->hd;
-  int32_t grp = j->hq / j->hk;
-  int64_t b, e;
-  xpi_pool_range((int64_t)j->n * j->hq, ith, nth, 1, &b, &e);
-  for (int64_t it = b; it < e; it++) {
-    int32_t t = (int32_t)(it / j->hq), h = (int32_t)(it % j->hq), g = h / grp, L = j->pos[t] + 1;
-    const float *q = j->q + ((size_t)t * j->hq + h) * j->hd;
-    float m = -INFINITY, l = 0;
-    memset(acc, 0, (size_t)j->hd * sizeof *acc);
-    for (int32_t s0 = 0; s0 < L; s0 += FLASH_BLOCK) {
-      int32_t s1 = s0 + FLASH_BLOCK < L ? s0 + FLASH_BLOCK : L;
-      float bm = -INFINITY;
-      for (int32_t s = s0; s < s1; s++) {
-        sc[s - s0] = j->k->dot(q, kv_row_f32(j->kv, j->kv->k, j->layer, s, g, tmp), j->hd) * j->scale;
-        if (sc[s - s0] > bm) bm = sc[s - s0];
-      }
-      float mn = bm > m ? bm : m;
-      float corr = expf(m - mn); /* 0 on the first block (m = -inf) */
-      l *= corr;
-      j->k->scale(acc, corr, j->hd);
-      for (int32_t s = s0; s < s1; s++) {
-        float p = expf(sc[s - s0] - mn);
-        l += p;
-        j->k->axpy(acc, p, kv_row_f32(j->kv, j->kv->v, j->layer, s, g, tmp), j->hd);
-      }
-      m = mn;
-    }
-    float *o = j->out + ((size_t)t * j->hq + h) * j->hd;
-    for (int32_t i = 0; i < j->hd; i++) o[i] = acc[i] / l;
-  }
-}
-
-/* eager (reference, as transformers' eager_attention_forward): KV heads expanded into a copy [hq, L, hd],
- * the full score matrix [n, hq, L] with the causal mask, softmax, then P @ V. */
-typedef struct {
-  attn_job *a;
-  float *kx, *vx, *scores;
-  int32_t L;
-} eager_job;
-
-static void eager_run(void *ctx, int ith, int nth) {
-  eager_job *ej = ctx;
-  attn_job *j = ej->a;
-  int32_t L = ej->L, hd = j->hd;
-  int64_t b, e;
-  xpi_pool_range((int64_t)j->n * j->hq, ith, nth, 1, &b, &e);
-  for (int64_t it = b; it < e; it++) {
-    int32_t t = (int32_t)(it / j->hq), h = (int32_t)(it % j->hq);
-    const float *q = j->q + ((size_t)t * j->hq + h) * hd;
-    float *row = ej->scores + (size_t)it * L;
-    for (int32_t s = 0; s < L; s++) {
-      float accf = 0; /* plain reference: f32 products summed in order */
-      for (int32_t i = 0; i < hd; i++) accf += q[i] * ej->kx[((size_t)h * L + s) * hd + i];
-      row[s] = s <= j->pos[t] ? accf * j->scale : -INFINITY;
-    }
-    float m = -INFINITY, sum = 0;
-    for (int32_t s = 0; s < L; s++) m = row[s] > m ? row[s] : m;
-    for (int32_t s = 0; s < L; s++) sum += (row[s] = expf(row[s] - m));
-    for (int32_t s = 0; s < L; s++) row[s] /= sum;
-    float *o = j->out + ((size_t)t * j->hq + h) * hd;
-    for (int32_t i = 0; i < hd; i++) {
-      float a = 0;
-      for (int32_t s = 0; s < L; s++) a += row[s] * ej->vx[((size_t)h * L + s) * hd + i];
-      o[i] = a;
-    }
-  }
-}
-
-static xpi_status eager(xpi_backend *be, attn_job *j) {
-  int32_t L = 0;
-  for (int32_t t = 0; t < j->n; t++) L = j->pos[t] + 1 > L ? j->pos[t] + 1 : L;
-  size_t kvn = (size_t)j->hq * (size_t)L * (size_t)j->hd, scn = (size_t)j->n * (size_t)j->hq * (size_t)L;
-  float *kx = malloc(kvn * sizeof *kx), *vx = malloc(kvn * sizeof *vx), *scores = malloc(scn * sizeof *scores);
-  if (!kx || !vx || !scores) {
-    free(kx);
-    free(vx);
-    free(scores);
-    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "eager attention: out of memory for %d x %d scores", j->n * j->hq, L);
-  }
-  int32_t grp = j->hq / j->hk;
-  for (int32_t h = 0; h < j->hq; h++) /* repeat_kv: each query head gets its own copy of its KV head */
-    for (int32_t s = 0; s < L; s++) {
-      load_elems(kx + ((size_t)h * L + s) * j->hd, kv_row(j->kv, j->kv->k, j->layer, s, h / grp), j->kv->dtype, j->hd);
-      load_elems(vx + ((size_t)h * L + s) * j->hd, kv_row(j->kv, j->kv->v, j->layer, s, h / grp), j->kv->dtype, j->hd);
-    }
-  eager_job ej = {j, kx, vx, scores, L};
-  xpi_pool_run(impl_of(be)->pool, eager_run, &ej);
-  free(kx);
-  free(vx);
-  free(scores);
-  return XPI_OK;
 }
 
 static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
@@ -487,15 +344,9 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
       store_elems((void *)kv_row(kv, kv->k, layer, pos[t], h), kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
       store_elems((void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
     }
-  attn_job j = {impl_of(be)->k, out, q, kv, layer, pos, n, hq, hk, hd, scale, NULL, 0};
-  if (impl == XPI_ATTN_EAGER) return eager(be, &j);
-  int nth = xpi_pool_size(impl_of(be)->pool);
-  j.scratch_per = impl == XPI_ATTN_FLASH ? (size_t)2 * hd + FLASH_BLOCK : (size_t)kv->n_ctx + hd;
-  j.scratch = malloc((size_t)nth * j.scratch_per * sizeof(float));
-  if (!j.scratch) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "attention: out of memory for scratch");
-  xpi_pool_run(impl_of(be)->pool, impl == XPI_ATTN_FLASH ? flash_run : sdpa_run, &j);
-  free(j.scratch);
-  return XPI_OK;
+  const xpi_cpu_kv_layer layer_kv = {kv_row(kv, kv->k, layer, 0, 0), kv_row(kv, kv->v, layer, 0, 0), kv->dtype, hk,
+                                     hd};
+  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, pos, n, hq, scale, impl, 0);
 }
 
 /* ------------------------------------------------------------------ elementwise */

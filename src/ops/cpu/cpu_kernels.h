@@ -16,6 +16,42 @@
 typedef void (*xpi_cpu_mm_fn)(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                               int64_t r0, int64_t r1, int64_t cols);
 
+/* ---- attention tile (attention_cpu.c drives it; attn_tile_scalar.c is the oracle, attn_tile_avx2.c).
+ * Causal attention of up to XPI_CPU_ATTN_ROWS query rows that share one KV head (the q heads of a GQA group,
+ * for one or more tokens) against keys [s0, s1) of that head, as one step of an online softmax: per row r,
+ *   s_j = scale * q_r . K_j  for s0 <= j < s1 and j <= last[r] (later keys are masked),
+ *   m' = max(m, max_j s_j),  l' = l*exp(m - m') + sum_j exp(s_j - m'),
+ *   acc' = acc*exp(m - m') + sum_j exp(s_j - m') V_j.
+ * Start from m = -INFINITY, l = 0, acc = 0; the attention output is acc / l. Tiles over disjoint key ranges
+ * of the same rows merge exactly like two steps (attention_cpu.c). Each K/V row is read once per tile for
+ * all its rows, which is what makes decode stream the cache at memory bandwidth. */
+#define XPI_CPU_ATTN_ROWS 16 /* query rows per tile */
+#define XPI_CPU_ATTN_KEYS 32 /* keys per block inside a tile (scores and converted K/V rows stay in L1) */
+#define XPI_CPU_ATTN_HDP(hd) (((int64_t)(hd) + 7) & ~(int64_t)7) /* acc row stride: hd rounded up to 8 */
+
+typedef struct xpi_cpu_attn_tile {
+  const float *q[XPI_CPU_ATTN_ROWS]; /* query rows, hd floats each */
+  int32_t last[XPI_CPU_ATTN_ROWS];   /* row r sees keys j <= last[r] (its position) */
+  int32_t nq, hd;                    /* 1 <= nq <= XPI_CPU_ATTN_ROWS */
+  const void *k, *v;                 /* element 0 of key 0's row of this KV head, in dt (f32/bf16/f16) */
+  int64_t ld;                        /* elements from key j's row to key j+1's */
+  xpi_dtype dt;
+  int32_t s0, s1;                    /* keys [s0, s1) */
+  float scale;
+  float *m, *l;                      /* [nq] running max and sum, updated in place */
+  float *acc;                        /* [nq][XPI_CPU_ATTN_HDP(hd)] running output, updated in place */
+  float *scratch;                    /* xpi_cpu_attn_scratch_floats(hd) floats, 32-byte aligned */
+} xpi_cpu_attn_tile;
+
+/* Scratch one attn_tile call needs: query rows, one block of converted K or V rows, and the scores. */
+static inline size_t xpi_cpu_attn_scratch_floats(int32_t hd) {
+  return (size_t)XPI_CPU_ATTN_HDP(hd) * (XPI_CPU_ATTN_ROWS + XPI_CPU_ATTN_KEYS) +
+         (size_t)XPI_CPU_ATTN_ROWS * XPI_CPU_ATTN_KEYS;
+}
+
+void xpi_cpu_attn_tile_scalar(const xpi_cpu_attn_tile *t);
+void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t); /* AVX2 + FMA + F16C; the AVX-512 table shares it */
+
 typedef struct xpi_cpu_kernels {
   const char *isa;             /* "scalar", "avx2", "avx512" */
   xpi_cpu_mm_fn mm[8];         /* indexed by xpi_dtype of the weight; NULL where unsupported */
@@ -25,6 +61,7 @@ typedef struct xpi_cpu_kernels {
   /* out = x * rsqrt(mean(x^2)+eps) * w, w in wdt (f32/bf16/f16) */
   void (*rmsnorm_row)(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps);
   void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
+  void (*attn_tile)(const xpi_cpu_attn_tile *t); /* causal attention, see above */
 } xpi_cpu_kernels;
 
 /* Element i of an f32/bf16/f16 array as f32; the pointer may be unaligned (weights live in the file mapping). */

@@ -528,6 +528,7 @@ static const xpi_cpu_kernels k_avx2 = {
   .scale = scale_avx2,
   .rmsnorm_row = rmsnorm_row_avx2,
   .swiglu = swiglu_avx2,
+  .attn_tile = xpi_cpu_attn_tile_avx2,
 };
 
 const xpi_cpu_kernels *xpi_cpu_kernels_avx2(void) { return &k_avx2; }

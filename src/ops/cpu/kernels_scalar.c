@@ -121,6 +121,7 @@ static const xpi_cpu_kernels k_scalar = {
   .scale = scale_f32,
   .rmsnorm_row = rmsnorm_row,
   .swiglu = swiglu,
+  .attn_tile = xpi_cpu_attn_tile_scalar,
 };
 
 const xpi_cpu_kernels *xpi_cpu_kernels_scalar(void) { return &k_scalar; }

@@ -1,0 +1,259 @@
+/* CPU causal attention (attention_cpu.h).
+ *
+ * sdpa / flash: the work is cut into units of (query tile, KV head, key range). A query tile is up to
+ * XPI_CPU_ATTN_ROWS rows of one KV head's GQA group: row rho is token rho / grp, q head g*grp + rho % grp,
+ * so every K/V row a tile reads serves all the q heads of the group and several tokens. Decode has few
+ * tiles (hk of them), so the key range of each may be split in nsplit pieces whose partial (max, sum, acc)
+ * are merged at the end. Units are taken from a shared counter, the most expensive (latest tokens) first,
+ * which balances causal prefill and a machine shared with other work.
+ * eager: the reference of transformers' eager_attention_forward, kept plain on purpose. */
+#include "ops/cpu/attention_cpu.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/status.h"
+
+static size_t esz_of(xpi_dtype dt) { return dt == XPI_DT_F32 ? 4 : 2; }
+
+/* ------------------------------------------------------------------ tiled (sdpa, flash) */
+
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *out;
+  const float *q;
+  const xpi_cpu_kv_layer *kv;
+  const int32_t *pos;
+  int32_t n, hq, grp, ntiles, nsplit;
+  int64_t hdp, units;
+  float scale;
+  atomic_llong next;   /* next unit to take */
+  float *part;         /* nsplit > 1: per unit XPI_CPU_ATTN_ROWS x (hdp + 2): acc rows, then m[], l[] */
+  float *scratch;      /* per thread: scratch_per floats (tile scratch, m, l, acc) */
+  size_t scratch_per;
+} tiled_job;
+
+static size_t part_per(const tiled_job *j) { return (size_t)XPI_CPU_ATTN_ROWS * (size_t)(j->hdp + 2); }
+
+/* Unit u -> tile ti (latest first), KV head g, key piece sp. */
+static void unit_coords(const tiled_job *j, int64_t u, int32_t *ti, int32_t *g, int32_t *sp) {
+  const int64_t per_tile = (int64_t)j->kv->hk * j->nsplit;
+  *ti = j->ntiles - 1 - (int32_t)(u / per_tile);
+  *g = (int32_t)(u % per_tile / j->nsplit);
+  *sp = (int32_t)(u % j->nsplit);
+}
+
+static int64_t unit_index(const tiled_job *j, int32_t ti, int32_t g, int32_t sp) {
+  return ((int64_t)(j->ntiles - 1 - ti) * j->kv->hk + g) * j->nsplit + sp;
+}
+
+/* Query row rho of KV head g's group -> offset of its [hd] row in q and out. */
+static size_t row_off(const tiled_job *j, int32_t g, int64_t rho) {
+  const int64_t t = rho / j->grp, h = (int64_t)g * j->grp + rho % j->grp;
+  return (size_t)(t * j->hq + h) * (size_t)j->kv->hd;
+}
+
+static void tiled_run(void *ctx, int ith, int nth) {
+  (void)nth;
+  tiled_job *j = ctx;
+  const int32_t hd = j->kv->hd, rows_all = j->n * j->grp;
+  float *ts = j->scratch + (size_t)ith * j->scratch_per;
+  float *m = ts + xpi_cpu_attn_scratch_floats(hd), *l = m + XPI_CPU_ATTN_ROWS, *acc = l + XPI_CPU_ATTN_ROWS;
+  const size_t esz = esz_of(j->kv->dtype);
+  for (;;) {
+    const int64_t u = atomic_fetch_add(&j->next, 1);
+    if (u >= j->units) break;
+    int32_t ti, g, sp;
+    unit_coords(j, u, &ti, &g, &sp);
+    xpi_cpu_attn_tile t;
+    const int64_t r0 = (int64_t)ti * XPI_CPU_ATTN_ROWS;
+    t.nq = (int32_t)(rows_all - r0 < XPI_CPU_ATTN_ROWS ? rows_all - r0 : XPI_CPU_ATTN_ROWS);
+    int32_t len = 0; /* keys any row of the tile sees */
+    for (int32_t r = 0; r < t.nq; r++) {
+      t.q[r] = j->q + row_off(j, g, r0 + r);
+      t.last[r] = j->pos[(r0 + r) / j->grp];
+      len = t.last[r] + 1 > len ? t.last[r] + 1 : len;
+      m[r] = -INFINITY;
+      l[r] = 0;
+    }
+    memset(acc, 0, (size_t)t.nq * (size_t)j->hdp * sizeof *acc);
+    t.hd = hd;
+    t.k = (const unsigned char *)j->kv->k + (size_t)g * (size_t)hd * esz;
+    t.v = (const unsigned char *)j->kv->v + (size_t)g * (size_t)hd * esz;
+    t.ld = (int64_t)j->kv->hk * hd;
+    t.dt = j->kv->dtype;
+    t.s0 = (int32_t)((int64_t)len * sp / j->nsplit);
+    t.s1 = (int32_t)((int64_t)len * (sp + 1) / j->nsplit);
+    t.scale = j->scale;
+    t.m = m;
+    t.l = l;
+    t.acc = acc;
+    t.scratch = ts;
+    j->k->attn_tile(&t);
+    if (j->nsplit == 1) {
+      for (int32_t r = 0; r < t.nq; r++) {
+        float *o = j->out + row_off(j, g, r0 + r);
+        const float inv = 1.0f / l[r];
+        for (int32_t i = 0; i < hd; i++) o[i] = acc[r * j->hdp + i] * inv;
+      }
+    } else {
+      float *p = j->part + (size_t)u * part_per(j);
+      memcpy(p, acc, (size_t)t.nq * (size_t)j->hdp * sizeof *p);
+      memcpy(p + XPI_CPU_ATTN_ROWS * j->hdp, m, (size_t)t.nq * sizeof *p);
+      memcpy(p + XPI_CPU_ATTN_ROWS * j->hdp + XPI_CPU_ATTN_ROWS, l, (size_t)t.nq * sizeof *p);
+    }
+  }
+}
+
+/* Combines the key pieces of every row: out = sum_sp e^(m_sp - M) acc_sp / sum_sp e^(m_sp - M) l_sp with
+ * M the largest m_sp (pieces a row sees no key of have m = -inf and weigh 0). */
+static void merge_pieces(tiled_job *j) {
+  const int32_t hd = j->kv->hd, rows_all = j->n * j->grp;
+  for (int32_t ti = 0; ti < j->ntiles; ti++)
+    for (int32_t g = 0; g < j->kv->hk; g++) {
+      const int64_t r0 = (int64_t)ti * XPI_CPU_ATTN_ROWS;
+      const int32_t nq = (int32_t)(rows_all - r0 < XPI_CPU_ATTN_ROWS ? rows_all - r0 : XPI_CPU_ATTN_ROWS);
+      for (int32_t r = 0; r < nq; r++) {
+        float mx = -INFINITY, l = 0;
+        for (int32_t sp = 0; sp < j->nsplit; sp++) {
+          const float *p = j->part + (size_t)unit_index(j, ti, g, sp) * part_per(j);
+          const float ms = p[XPI_CPU_ATTN_ROWS * j->hdp + r];
+          mx = ms > mx ? ms : mx;
+        }
+        float *o = j->out + row_off(j, g, r0 + r);
+        memset(o, 0, (size_t)hd * sizeof *o);
+        for (int32_t sp = 0; sp < j->nsplit; sp++) {
+          const float *p = j->part + (size_t)unit_index(j, ti, g, sp) * part_per(j);
+          const float ms = p[XPI_CPU_ATTN_ROWS * j->hdp + r];
+          if (ms == -INFINITY) continue;
+          const float w = expf(ms - mx);
+          l += w * p[XPI_CPU_ATTN_ROWS * j->hdp + XPI_CPU_ATTN_ROWS + r];
+          for (int32_t i = 0; i < hd; i++) o[i] += w * p[r * j->hdp + i];
+        }
+        const float inv = 1.0f / l;
+        for (int32_t i = 0; i < hd; i++) o[i] *= inv;
+      }
+    }
+}
+
+/* Pieces per tile: enough units for every thread to take several (a shared machine makes equal static
+ * shares uneven), but pieces of at least MIN_PIECE keys so the merge and per-unit setup stay negligible. */
+#define MIN_PIECE 512
+static int32_t choose_nsplit(int64_t base_units, int32_t max_len, int nth) {
+  const int64_t want = 4 * (int64_t)nth;
+  if (base_units >= want) return 1;
+  int64_t s = (want + base_units - 1) / base_units, cap = max_len / MIN_PIECE;
+  if (s > cap) s = cap;
+  return s < 1 ? 1 : (int32_t)s;
+}
+
+static xpi_status tiled(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
+                        const xpi_cpu_kv_layer *kv, const int32_t *pos, int32_t n, int32_t hq, float scale,
+                        int32_t nsplit) {
+  const int nth = xpi_pool_size(pool);
+  int32_t max_len = 0;
+  for (int32_t t = 0; t < n; t++) max_len = pos[t] + 1 > max_len ? pos[t] + 1 : max_len;
+  tiled_job j = {.k = k, .out = out, .q = q, .kv = kv, .pos = pos, .n = n, .hq = hq, .grp = hq / kv->hk,
+                 .hdp = XPI_CPU_ATTN_HDP(kv->hd), .scale = scale};
+  j.ntiles = (int32_t)(((int64_t)n * j.grp + XPI_CPU_ATTN_ROWS - 1) / XPI_CPU_ATTN_ROWS);
+  const int64_t base = (int64_t)j.ntiles * kv->hk;
+  j.nsplit = nsplit > 0 ? nsplit : choose_nsplit(base, max_len, nth);
+  j.units = base * j.nsplit;
+  atomic_init(&j.next, 0);
+  /* per thread: tile scratch, m, l, acc; a multiple of 8 floats so every thread's part stays 32-byte aligned */
+  j.scratch_per = (xpi_cpu_attn_scratch_floats(kv->hd) + 2 * XPI_CPU_ATTN_ROWS +
+                   (size_t)XPI_CPU_ATTN_ROWS * (size_t)j.hdp + 7) & ~(size_t)7;
+  j.scratch = aligned_alloc(64, ((size_t)nth * j.scratch_per * sizeof(float) + 63) & ~(size_t)63);
+  if (j.nsplit > 1) j.part = malloc((size_t)j.units * part_per(&j) * sizeof(float));
+  if (!j.scratch || (j.nsplit > 1 && !j.part)) {
+    free(j.scratch);
+    free(j.part);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "attention: out of memory for scratch (%d threads, head_dim %d)", nth,
+                   kv->hd);
+  }
+  xpi_pool_run(pool, tiled_run, &j);
+  if (j.nsplit > 1) merge_pieces(&j);
+  free(j.scratch);
+  free(j.part);
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ eager (reference) */
+
+typedef struct {
+  float *out;
+  const float *q;
+  const int32_t *pos;
+  int32_t n, hq, hd, L;
+  float scale;
+  const float *kx, *vx; /* [hq, L, hd]: each q head's own copy of its KV head */
+  float *scores;        /* [n, hq, L] */
+} eager_job;
+
+static void eager_run(void *ctx, int ith, int nth) {
+  eager_job *ej = ctx;
+  const int32_t L = ej->L, hd = ej->hd;
+  int64_t b, e;
+  xpi_pool_range((int64_t)ej->n * ej->hq, ith, nth, 1, &b, &e);
+  for (int64_t it = b; it < e; it++) {
+    const int32_t t = (int32_t)(it / ej->hq), h = (int32_t)(it % ej->hq);
+    const float *q = ej->q + ((size_t)t * ej->hq + h) * hd;
+    float *row = ej->scores + (size_t)it * L;
+    for (int32_t s = 0; s < L; s++) {
+      float accf = 0; /* plain reference: f32 products summed in order */
+      for (int32_t i = 0; i < hd; i++) accf += q[i] * ej->kx[((size_t)h * L + s) * hd + i];
+      row[s] = s <= ej->pos[t] ? accf * ej->scale : -INFINITY;
+    }
+    float m = -INFINITY, sum = 0;
+    for (int32_t s = 0; s < L; s++) m = row[s] > m ? row[s] : m;
+    for (int32_t s = 0; s < L; s++) sum += (row[s] = expf(row[s] - m));
+    for (int32_t s = 0; s < L; s++) row[s] /= sum;
+    float *o = ej->out + ((size_t)t * ej->hq + h) * hd;
+    for (int32_t i = 0; i < hd; i++) {
+      float a = 0;
+      for (int32_t s = 0; s < L; s++) a += row[s] * ej->vx[((size_t)h * L + s) * hd + i];
+      o[i] = a;
+    }
+  }
+}
+
+static xpi_status eager(xpi_pool *pool, float *out, const float *q, const xpi_cpu_kv_layer *kv, const int32_t *pos,
+                        int32_t n, int32_t hq, float scale) {
+  int32_t L = 0;
+  for (int32_t t = 0; t < n; t++) L = pos[t] + 1 > L ? pos[t] + 1 : L;
+  const int32_t hd = kv->hd, grp = hq / kv->hk;
+  size_t kvn = (size_t)hq * (size_t)L * (size_t)hd, scn = (size_t)n * (size_t)hq * (size_t)L;
+  float *kx = malloc(kvn * sizeof *kx), *vx = malloc(kvn * sizeof *vx), *scores = malloc(scn * sizeof *scores);
+  if (!kx || !vx || !scores) {
+    free(kx);
+    free(vx);
+    free(scores);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "eager attention: out of memory for %d x %d scores", n * hq, L);
+  }
+  for (int32_t h = 0; h < hq; h++) /* repeat_kv: each query head gets its own copy of its KV head */
+    for (int32_t s = 0; s < L; s++) {
+      const int64_t src = ((int64_t)s * kv->hk + h / grp) * hd;
+      float *kd = kx + ((size_t)h * L + s) * hd, *vd = vx + ((size_t)h * L + s) * hd;
+      for (int32_t i = 0; i < hd; i++) {
+        kd[i] = xpi_cpu_load_elem(kv->k, kv->dtype, src + i);
+        vd[i] = xpi_cpu_load_elem(kv->v, kv->dtype, src + i);
+      }
+    }
+  eager_job ej = {out, q, pos, n, hq, hd, L, scale, kx, vx, scores};
+  xpi_pool_run(pool, eager_run, &ej);
+  free(kx);
+  free(vx);
+  free(scores);
+  return XPI_OK;
+}
+
+xpi_status xpi_cpu_attention(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
+                             const xpi_cpu_kv_layer *kv, const int32_t *pos, int32_t n, int32_t hq, float scale,
+                             xpi_attn_impl impl, int32_t nsplit) {
+  if (n <= 0) return XPI_OK;
+  if (impl == XPI_ATTN_EAGER) return eager(pool, out, q, kv, pos, n, hq, scale);
+  return tiled(pool, k, out, q, kv, pos, n, hq, scale, nsplit);
+}

@@ -1,0 +1,274 @@
+/* The AVX2 + FMA + F16C attention tile (cpu_kernels.h). Per block of XPI_CPU_ATTN_KEYS keys:
+ *  1. the block's K rows are converted once (f16 via vcvtph2ps, bf16 by a 16-bit shift, f32 copied) into
+ *     an f32 buffer in L1, zero-padded to a multiple of 8 floats, and shared by all query rows of the tile;
+ *  2. scores of two query rows x four keys at a time (eight independent FMA chains), the four dot products
+ *     reduced together by a hadd tree;
+ *  3. per row: masked block max, one expf for the rescale factor, vector exp of the scores;
+ *  4. the V rows are converted into the same buffer and the two-row accumulators updated four vectors
+ *     (32 floats) of head dimension at a time, again eight FMA chains.
+ * Decode (one token, a GQA group of rows) streams K and V once with little work per byte; prefill tiles
+ * reuse every converted row for up to XPI_CPU_ATTN_ROWS query rows. */
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ops/cpu/cpu_kernels.h"
+
+#define KEYS XPI_CPU_ATTN_KEYS
+#define PF_KEYS 8 /* prefetch distance in keys while converting rows (rows of one head are ld apart) */
+
+/* exp(x) for 8 floats, the Cephes-style polynomial of kernels_avx2.c's exp8 (~2 ulp); x is clamped to
+ * [-87.3, 88.3], so callers mask what must be exactly 0. */
+static inline __m256 attn_exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
+  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+static inline float hmax8(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+/* [sum(a0), sum(a1), sum(a2), sum(a3)] */
+static inline __m128 hsum4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* dst[j][0..hdp) = row j0+j of src (rows ld elements apart) as f32, zero-padded past hd; j < nk. */
+static void load_rows(float *dst, const void *src, xpi_dtype dt, int64_t j0, int32_t nk, int64_t ld, int32_t hd,
+                      int64_t hdp, int32_t pf_end) {
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
+  for (int32_t j = 0; j < nk; j++) {
+    const unsigned char *row = (const unsigned char *)src + (size_t)(j0 + j) * (size_t)ld * esz;
+    if (j0 + j + PF_KEYS < pf_end) {
+      const char *pf = (const char *)row + (size_t)PF_KEYS * (size_t)ld * esz;
+      for (size_t b = 0; b < rowb; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
+    }
+    float *d = dst + (int64_t)j * hdp;
+    int32_t i = 0;
+    if (dt == XPI_DT_F16) {
+      for (; i + 16 <= hd; i += 16) {
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i))));
+        _mm256_storeu_ps(d + i + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i + 16))));
+      }
+      for (; i + 8 <= hd; i += 8)
+        _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * i))));
+    } else if (dt == XPI_DT_BF16) {
+      for (; i + 8 <= hd; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(row + 2 * i));
+        _mm256_storeu_ps(d + i, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)));
+      }
+    } else {
+      for (; i + 8 <= hd; i += 8) _mm256_storeu_ps(d + i, _mm256_loadu_ps((const float *)(row + 4 * i)));
+    }
+    for (; i < hd; i++) d[i] = xpi_cpu_load_elem(row, dt, i);
+    for (; i < hdp; i++) d[i] = 0;
+  }
+}
+
+/* Scores of query rows qa, qb against keys 0..nk4 (multiple of 4) of kb, times scale, into sa, sb. */
+static void scores2(float *sa, float *sb, const float *qa, const float *qb, const float *kb, int64_t hdp, int32_t nk4,
+                    float scale) {
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int32_t j = 0; j < nk4; j += 4) {
+    const float *k0 = kb + j * hdp, *k1 = k0 + hdp, *k2 = k1 + hdp, *k3 = k2 + hdp;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int64_t i = 0; i < hdp; i += 8) {
+      const __m256 x = _mm256_loadu_ps(qa + i), y = _mm256_loadu_ps(qb + i);
+      __m256 k = _mm256_loadu_ps(k0 + i);
+      a0 = _mm256_fmadd_ps(x, k, a0);
+      b0 = _mm256_fmadd_ps(y, k, b0);
+      k = _mm256_loadu_ps(k1 + i);
+      a1 = _mm256_fmadd_ps(x, k, a1);
+      b1 = _mm256_fmadd_ps(y, k, b1);
+      k = _mm256_loadu_ps(k2 + i);
+      a2 = _mm256_fmadd_ps(x, k, a2);
+      b2 = _mm256_fmadd_ps(y, k, b2);
+      k = _mm256_loadu_ps(k3 + i);
+      a3 = _mm256_fmadd_ps(x, k, a3);
+      b3 = _mm256_fmadd_ps(y, k, b3);
+    }
+    _mm_storeu_ps(sa + j, _mm_mul_ps(hsum4x8(a0, a1, a2, a3), _mm256_castps256_ps128(vs)));
+    _mm_storeu_ps(sb + j, _mm_mul_ps(hsum4x8(b0, b1, b2, b3), _mm256_castps256_ps128(vs)));
+  }
+}
+
+static void scores1(float *sa, const float *qa, const float *kb, int64_t hdp, int32_t nk4, float scale) {
+  for (int32_t j = 0; j < nk4; j += 4) {
+    const float *k0 = kb + j * hdp, *k1 = k0 + hdp, *k2 = k1 + hdp, *k3 = k2 + hdp;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < hdp; i += 8) {
+      const __m256 x = _mm256_loadu_ps(qa + i);
+      a0 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k0 + i), a0);
+      a1 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k1 + i), a1);
+      a2 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k2 + i), a2);
+      a3 = _mm256_fmadd_ps(x, _mm256_loadu_ps(k3 + i), a3);
+    }
+    _mm_storeu_ps(sa + j, _mm_mul_ps(hsum4x8(a0, a1, a2, a3), _mm_set1_ps(scale)));
+  }
+}
+
+/* acc_a = acc_a*ca + sum_j pa[j] V_j (and likewise b), j < nk; V rows hdp floats apart in vb. */
+static void pv2(float *acca, float *accb, const float *pa, const float *pb, float ca, float cb, const float *vb,
+                int64_t hdp, int32_t nk) {
+  const __m256 vca = _mm256_set1_ps(ca), vcb = _mm256_set1_ps(cb);
+  int64_t i = 0;
+  for (; i + 32 <= hdp; i += 32) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), a1 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 8), vca);
+    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 16), vca), a3 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 24), vca);
+    __m256 b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb), b1 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 8), vcb);
+    __m256 b2 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 16), vcb), b3 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 24), vcb);
+    for (int32_t j = 0; j < nk; j++) {
+      const float *v = vb + j * hdp + i;
+      const __m256 wa = _mm256_broadcast_ss(pa + j), wb = _mm256_broadcast_ss(pb + j);
+      __m256 x = _mm256_loadu_ps(v);
+      a0 = _mm256_fmadd_ps(wa, x, a0);
+      b0 = _mm256_fmadd_ps(wb, x, b0);
+      x = _mm256_loadu_ps(v + 8);
+      a1 = _mm256_fmadd_ps(wa, x, a1);
+      b1 = _mm256_fmadd_ps(wb, x, b1);
+      x = _mm256_loadu_ps(v + 16);
+      a2 = _mm256_fmadd_ps(wa, x, a2);
+      b2 = _mm256_fmadd_ps(wb, x, b2);
+      x = _mm256_loadu_ps(v + 24);
+      a3 = _mm256_fmadd_ps(wa, x, a3);
+      b3 = _mm256_fmadd_ps(wb, x, b3);
+    }
+    _mm256_storeu_ps(acca + i, a0);
+    _mm256_storeu_ps(acca + i + 8, a1);
+    _mm256_storeu_ps(acca + i + 16, a2);
+    _mm256_storeu_ps(acca + i + 24, a3);
+    _mm256_storeu_ps(accb + i, b0);
+    _mm256_storeu_ps(accb + i + 8, b1);
+    _mm256_storeu_ps(accb + i + 16, b2);
+    _mm256_storeu_ps(accb + i + 24, b3);
+  }
+  for (; i < hdp; i += 8) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb);
+    __m256 a1 = _mm256_setzero_ps(), b1 = a1; /* second chain per row: even and odd keys */
+    int32_t j = 0;
+    for (; j + 2 <= nk; j += 2) {
+      const __m256 x0 = _mm256_loadu_ps(vb + j * hdp + i), x1 = _mm256_loadu_ps(vb + (j + 1) * hdp + i);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j), x0, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pb + j), x0, b0);
+      a1 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j + 1), x1, a1);
+      b1 = _mm256_fmadd_ps(_mm256_broadcast_ss(pb + j + 1), x1, b1);
+    }
+    if (j < nk) {
+      const __m256 x0 = _mm256_loadu_ps(vb + j * hdp + i);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j), x0, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pb + j), x0, b0);
+    }
+    _mm256_storeu_ps(acca + i, _mm256_add_ps(a0, a1));
+    _mm256_storeu_ps(accb + i, _mm256_add_ps(b0, b1));
+  }
+}
+
+static void pv1(float *acca, const float *pa, float ca, const float *vb, int64_t hdp, int32_t nk) {
+  const __m256 vca = _mm256_set1_ps(ca);
+  int64_t i = 0;
+  for (; i + 32 <= hdp; i += 32) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), a1 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 8), vca);
+    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 16), vca), a3 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 24), vca);
+    for (int32_t j = 0; j < nk; j++) {
+      const float *v = vb + j * hdp + i;
+      const __m256 wa = _mm256_broadcast_ss(pa + j);
+      a0 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(v), a0);
+      a1 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(v + 8), a1);
+      a2 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(v + 16), a2);
+      a3 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(v + 24), a3);
+    }
+    _mm256_storeu_ps(acca + i, a0);
+    _mm256_storeu_ps(acca + i + 8, a1);
+    _mm256_storeu_ps(acca + i + 16, a2);
+    _mm256_storeu_ps(acca + i + 24, a3);
+  }
+  for (; i < hdp; i += 8) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca);
+    for (int32_t j = 0; j < nk; j++)
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j), _mm256_loadu_ps(vb + j * hdp + i), a0);
+    _mm256_storeu_ps(acca + i, a0);
+  }
+}
+
+/* Row r's scores s[0..nk8) -> probabilities for keys j <= lim (others exactly 0); updates m, l; returns the
+ * factor the row's accumulator must be rescaled by. */
+static float softmax_block(float *s, int32_t nk8, int32_t lim, float *m, float *l) {
+  const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), end = _mm256_set1_epi32(lim + 1);
+  const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  __m256 vm = ninf;
+  for (int32_t j = 0; j < nk8; j += 8) {
+    const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))));
+    vm = _mm256_max_ps(vm, _mm256_blendv_ps(ninf, _mm256_loadu_ps(s + j), ok));
+  }
+  const float bm = hmax8(vm), mn = bm > *m ? bm : *m, corr = expf(*m - mn);
+  const __m256 vmn = _mm256_set1_ps(mn);
+  __m256 vl = _mm256_setzero_ps();
+  for (int32_t j = 0; j < nk8; j += 8) {
+    const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))));
+    const __m256 p = _mm256_and_ps(ok, attn_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vmn)));
+    vl = _mm256_add_ps(vl, p);
+    _mm256_storeu_ps(s + j, p);
+  }
+  *l = *l * corr + hsum8(vl);
+  *m = mn;
+  return corr;
+}
+
+void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
+  const int64_t hdp = XPI_CPU_ATTN_HDP(t->hd);
+  float *qbuf = t->scratch, *kv = qbuf + XPI_CPU_ATTN_ROWS * hdp, *sc = kv + KEYS * hdp;
+  int32_t end = t->s0; /* keys past every row's last are not read at all */
+  for (int32_t r = 0; r < t->nq; r++) {
+    const int32_t e = t->last[r] + 1 < t->s1 ? t->last[r] + 1 : t->s1;
+    end = e > end ? e : end;
+    memcpy(qbuf + r * hdp, t->q[r], (size_t)t->hd * sizeof(float));
+    memset(qbuf + r * hdp + t->hd, 0, (size_t)(hdp - t->hd) * sizeof(float));
+  }
+  for (int32_t b0 = t->s0; b0 < end; b0 += KEYS) {
+    const int32_t nk = end - b0 < KEYS ? end - b0 : KEYS, nk4 = (nk + 3) & ~3, nk8 = (nk + 7) & ~7;
+    int32_t act[XPI_CPU_ATTN_ROWS], na = 0;
+    float corr[XPI_CPU_ATTN_ROWS];
+    for (int32_t r = 0; r < t->nq; r++)
+      if (t->last[r] >= b0) act[na++] = r;
+    load_rows(kv, t->k, t->dt, b0, nk, t->ld, t->hd, hdp, end);
+    memset(kv + nk * hdp, 0, (size_t)(nk4 - nk) * (size_t)hdp * sizeof(float)); /* keys scored but masked */
+    int32_t i = 0;
+    for (; i + 2 <= na; i += 2)
+      scores2(sc + act[i] * KEYS, sc + act[i + 1] * KEYS, qbuf + act[i] * hdp, qbuf + act[i + 1] * hdp, kv, hdp, nk4,
+              t->scale);
+    if (i < na) scores1(sc + act[i] * KEYS, qbuf + act[i] * hdp, kv, hdp, nk4, t->scale);
+    for (i = 0; i < na; i++) {
+      const int32_t r = act[i], lim = t->last[r] - b0 < nk - 1 ? t->last[r] - b0 : nk - 1;
+      if (nk8 > nk4) memset(sc + r * KEYS + nk4, 0, (size_t)(nk8 - nk4) * sizeof(float));
+      corr[i] = softmax_block(sc + r * KEYS, nk8, lim, &t->m[r], &t->l[r]);
+    }
+    load_rows(kv, t->v, t->dt, b0, nk, t->ld, t->hd, hdp, end);
+    for (i = 0; i + 2 <= na; i += 2)
+      pv2(t->acc + act[i] * hdp, t->acc + act[i + 1] * hdp, sc + act[i] * KEYS, sc + act[i + 1] * KEYS, corr[i],
+          corr[i + 1], kv, hdp, nk);
+    if (i < na) pv1(t->acc + act[i] * hdp, sc + act[i] * KEYS, corr[i], kv, hdp, nk);
+  }
+}
