@@ -62,7 +62,7 @@ static void bounds(double *tol, const float *q, const xpi_cpu_kv_layer *kv, cons
       for (int32_t j = 0; j < L; j++) {
         double d = 0, a = 0;
         for (int32_t i = 0; i < hd; i++) {
-          double kk = xpi_cpu_load_elem(kv->k, kv->dtype, ((int64_t)j * kv->hk + g) * hd + i);
+          double kk = xpi_cpu_load_elem(kv->k, kv->dtype, j * kv->slot_stride + g * kv->head_stride + i);
           d += qr[i] * kk;
           a += fabs(qr[i] * kk);
         }
@@ -76,7 +76,7 @@ static void bounds(double *tol, const float *q, const xpi_cpu_kv_layer *kv, cons
       for (int32_t i = 0; i < hd; i++) {
         double b = 0;
         for (int32_t j = 0; j < L; j++)
-          b += s[j] / sum * fabs(xpi_cpu_load_elem(kv->v, kv->dtype, ((int64_t)j * kv->hk + g) * hd + i));
+          b += s[j] / sum * fabs(xpi_cpu_load_elem(kv->v, kv->dtype, j * kv->slot_stride + g * kv->head_stride + i));
         tol[((size_t)t * hq + h) * hd + i] = 2 * rel * b + 1e-30;
       }
       free(s);
@@ -101,7 +101,9 @@ static void attn_case(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int
   }
   for (size_t i = 0; i < qn; i++) q[i] = frand() * qmul;
   for (int32_t t = 0; t < n; t++) pos[t] = L - n + t; /* the last n tokens of the context */
-  const xpi_cpu_kv_layer kv = {kc, vc, dt, hk, hd};
+  /* both layouts: head-major (the backend's) and slot-major */
+  const xpi_cpu_kv_layer kv = (L + n + hd) % 2 ? (xpi_cpu_kv_layer){kc, vc, dt, hk, hd, (int64_t)L * hd, hd}
+                                                : (xpi_cpu_kv_layer){kc, vc, dt, hk, hd, hd, (int64_t)hk * hd};
   CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref, q, &kv, pos, n, hq, scale, XPI_ATTN_EAGER, 0));
   bounds(tol, q, &kv, pos, n, hq, scale);
   for (int isa = XPI_ISA_SCALAR; isa <= XPI_ISA_AVX512; isa++) {

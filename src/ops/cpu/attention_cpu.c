@@ -81,9 +81,9 @@ static void tiled_run(void *ctx, int ith, int nth) {
     }
     memset(acc, 0, (size_t)t.nq * (size_t)j->hdp * sizeof *acc);
     t.hd = hd;
-    t.k = (const unsigned char *)j->kv->k + (size_t)g * (size_t)hd * esz;
-    t.v = (const unsigned char *)j->kv->v + (size_t)g * (size_t)hd * esz;
-    t.ld = (int64_t)j->kv->hk * hd;
+    t.k = (const unsigned char *)j->kv->k + (size_t)g * (size_t)j->kv->head_stride * esz;
+    t.v = (const unsigned char *)j->kv->v + (size_t)g * (size_t)j->kv->head_stride * esz;
+    t.ld = j->kv->slot_stride;
     t.dt = j->kv->dtype;
     t.s0 = (int32_t)((int64_t)len * sp / j->nsplit);
     t.s1 = (int32_t)((int64_t)len * (sp + 1) / j->nsplit);
@@ -235,7 +235,7 @@ static xpi_status eager(xpi_pool *pool, float *out, const float *q, const xpi_cp
   }
   for (int32_t h = 0; h < hq; h++) /* repeat_kv: each query head gets its own copy of its KV head */
     for (int32_t s = 0; s < L; s++) {
-      const int64_t src = ((int64_t)s * kv->hk + h / grp) * hd;
+      const int64_t src = (int64_t)s * kv->slot_stride + (int64_t)(h / grp) * kv->head_stride;
       float *kd = kx + ((size_t)h * L + s) * hd, *vd = vx + ((size_t)h * L + s) * hd;
       for (int32_t i = 0; i < hd; i++) {
         kd[i] = xpi_cpu_load_elem(kv->k, kv->dtype, src + i);

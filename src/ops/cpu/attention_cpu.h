@@ -9,11 +9,14 @@
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/ops.h"
 
-/* One layer of a KV cache: the row of slot s, KV head g starts (s*hk + g)*hd elements after k (and v). */
+/* One layer of a KV cache: the row (hd elements) of slot s, KV head g starts g*head_stride + s*slot_stride
+ * elements after k (and v). The CPU backend stores each head's slots contiguously (slot_stride = hd), so a
+ * decode step streams every head's K and V sequentially. */
 typedef struct xpi_cpu_kv_layer {
   const void *k, *v;
   xpi_dtype dtype; /* f32, bf16 or f16 */
   int32_t hk, hd;
+  int64_t head_stride, slot_stride;
 } xpi_cpu_kv_layer;
 
 /* out[n, hq, hd] = softmax(q[n, hq, hd] . K[0..pos[i], h/(hq/hk)] * scale) @ V[...] (causal, GQA).

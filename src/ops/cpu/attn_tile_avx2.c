@@ -16,7 +16,7 @@
 #include "ops/cpu/cpu_kernels.h"
 
 #define KEYS XPI_CPU_ATTN_KEYS
-#define PF_KEYS 8 /* prefetch distance in keys while converting rows (rows of one head are ld apart) */
+#define PF_KEYS 64 /* software prefetch distance in keys: the next block streams in while this one computes */
 
 /* exp(x) for 8 floats, the Cephes-style polynomial of kernels_avx2.c's exp8 (~2 ulp); x is clamped to
  * [-87.3, 88.3], so callers mask what must be exactly 0. */
@@ -237,6 +237,151 @@ static float softmax_block(float *s, int32_t nk8, int32_t lim, float *m, float *
   return corr;
 }
 
+/* ---- direct path (one or two query rows, hd a multiple of 8: decode): K and V rows are converted in
+ * registers as the FMAs consume them, so loads from memory interleave with the arithmetic and nothing is
+ * stored and reloaded; a buffered copy would be used once anyway. Specialized per dtype (always_inline). */
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+
+static ALWAYS_INLINE __m256 ld8(const void *p, int64_t i, xpi_dtype dt) {
+  if (dt == XPI_DT_F16) return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+  if (dt == XPI_DT_BF16)
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i))), 16));
+  return _mm256_loadu_ps((const float *)p + i);
+}
+
+static ALWAYS_INLINE void prefetch_row(const void *row, size_t bytes) {
+  for (size_t b = 0; b < bytes; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
+}
+
+/* Scores of rows qa, qb against keys j0..j0+nk of k (rows ld elements apart), times scale. */
+static ALWAYS_INLINE void scores2_direct(float *sa, float *sb, const float *qa, const float *qb, const void *k,
+                                         int64_t ld, int64_t j0, int32_t nk, int32_t hd, float scale, int32_t pf_end,
+                                         xpi_dtype dt) {
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
+  const unsigned char *base = (const unsigned char *)k;
+  int32_t j = 0;
+  for (; j + 4 <= nk; j += 4) {
+    const unsigned char *k0 = base + (size_t)(j0 + j) * (size_t)ld * esz, *k1 = k0 + (size_t)ld * esz,
+                        *k2 = k1 + (size_t)ld * esz, *k3 = k2 + (size_t)ld * esz;
+    if (j0 + j + PF_KEYS + 4 <= pf_end)
+      for (int d = 0; d < 4; d++) prefetch_row(k0 + (size_t)(PF_KEYS + d) * (size_t)ld * esz, rowb);
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    for (int32_t i = 0; i < hd; i += 8) {
+      const __m256 x = _mm256_loadu_ps(qa + i), y = _mm256_loadu_ps(qb + i);
+      __m256 kk = ld8(k0, i, dt);
+      a0 = _mm256_fmadd_ps(x, kk, a0);
+      b0 = _mm256_fmadd_ps(y, kk, b0);
+      kk = ld8(k1, i, dt);
+      a1 = _mm256_fmadd_ps(x, kk, a1);
+      b1 = _mm256_fmadd_ps(y, kk, b1);
+      kk = ld8(k2, i, dt);
+      a2 = _mm256_fmadd_ps(x, kk, a2);
+      b2 = _mm256_fmadd_ps(y, kk, b2);
+      kk = ld8(k3, i, dt);
+      a3 = _mm256_fmadd_ps(x, kk, a3);
+      b3 = _mm256_fmadd_ps(y, kk, b3);
+    }
+    _mm_storeu_ps(sa + j, _mm_mul_ps(hsum4x8(a0, a1, a2, a3), _mm_set1_ps(scale)));
+    _mm_storeu_ps(sb + j, _mm_mul_ps(hsum4x8(b0, b1, b2, b3), _mm_set1_ps(scale)));
+  }
+  for (; j < nk; j++) {
+    const unsigned char *k0 = base + (size_t)(j0 + j) * (size_t)ld * esz;
+    __m256 a0 = _mm256_setzero_ps(), b0 = a0;
+    for (int32_t i = 0; i < hd; i += 8) {
+      const __m256 kk = ld8(k0, i, dt);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qa + i), kk, a0);
+      b0 = _mm256_fmadd_ps(_mm256_loadu_ps(qb + i), kk, b0);
+    }
+    sa[j] = hsum8(a0) * scale;
+    sb[j] = hsum8(b0) * scale;
+  }
+}
+
+/* acc_a = acc_a*ca + sum_j pa[j] V_{j0+j} (and b), j < nk, V rows read in place. */
+static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, const float *pb, float ca, float cb,
+                                     const void *v, int64_t ld, int64_t j0, int32_t nk, int32_t hd, int32_t pf_end,
+                                     xpi_dtype dt) {
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
+  const unsigned char *base = (const unsigned char *)v + (size_t)j0 * (size_t)ld * esz;
+  const __m256 vca = _mm256_set1_ps(ca), vcb = _mm256_set1_ps(cb);
+  for (int32_t j = 0; j < nk && j0 + j + PF_KEYS < pf_end; j++)
+    prefetch_row(base + (size_t)(j + PF_KEYS) * (size_t)ld * esz, rowb);
+  int32_t i = 0;
+  for (; i + 32 <= hd; i += 32) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), a1 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 8), vca);
+    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 16), vca), a3 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 24), vca);
+    __m256 b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb), b1 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 8), vcb);
+    __m256 b2 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 16), vcb), b3 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 24), vcb);
+    for (int32_t j = 0; j < nk; j++) {
+      const unsigned char *row = base + (size_t)j * (size_t)ld * esz;
+      const __m256 wa = _mm256_broadcast_ss(pa + j), wb = _mm256_broadcast_ss(pb + j);
+      __m256 x = ld8(row, i, dt);
+      a0 = _mm256_fmadd_ps(wa, x, a0);
+      b0 = _mm256_fmadd_ps(wb, x, b0);
+      x = ld8(row, i + 8, dt);
+      a1 = _mm256_fmadd_ps(wa, x, a1);
+      b1 = _mm256_fmadd_ps(wb, x, b1);
+      x = ld8(row, i + 16, dt);
+      a2 = _mm256_fmadd_ps(wa, x, a2);
+      b2 = _mm256_fmadd_ps(wb, x, b2);
+      x = ld8(row, i + 24, dt);
+      a3 = _mm256_fmadd_ps(wa, x, a3);
+      b3 = _mm256_fmadd_ps(wb, x, b3);
+    }
+    _mm256_storeu_ps(acca + i, a0);
+    _mm256_storeu_ps(acca + i + 8, a1);
+    _mm256_storeu_ps(acca + i + 16, a2);
+    _mm256_storeu_ps(acca + i + 24, a3);
+    _mm256_storeu_ps(accb + i, b0);
+    _mm256_storeu_ps(accb + i + 8, b1);
+    _mm256_storeu_ps(accb + i + 16, b2);
+    _mm256_storeu_ps(accb + i + 24, b3);
+  }
+  for (; i < hd; i += 8) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb);
+    for (int32_t j = 0; j < nk; j++) {
+      const __m256 x = ld8(base + (size_t)j * (size_t)ld * esz, i, dt);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j), x, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pb + j), x, b0);
+    }
+    _mm256_storeu_ps(acca + i, a0);
+    _mm256_storeu_ps(accb + i, b0);
+  }
+}
+
+/* The whole tile on the direct path. One row runs as a pair with itself into a dummy row (memory-bound:
+ * the duplicate FMAs cost nothing measurable). */
+static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, xpi_dtype dt) {
+  const int64_t hdp = XPI_CPU_ATTN_HDP(t->hd);
+  float *sc = t->scratch, *dummy_acc = sc + 2 * KEYS, dummy_m = -INFINITY, dummy_l = 0;
+  const int two = t->nq == 2;
+  const float *qa = t->q[0], *qb = two ? t->q[1] : t->q[0];
+  float *acca = t->acc, *accb = two ? t->acc + hdp : dummy_acc;
+  float *ma = &t->m[0], *la = &t->l[0], *mb = two ? &t->m[1] : &dummy_m, *lb = two ? &t->l[1] : &dummy_l;
+  const int32_t lasta = t->last[0], lastb = two ? t->last[1] : t->last[0];
+  if (!two) memset(dummy_acc, 0, (size_t)hdp * sizeof *dummy_acc);
+  for (int32_t b0 = t->s0; b0 < end; b0 += KEYS) {
+    const int32_t nk = end - b0 < KEYS ? end - b0 : KEYS, nk8 = (nk + 7) & ~7;
+    const int acta = lasta >= b0, actb = lastb >= b0;
+    scores2_direct(sc, sc + KEYS, qa, qb, t->k, t->ld, b0, nk, t->hd, t->scale, end, dt);
+    if (nk8 > nk) {
+      memset(sc + nk, 0, (size_t)(nk8 - nk) * sizeof *sc);
+      memset(sc + KEYS + nk, 0, (size_t)(nk8 - nk) * sizeof *sc);
+    }
+    float ca = 1, cb = 1;
+    if (acta) ca = softmax_block(sc, nk8, lasta - b0 < nk - 1 ? lasta - b0 : nk - 1, ma, la);
+    else memset(sc, 0, (size_t)nk8 * sizeof *sc);
+    if (actb) cb = softmax_block(sc + KEYS, nk8, lastb - b0 < nk - 1 ? lastb - b0 : nk - 1, mb, lb);
+    else memset(sc + KEYS, 0, (size_t)nk8 * sizeof *sc);
+    pv2_direct(acca, accb, sc, sc + KEYS, ca, cb, t->v, t->ld, b0, nk, t->hd, end, dt);
+  }
+}
+
+static void tile_direct_f16(const xpi_cpu_attn_tile *t, int32_t end) { tile_direct(t, end, XPI_DT_F16); }
+static void tile_direct_bf16(const xpi_cpu_attn_tile *t, int32_t end) { tile_direct(t, end, XPI_DT_BF16); }
+static void tile_direct_f32(const xpi_cpu_attn_tile *t, int32_t end) { tile_direct(t, end, XPI_DT_F32); }
+
 void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
   const int64_t hdp = XPI_CPU_ATTN_HDP(t->hd);
   float *qbuf = t->scratch, *kv = qbuf + XPI_CPU_ATTN_ROWS * hdp, *sc = kv + KEYS * hdp;
@@ -244,6 +389,14 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
   for (int32_t r = 0; r < t->nq; r++) {
     const int32_t e = t->last[r] + 1 < t->s1 ? t->last[r] + 1 : t->s1;
     end = e > end ? e : end;
+  }
+  if (t->nq <= 2 && t->hd % 8 == 0) {
+    if (t->dt == XPI_DT_F16) tile_direct_f16(t, end);
+    else if (t->dt == XPI_DT_BF16) tile_direct_bf16(t, end);
+    else tile_direct_f32(t, end);
+    return;
+  }
+  for (int32_t r = 0; r < t->nq; r++) {
     memcpy(qbuf + r * hdp, t->q[r], (size_t)t->hd * sizeof(float));
     memset(qbuf + r * hdp + t->hd, 0, (size_t)(hdp - t->hd) * sizeof(float));
   }

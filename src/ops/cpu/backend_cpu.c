@@ -24,7 +24,7 @@ typedef struct cpu_impl {
 struct xpi_kv {
   xpi_dtype dtype;                /* f32, bf16 or f16 */
   int32_t n_layers, n_ctx, hk, hd;
-  void *k, *v;                    /* [n_layers][n_ctx][hk][hd] each */
+  void *k, *v;                    /* [n_layers][hk][n_ctx][hd] each: a head's slots are contiguous */
 };
 
 static cpu_impl *impl_of(xpi_backend *be) { return (cpu_impl *)be->impl; }
@@ -326,7 +326,7 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
 /* ------------------------------------------------------------------ attention */
 
 static const void *kv_row(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h) {
-  size_t idx = (((size_t)layer * (size_t)kv->n_ctx + (size_t)slot) * (size_t)kv->hk + (size_t)h) * (size_t)kv->hd;
+  size_t idx = (((size_t)layer * (size_t)kv->hk + (size_t)h) * (size_t)kv->n_ctx + (size_t)slot) * (size_t)kv->hd;
   return (const unsigned char *)base + idx * xpi_dtype_size(kv->dtype);
 }
 
@@ -345,7 +345,7 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
       store_elems((void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
     }
   const xpi_cpu_kv_layer layer_kv = {kv_row(kv, kv->k, layer, 0, 0), kv_row(kv, kv->v, layer, 0, 0), kv->dtype, hk,
-                                     hd};
+                                     hd, (int64_t)kv->n_ctx * hd, hd};
   return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, pos, n, hq, scale, impl, 0);
 }
 
