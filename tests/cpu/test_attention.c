@@ -111,6 +111,9 @@ static void attn_case(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int
     if (!k) continue;
     for (int impl = 0; impl < 2; impl++)
       for (int32_t nsplit = 0; nsplit <= 3; nsplit += (nsplit == 1 ? 2 : 1)) {
+        /* the scalar table is slow (element-wise half conversion): one split setting per impl keeps the
+         * sanitizer run short; the vector tables run every combination */
+        if (isa == XPI_ISA_SCALAR && nsplit != (impl ? 3 : 0)) continue;
         memset(out, 0xff, qn * sizeof *out); /* NaN: every element must be written */
         CHECK_OK(xpi_cpu_attention(pool, k, out, q, &kv, pos, n, hq, scale, impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA,
                                    nsplit));
@@ -151,9 +154,11 @@ int main(void) {
       for (int b = 0; b < 4; b++)
         for (int c = 0; c < 7; c++) {
           const int32_t L = Ls[c];
+          /* long context (sanitizer time): groups 2 and 7, head_dim 128 and 80 suffice */
+          if (L >= 1000 && (grps[b] == 1 || grps[b] == 4 || hds[a] == 64 || hds[a] == 36)) continue;
           attn_case(pool, dts[d], hds[a], grps[b], L, 1); /* decode */
           /* prefill chunk continuing a context: up to 19 tokens (several tiles), fewer for the long context */
-          const int32_t n = L >= 1000 ? 5 : L < 19 ? L : 19;
+          const int32_t n = L >= 1000 ? 3 : L < 19 ? L : 19;
           if (n > 1) attn_case(pool, dts[d], hds[a], grps[b], L, n);
         }
   xpi_pool_free(pool);
