@@ -1,13 +1,13 @@
-/* The AVX2 + FMA + F16C attention tile (cpu_kernels.h). Per block of XPI_CPU_ATTN_KEYS keys:
- *  1. the block's K rows are converted once (f16 via vcvtph2ps, bf16 by a 16-bit shift, f32 copied) into
- *     an f32 buffer in L1, zero-padded to a multiple of 8 floats, and shared by all query rows of the tile;
- *  2. scores of two query rows x four keys at a time (eight independent FMA chains), the four dot products
- *     reduced together by a hadd tree;
- *  3. per row: masked block max, one expf for the rescale factor, vector exp of the scores;
- *  4. the V rows are converted into the same buffer and the two-row accumulators updated four vectors
- *     (32 floats) of head dimension at a time, again eight FMA chains.
- * Decode (one token, a GQA group of rows) streams K and V once with little work per byte; prefill tiles
- * reuse every converted row for up to XPI_CPU_ATTN_ROWS query rows. */
+/* The AVX2 + FMA + F16C attention tile (cpu_kernels.h), two paths:
+ *  - direct (one or two query rows, head_dim a multiple of 8: decode with a GQA group of <= 2): K and V rows
+ *    are converted in registers (f16 via vcvtph2ps, bf16 by a 16-bit shift) as the FMAs consume them, and
+ *    software-prefetched PF_KEYS keys ahead, so the cache streams at close to memory bandwidth;
+ *  - buffered (everything else: prefill tiles of up to XPI_CPU_ATTN_ROWS rows, larger groups): per block of
+ *    XPI_CPU_ATTN_KEYS keys the K rows are converted once into an f32 buffer in L1 (zero-padded to a multiple
+ *    of 8 floats) and shared by all rows of the tile, scores computed two rows x four keys at a time (eight
+ *    FMA chains, the four dot products reduced together by a hadd tree), then the V rows likewise.
+ * Both: per row and block, masked block max, one expf for the rescale factor, vector exp of the scores, and
+ * the accumulators rescaled as they are loaded for the P.V update. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
