@@ -167,6 +167,10 @@ static xpi_status tiled(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, co
   /* per thread: tile scratch, m, l, acc; a multiple of 8 floats so every thread's part stays 32-byte aligned */
   j.scratch_per = (xpi_cpu_attn_scratch_floats(kv->hd) + 2 * XPI_CPU_ATTN_ROWS +
                    (size_t)XPI_CPU_ATTN_ROWS * (size_t)j.hdp + 7) & ~(size_t)7;
+  /* head_dim and the unit count are bounded by the model's shape, but check the products anyway */
+  if (kv->hd > (1 << 20) || nth > (1 << 16) || j.units > ((int64_t)1 << 30))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: head_dim %d, %d threads, %lld work units are too large",
+                   kv->hd, nth, (long long)j.units);
   j.scratch = aligned_alloc(64, ((size_t)nth * j.scratch_per * sizeof(float) + 63) & ~(size_t)63);
   if (j.nsplit > 1) j.part = malloc((size_t)j.units * part_per(&j) * sizeof(float));
   if (!j.scratch || (j.nsplit > 1 && !j.part)) {
