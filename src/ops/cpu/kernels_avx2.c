@@ -394,6 +394,24 @@ static void pack_b(float *P, float *R, int nr, int64_t kc) {
     }
 }
 
+/* Dense weights of a full panel (NR rows, kc a multiple of 8) straight into P: 8 elements of 8 rows are
+ * loaded, converted and transposed in registers, skipping the row buffer. */
+typedef void (*direct_fn)(float *P, const void *W, int64_t r, int64_t c0, int64_t kc, int64_t cols);
+#define DEF_DIRECT(NAME, ES, LD8)                                                                      \
+  static void NAME(float *P, const void *W, int64_t r, int64_t c0, int64_t kc, int64_t cols) {         \
+    const char *w = (const char *)W + (r * cols + c0) * ES;                                            \
+    for (int64_t k = 0; k < kc; k += 8)                                                                \
+      for (int h = 0; h < NR; h += 8) {                                                                \
+        __m256 v[8];                                                                                   \
+        for (int j = 0; j < 8; j++) v[j] = LD8(w + ((h + j) * cols + k) * ES);                        \
+        tr8(v);                                                                                        \
+        for (int j = 0; j < 8; j++) _mm256_store_ps(P + (k + j) * NR + h, v[j]);                       \
+      }                                                                                                \
+  }
+DEF_DIRECT(direct_f32, 4, ld8_f32)
+DEF_DIRECT(direct_bf16, 2, ld8_bf16)
+DEF_DIRECT(direct_f16, 2, ld8_f16)
+
 /* A[(t/MR)*kc*MR + k*MR + t%MR] = X[t, k] for k < kc, t < n rounded up to MR (padding tokens are zero). */
 static void pack_a(float *A, const float *X, int64_t ldx, int32_t n, int64_t kc) {
   for (int32_t t0 = 0; t0 < n; t0 += MR) {
@@ -408,6 +426,11 @@ static void pack_a(float *A, const float *X, int64_t ldx, int32_t n, int64_t kc)
 
 /* Y[t, 0..nr) (+)= A-panel (MR tokens x kc) @ P (kc x NR) for t < nt. */
 static void ukr(const float *A, const float *P, int64_t kc, float *Y, int64_t ldy, int nt, int nr, int accumulate) {
+  if (accumulate) /* the partial sums are read back after the k loop: fetch them meanwhile (they are in L2) */
+    for (int t = 0; t < nt; t++) {
+      _mm_prefetch((const char *)(Y + t * ldy), _MM_HINT_T0);
+      _mm_prefetch((const char *)(Y + t * ldy + NR - 1), _MM_HINT_T0);
+    }
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 #pragma GCC unroll 4
@@ -476,7 +499,7 @@ static void pf_step(pf_cursor *c, int lines) {
 /* Tokens [0, nb) of the product with packing buffers A (nb rounded up to MR, x cols), R and P (NR x KC).
  * Loop order: groups of RG weight rows, then KC-column chunks, then NR-row panels, then MR-token panels, so
  * that the group's outputs (nb x RG) and the activation chunk (nb x KC) stay in L2 and the panel in L1. */
-static void gemm_block(rows_fn rows, const wlayout *L, float *A, float *R, float *P, float *Y, int64_t ldy,
+static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *A, float *R, float *P, float *Y, int64_t ldy,
                        const float *X, int32_t nb, const void *W, const void *aux, int64_t r0, int64_t r1,
                        int64_t cols) {
   pack_a(A, X, cols, nb, cols);
@@ -487,8 +510,11 @@ static void gemm_block(rows_fn rows, const wlayout *L, float *A, float *R, float
       const int64_t kc = cols - c0 < KC ? cols - c0 : KC;
       for (int64_t r = g; r < g1; r += NR) {
         const int nr = g1 - r < NR ? (int)(g1 - r) : NR;
-        rows(R, W, aux, r, nr, c0, kc, cols);
-        pack_b(P, R, nr, kc);
+        if (direct && nr == NR && (kc & 7) == 0) direct(P, W, r, c0, kc, cols);
+        else {
+          rows(R, W, aux, r, nr, c0, kc, cols);
+          pack_b(P, R, nr, kc);
+        }
         /* the panel after this one: next rows of the group, else the group's first rows at the next chunk,
          * else the next group's first rows at chunk 0 */
         pf_cursor pc = {L, r + NR, c0, kc, 0, 0, 0};
@@ -514,7 +540,7 @@ static void gemm_block(rows_fn rows, const wlayout *L, float *A, float *R, float
  * cannot be allocated (then q8/q4 results follow the decode error bound of quant.h). */
 typedef void (*gemv_fn)(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
                         const void *aux, int64_t r0, int64_t r1, int64_t cols);
-static void gemm(rows_fn rows, gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
+static void gemm(rows_fn rows, direct_fn direct, gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
                  const void *W, const void *aux, int64_t r0, int64_t r1, int64_t cols) {
   _Alignas(32) float R[NR * KC], P[NR * KC];
   const size_t np = ((size_t)n + MR - 1) / MR * MR;
@@ -531,7 +557,7 @@ static void gemm(rows_fn rows, gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy
   if (dt == XPI_DT_Q8 || dt == XPI_DT_Q4)
     L.stride = xpi_q_row_bytes(dt, cols), L.dstride = xpi_q_nblocks(cols) * 2, L.bs = dt == XPI_DT_Q8 ? 32 : 16;
   else L.es = dt == XPI_DT_F32 ? 4 : 2, L.stride = cols * L.es;
-  gemm_block(rows, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
+  gemm_block(rows, direct, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
   free(A);
 }
 
@@ -546,27 +572,27 @@ static void gemv_dense(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int3
 
 static void mm_f32(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                    int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f32, gemv_dense, XPI_DT_F32, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f32, direct_f32, gemv_dense, XPI_DT_F32, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                     int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_bf16, gemv_dense, XPI_DT_BF16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_bf16, direct_bf16, gemv_dense, XPI_DT_BF16, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_f16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                    int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f16, gemv_dense, XPI_DT_F16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f16, direct_f16, gemv_dense, XPI_DT_F16, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q8, gemv_q, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q8, NULL, gemv_q, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q4, gemv_q, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q4, NULL, gemv_q, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 
