@@ -2,6 +2,7 @@
 #include "core/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -114,7 +115,10 @@ void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx) {
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->m);
   fn(ctx, 0, p->n);
-  while (atomic_load(&p->pending) > 0) { /* workers finish within the same op; spin */ }
+  /* Workers finish within the same op, so spin; but yield once it takes long (a worker descheduled on a busy
+   * machine then gets the core back instead of waiting behind our spinning). */
+  for (long spin = 0; atomic_load(&p->pending) > 0; spin++)
+    if (spin > 20000) sched_yield();
   pthread_mutex_unlock(&p->run_lock);
 }
 

@@ -11,7 +11,8 @@
 
 #include "core/status.h"
 
-#define N_BATCH 128   /* tokens per forward chunk: bounds activation memory during prefill */
+#define N_BATCH 256   /* tokens per forward chunk: bounds activation memory during prefill (64 KiB per token for
+                       * Qwen3-0.6B); 256 rather than 128 converts each weight panel half as often (+2-7% GEMM) */
 #define N_LOGIT_ROWS 16 /* rows of logits computed at once when all positions are wanted */
 
 typedef struct dev_state {

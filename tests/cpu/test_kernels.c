@@ -240,6 +240,13 @@ int main(void) {
     mm_case(k, XPI_DT_Q8, 3, 5000, 1);
     mm_case(k, XPI_DT_Q4, 3, 5000, 3);
     mm_case(k, XPI_DT_BF16, 19, 1100, 7);
+    /* prefill blocking: several 128-row groups with a ragged last panel, several 256-column chunks with a
+     * ragged last one, token counts that leave a partial 6-token panel */
+    mm_case(k, XPI_DT_BF16, 300, 600, 13);
+    mm_case(k, XPI_DT_F16, 129, 513, 6);
+    mm_case(k, XPI_DT_F32, 161, 260, 5);
+    mm_case(k, XPI_DT_Q8, 200, 544, 25);
+    mm_case(k, XPI_DT_Q4, 150, 520, 8);
   }
   const xpi_cpu_kernels *best = xpi_cpu_kernels_best();
   CHECK(best != NULL && best->mm[XPI_DT_Q8] && best->mm[XPI_DT_Q4], "best table lacks quantized matmul");

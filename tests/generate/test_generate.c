@@ -247,7 +247,7 @@ static void test_variants(void) {
   CHECK_ERR(xpi_model_load(g_dir, &o, &m), XPI_ERR_INVALID_ARGUMENT, "unknown kv_dtype 'q8'");
 }
 
-/* Long prompts go through the graph in chunks (128 tokens) and logits in blocks of rows: 300 tokens in one
+/* Long prompts go through the graph in chunks (256 tokens) and logits in blocks of rows: 300 tokens in one
  * call must match the same tokens fed in pieces of 1, 99 and 200. Tolerance 1e-4: the same f32 math, only
  * the batch size differs (a faster GEMM sums in another order than its GEMV: measured 1.6e-5 with the AVX-512
  * kernels, 0 with the scalar ones). */

@@ -5,21 +5,25 @@
  *    all n tokens while it sits in L1; four rows are walked together so loads of x are shared and enough
  *    independent FMA chains hide latency. Q8/Q4 quantize the activations to int8 once per call and use
  *    exact int32 block dot products (maddubs), as quant.h documents.
- *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM. A panel of 16 weight rows x KC columns is converted
- *    (bf16/f16/q8/q4 -> f32, once per matmul) into a column-major panel that stays in L1, then a 6x16
- *    register-blocked outer-product microkernel sweeps all tokens over it.
+ *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below). The activations are packed
+ *    once per call; each panel of 16 weight rows x KC columns is converted (bf16/f16/q8/q4 -> f32, once per
+ *    matmul) into a column-major panel that stays in L1 while a 6x16 register-blocked microkernel sweeps all
+ *    tokens over it, and the next panel is prefetched meanwhile. About 84% of the FMA peak of one Zen 3
+ *    core on the Qwen3-0.6B shapes with bf16 weights (72 of 85 GFLOP/s, best of 40, 128 tokens).
  */
 #include <immintrin.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/quant.h"
 
-#define KC 128   /* columns per packed panel: 16 x 128 f32 = 8 KiB in L1; X chunk n x 128 f32 in L2 */
+#define KC 256   /* columns per packed panel: 16 x 256 f32 = 16 KiB in L1; packed tokens n x 256 f32 in L2 */
 #define NR 16    /* weight rows per panel = two ymm */
 #define MR 6     /* tokens per microkernel call: 12 accumulators */
+#define RG 128   /* weight rows whose outputs stay in L2 while K is walked in KC chunks */
 #define CC 4096  /* decode: activation columns quantized per chunk (stack buffers) */
 
 static inline float hsum8(__m256 v) {
@@ -296,81 +300,150 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
 }
 
 /* ------------------------------------------------------------------ prefill GEMM */
-/* Converts rows [r, r+nr) x cols [c0, c0+kc) of W to f32 in panel P[k*NR + i] (rows >= nr zero). */
-typedef void (*pack_fn)(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc,
+/* Goto/BLIS-style blocking. For each chunk of KC columns: the n activation rows are packed once into
+ * MR-token panels A[k*MR + t] (the microkernel's broadcasts then walk one sequential stream), and each panel
+ * of NR weight rows is converted to f32 once (bf16/f16/q8/q4 -> f32 rows, then 8x8 register transposes)
+ * into P[k*NR + i], which stays in L1 while the 6x16 microkernel sweeps all tokens over it. */
+
+/* Converts rows [r, r+nr) x cols [c0, c0+kc) of W to f32 rows R[i*KC + k]. */
+typedef void (*rows_fn)(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc,
                         int64_t cols);
 
-#define DEF_PACK(NAME, ES, LD8, LD1)                                                                   \
-  static void NAME(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, \
+#define DEF_ROWS(NAME, ES, LD8, LD1)                                                                   \
+  static void NAME(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, \
                    int64_t cols) {                                                                     \
     (void)aux;                                                                                         \
-    float tmp[KC];                                                                                     \
-    for (int i = 0; i < NR; i++) {                                                                     \
-      if (i >= nr) { for (int64_t k = 0; k < kc; k++) P[k * NR + i] = 0; continue; }                  \
+    for (int i = 0; i < nr; i++) {                                                                     \
       const char *w = (const char *)W + ((r + i) * cols + c0) * ES;                                    \
+      float *o = R + i * KC;                                                                           \
       int64_t k = 0;                                                                                   \
-      for (; k + 8 <= kc; k += 8) _mm256_storeu_ps(tmp + k, LD8(w + k * ES));                          \
-      for (; k < kc; k++) tmp[k] = LD1(w, k);                                                          \
-      for (k = 0; k < kc; k++) P[k * NR + i] = tmp[k];                                                 \
+      for (; k + 8 <= kc; k += 8) _mm256_store_ps(o + k, LD8(w + k * ES));                             \
+      for (; k < kc; k++) o[k] = LD1(w, k);                                                            \
     }                                                                                                  \
   }
-DEF_PACK(pack_f32, 4, ld8_f32, ld1_f32)
-DEF_PACK(pack_bf16, 2, ld8_bf16, ld1_bf16)
-DEF_PACK(pack_f16, 2, ld8_f16, ld1_f16)
+DEF_ROWS(rows_f32, 4, ld8_f32, ld1_f32)
+DEF_ROWS(rows_bf16, 2, ld8_bf16, ld1_bf16)
+DEF_ROWS(rows_f16, 2, ld8_f16, ld1_f16)
 
-/* c0 is a multiple of KC, hence of the 32-column block. */
-static void pack_q(xpi_dtype dt, float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0,
+/* o[0..32) = s * q for 32 int8 quants (o 32-byte aligned). */
+static inline void deq32(float *o, __m256i q, __m256 s) {
+  const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
+  _mm256_store_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s));
+  _mm256_store_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
+  _mm256_store_ps(o + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s));
+  _mm256_store_ps(o + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
+}
+
+/* c0 is a multiple of KC, hence of the 32-column block; the last block may be cut by kc. */
+static void rows_q(xpi_dtype dt, float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0,
                    int64_t kc, int64_t cols) {
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   const uint16_t *d = aux;
-  float tmp[KC];
-  for (int i = 0; i < NR; i++) {
-    if (i >= nr) { for (int64_t k = 0; k < kc; k++) P[k * NR + i] = 0; continue; }
+  for (int i = 0; i < nr; i++) {
+    float *o = R + i * KC;
+    const uint8_t *q = (const uint8_t *)W + (r + i) * rb;
+    const uint16_t *dr = d + (r + i) * nb;
     for (int64_t k = 0; k < kc; k += XPI_QK) {
       const int64_t b = (c0 + k) / XPI_QK;
-      const __m256 s = _mm256_set1_ps(_cvtsh_ss(d[(r + i) * nb + b]));
-      __m256i q8[4];
-      if (dt == XPI_DT_Q8) {
-        const int8_t *q = (const int8_t *)W + (r + i) * rb + b * XPI_QK;
-        for (int j = 0; j < 4; j++) q8[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(q + 8 * j)));
-      } else {
-        __m256i u = _mm256_sub_epi8(q4_unpack((const uint8_t *)W + (r + i) * rb + b * 16), _mm256_set1_epi8(8));
-        int8_t qq[32];
-        _mm256_storeu_si256((__m256i *)qq, u);
-        for (int j = 0; j < 4; j++) q8[j] = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(qq + 8 * j)));
-      }
-      /* kc may end inside the last block (cols not a multiple of 32): write through a full block buffer */
-      float blk[XPI_QK];
-      for (int j = 0; j < 4; j++) _mm256_storeu_ps(blk + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(q8[j]), s));
-      const int64_t m = kc - k < XPI_QK ? kc - k : XPI_QK;
-      memcpy(tmp + k, blk, (size_t)m * sizeof(float));
+      const __m256 s = _mm256_set1_ps(_cvtsh_ss(dr[b]));
+      const __m256i v = dt == XPI_DT_Q8 ? _mm256_loadu_si256((const __m256i *)(q + b * XPI_QK))
+                                        : _mm256_sub_epi8(q4_unpack(q + b * 16), _mm256_set1_epi8(8));
+      if (kc - k >= XPI_QK) { deq32(o + k, v, s); continue; }
+      _Alignas(32) float blk[XPI_QK];
+      deq32(blk, v, s);
+      memcpy(o + k, blk, (size_t)(kc - k) * sizeof(float));
     }
-    for (int64_t k = 0; k < kc; k++) P[k * NR + i] = tmp[k];
   }
 }
-static void pack_q8(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
-  pack_q(XPI_DT_Q8, P, W, aux, r, nr, c0, kc, cols);
+static void rows_q8(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
+  rows_q(XPI_DT_Q8, R, W, aux, r, nr, c0, kc, cols);
 }
-static void pack_q4(float *P, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
-  pack_q(XPI_DT_Q4, P, W, aux, r, nr, c0, kc, cols);
+static void rows_q4(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
+  rows_q(XPI_DT_Q4, R, W, aux, r, nr, c0, kc, cols);
 }
 
-/* Y[t, 0..nr) (+)= X[t, 0..kc) @ P for t < nt <= MR. Rows of X past nt alias the last one (results dropped). */
-static void ukr(const float *X, int64_t ldx, int nt, const float *P, int64_t kc, float *Y, int64_t ldy, int nr,
-                int accumulate) {
-  const float *x[MR];
-  for (int t = 0; t < MR; t++) x[t] = X + (t < nt ? t : nt - 1) * ldx;
+/* In-register 8x8 transpose: v[j] becomes column j of the rows v[0..8). */
+static inline void tr8(__m256 v[8]) {
+  __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
+  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
+  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
+  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
+  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20); v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20); v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31); v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31); v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+/* P[k*NR + i] = R[i*KC + k] for k < kc rounded up to 8; rows i >= nr and columns k >= kc are zero. */
+static void pack_b(float *P, float *R, int nr, int64_t kc) {
+  const int64_t k8 = (kc + 7) & ~(int64_t)7;
+  for (int i = 0; i < NR; i++) {
+    if (i >= nr) memset(R + i * KC, 0, (size_t)k8 * sizeof(float));
+    else if (kc < k8) memset(R + i * KC + kc, 0, (size_t)(k8 - kc) * sizeof(float));
+  }
+  for (int64_t k = 0; k < k8; k += 8)
+    for (int h = 0; h < NR; h += 8) {
+      __m256 v[8];
+      for (int j = 0; j < 8; j++) v[j] = _mm256_load_ps(R + (h + j) * KC + k);
+      tr8(v);
+      for (int j = 0; j < 8; j++) _mm256_store_ps(P + (k + j) * NR + h, v[j]);
+    }
+}
+
+/* Dense weights of a full panel (NR rows, kc a multiple of 8) straight into P: 8 elements of 8 rows are
+ * loaded, converted and transposed in registers, skipping the row buffer. */
+typedef void (*direct_fn)(float *P, const void *W, int64_t r, int64_t c0, int64_t kc, int64_t cols);
+#define DEF_DIRECT(NAME, ES, LD8)                                                                      \
+  static void NAME(float *P, const void *W, int64_t r, int64_t c0, int64_t kc, int64_t cols) {         \
+    const char *w = (const char *)W + (r * cols + c0) * ES;                                            \
+    for (int64_t k = 0; k < kc; k += 8)                                                                \
+      for (int h = 0; h < NR; h += 8) {                                                                \
+        __m256 v[8];                                                                                   \
+        for (int j = 0; j < 8; j++) v[j] = LD8(w + ((h + j) * cols + k) * ES);                        \
+        tr8(v);                                                                                        \
+        for (int j = 0; j < 8; j++) _mm256_store_ps(P + (k + j) * NR + h, v[j]);                       \
+      }                                                                                                \
+  }
+DEF_DIRECT(direct_f32, 4, ld8_f32)
+DEF_DIRECT(direct_bf16, 2, ld8_bf16)
+DEF_DIRECT(direct_f16, 2, ld8_f16)
+
+/* A[(t/MR)*kc*MR + k*MR + t%MR] = X[t, k] for k < kc, t < n rounded up to MR (padding tokens are zero). */
+static void pack_a(float *A, const float *X, int64_t ldx, int32_t n, int64_t kc) {
+  for (int32_t t0 = 0; t0 < n; t0 += MR) {
+    float *a = A + (int64_t)(t0 / MR) * kc * MR;
+    for (int t = 0; t < MR; t++) {
+      if (t0 + t >= n) { for (int64_t k = 0; k < kc; k++) a[k * MR + t] = 0; continue; }
+      const float *x = X + (int64_t)(t0 + t) * ldx;
+      for (int64_t k = 0; k < kc; k++) a[k * MR + t] = x[k];
+    }
+  }
+}
+
+/* Y[t, 0..nr) (+)= A-panel (MR tokens x kc) @ P (kc x NR) for t < nt. */
+static void ukr(const float *A, const float *P, int64_t kc, float *Y, int64_t ldy, int nt, int nr, int accumulate) {
+  if (accumulate) /* the partial sums are read back after the k loop: fetch them meanwhile (they are in L2) */
+    for (int t = 0; t < nt; t++) {
+      _mm_prefetch((const char *)(Y + t * ldy), _MM_HINT_T0);
+      _mm_prefetch((const char *)(Y + t * ldy + NR - 1), _MM_HINT_T0);
+    }
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
          c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 4
   for (int64_t k = 0; k < kc; k++) {
     const __m256 p0 = _mm256_load_ps(P + k * NR), p1 = _mm256_load_ps(P + k * NR + 8);
-    __m256 a;
-    a = _mm256_broadcast_ss(x[0] + k); c00 = _mm256_fmadd_ps(a, p0, c00); c01 = _mm256_fmadd_ps(a, p1, c01);
-    a = _mm256_broadcast_ss(x[1] + k); c10 = _mm256_fmadd_ps(a, p0, c10); c11 = _mm256_fmadd_ps(a, p1, c11);
-    a = _mm256_broadcast_ss(x[2] + k); c20 = _mm256_fmadd_ps(a, p0, c20); c21 = _mm256_fmadd_ps(a, p1, c21);
-    a = _mm256_broadcast_ss(x[3] + k); c30 = _mm256_fmadd_ps(a, p0, c30); c31 = _mm256_fmadd_ps(a, p1, c31);
-    a = _mm256_broadcast_ss(x[4] + k); c40 = _mm256_fmadd_ps(a, p0, c40); c41 = _mm256_fmadd_ps(a, p1, c41);
-    a = _mm256_broadcast_ss(x[5] + k); c50 = _mm256_fmadd_ps(a, p0, c50); c51 = _mm256_fmadd_ps(a, p1, c51);
+    const float *a = A + k * MR;
+    __m256 x;
+    x = _mm256_broadcast_ss(a + 0); c00 = _mm256_fmadd_ps(x, p0, c00); c01 = _mm256_fmadd_ps(x, p1, c01);
+    x = _mm256_broadcast_ss(a + 1); c10 = _mm256_fmadd_ps(x, p0, c10); c11 = _mm256_fmadd_ps(x, p1, c11);
+    x = _mm256_broadcast_ss(a + 2); c20 = _mm256_fmadd_ps(x, p0, c20); c21 = _mm256_fmadd_ps(x, p1, c21);
+    x = _mm256_broadcast_ss(a + 3); c30 = _mm256_fmadd_ps(x, p0, c30); c31 = _mm256_fmadd_ps(x, p1, c31);
+    x = _mm256_broadcast_ss(a + 4); c40 = _mm256_fmadd_ps(x, p0, c40); c41 = _mm256_fmadd_ps(x, p1, c41);
+    x = _mm256_broadcast_ss(a + 5); c50 = _mm256_fmadd_ps(x, p0, c50); c51 = _mm256_fmadd_ps(x, p1, c51);
   }
   __m256 cs[MR][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
   for (int t = 0; t < nt; t++) {
@@ -391,46 +464,135 @@ static void ukr(const float *X, int64_t ldx, int nt, const float *P, int64_t kc,
   }
 }
 
-static void gemm(pack_fn pack, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                 int64_t r0, int64_t r1, int64_t cols) {
-  _Alignas(32) float P[KC * NR];
-  for (int64_t r = r0; r < r1; r += NR) {
-    const int nr = r1 - r < NR ? (int)(r1 - r) : NR;
+/* Where row segments of W live, so the next panel can be prefetched while the current one is swept: a panel
+ * is NR short row segments a page or more apart, which the hardware prefetcher does not fetch ahead. */
+typedef struct {
+  const char *q, *d;      /* data; scales (quantized only) */
+  int64_t stride, dstride; /* bytes per row */
+  int es, bs;              /* dense: bytes per element; quantized: bytes of quants per 32-column block */
+} wlayout;
+
+typedef struct {
+  const wlayout *L;
+  int64_t r, c0, kc; /* the panel to fetch */
+  int nr, i;         /* next row of it */
+  int64_t off;       /* next byte offset in that row */
+} pf_cursor;
+
+/* Issues up to `lines` prefetches of the cursor's panel. */
+static void pf_step(pf_cursor *c, int lines) {
+  const wlayout *L = c->L;
+  while (lines > 0 && c->i < c->nr) {
+    const int64_t row = c->r + c->i;
+    const char *p;
+    int64_t len;
+    if (L->es) p = L->q + row * L->stride + c->c0 * L->es, len = c->kc * L->es;
+    else {
+      p = L->q + row * L->stride + c->c0 / XPI_QK * L->bs, len = xpi_q_nblocks(c->kc) * L->bs;
+      if (c->off == 0) _mm_prefetch(L->d + row * L->dstride + c->c0 / XPI_QK * 2, _MM_HINT_T0), lines--;
+    }
+    for (; c->off < len && lines > 0; c->off += 64, lines--) _mm_prefetch(p + c->off, _MM_HINT_T0);
+    if (c->off >= len) c->i++, c->off = 0;
+  }
+}
+
+/* Tokens [0, nb) of the product with packing buffers A (nb rounded up to MR, x cols), R and P (NR x KC).
+ * Loop order: groups of RG weight rows, then KC-column chunks, then NR-row panels, then MR-token panels, so
+ * that the group's outputs (nb x RG) and the activation chunk (nb x KC) stay in L2 and the panel in L1. */
+static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *A, float *R, float *P, float *Y, int64_t ldy,
+                       const float *X, int32_t nb, const void *W, const void *aux, int64_t r0, int64_t r1,
+                       int64_t cols) {
+  pack_a(A, X, cols, nb, cols);
+  const int sweeps = (nb + MR - 1) / MR;
+  for (int64_t g = r0; g < r1; g += RG) {
+    const int64_t g1 = r1 - g < RG ? r1 : g + RG;
     for (int64_t c0 = 0; c0 < cols; c0 += KC) {
       const int64_t kc = cols - c0 < KC ? cols - c0 : KC;
-      pack(P, W, aux, r, nr, c0, kc, cols);
-      for (int32_t t = 0; t < n; t += MR) {
-        const int nt = n - t < MR ? n - t : MR;
-        ukr(X + (int64_t)t * cols + c0, cols, nt, P, kc, Y + (int64_t)t * ldy + r, ldy, nr, c0 > 0);
+      for (int64_t r = g; r < g1; r += NR) {
+        const int nr = g1 - r < NR ? (int)(g1 - r) : NR;
+        if (direct && nr == NR && (kc & 7) == 0) direct(P, W, r, c0, kc, cols);
+        else {
+          rows(R, W, aux, r, nr, c0, kc, cols);
+          pack_b(P, R, nr, kc);
+        }
+        /* the panel after this one: next rows of the group, else the group's first rows at the next chunk,
+         * else the next group's first rows at chunk 0 */
+        pf_cursor pc = {L, r + NR, c0, kc, 0, 0, 0};
+        if (pc.r >= g1) {
+          pc.r = g, pc.c0 = c0 + KC;
+          if (pc.c0 >= cols) pc.r = g1, pc.c0 = 0;
+          pc.kc = cols - pc.c0 < KC ? cols - pc.c0 : KC;
+        }
+        const int64_t pe = pc.r >= g1 && pc.c0 == 0 ? r1 : g1;
+        pc.nr = pc.r < pe ? (pe - pc.r < NR ? (int)(pe - pc.r) : NR) : 0;
+        const int per = (int)((pc.nr * (pc.kc * (L->es ? L->es : 1) / 64 + 2)) / sweeps + 1);
+        for (int32_t t = 0; t < nb; t += MR) {
+          const int nt = nb - t < MR ? nb - t : MR;
+          pf_step(&pc, per);
+          ukr(A + (int64_t)t * cols + c0 * MR, P, kc, Y + (int64_t)t * ldy + r, ldy, nt, nr, c0 > 0);
+        }
       }
     }
   }
 }
 
+/* Prefill product; falls back to the decode kernel, a few tokens at a time, if the packed activations
+ * cannot be allocated (then q8/q4 results follow the decode error bound of quant.h). */
+typedef void (*gemv_fn)(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
+                        const void *aux, int64_t r0, int64_t r1, int64_t cols);
+static void gemm(rows_fn rows, direct_fn direct, gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
+                 const void *W, const void *aux, int64_t r0, int64_t r1, int64_t cols) {
+  _Alignas(32) float R[NR * KC], P[NR * KC];
+  const size_t np = ((size_t)n + MR - 1) / MR * MR;
+  float *A = NULL;
+  if ((size_t)cols <= (SIZE_MAX - 63) / sizeof(float) / np) A = aligned_alloc(64, (np * (size_t)cols * sizeof(float) + 63) & ~(size_t)63);
+  if (!A) {
+    for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
+      const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
+      gemv(dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
+    }
+    return;
+  }
+  wlayout L = {W, aux, 0, 0, 0, 0};
+  if (dt == XPI_DT_Q8 || dt == XPI_DT_Q4)
+    L.stride = xpi_q_row_bytes(dt, cols), L.dstride = xpi_q_nblocks(cols) * 2, L.bs = dt == XPI_DT_Q8 ? 32 : 16;
+  else L.es = dt == XPI_DT_F32 ? 4 : 2, L.stride = cols * L.es;
+  gemm_block(rows, direct, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
+  free(A);
+}
+
 /* ------------------------------------------------------------------ table entries */
+static void gemv_dense(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                       int64_t r0, int64_t r1, int64_t cols) {
+  (void)aux;
+  if (dt == XPI_DT_F32) gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
+  else if (dt == XPI_DT_BF16) gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
+  else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
+}
+
 static void mm_f32(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                    int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_f32, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f32, direct_f32, gemv_dense, XPI_DT_F32, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                     int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_bf16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_bf16, direct_bf16, gemv_dense, XPI_DT_BF16, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_f16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                    int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_f16, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f16, direct_f16, gemv_dense, XPI_DT_F16, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q8, NULL, gemv_q, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(pack_q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q4, NULL, gemv_q, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 

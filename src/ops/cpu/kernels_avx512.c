@@ -1,10 +1,10 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
  *  - bf16 decode GEMV with 512-bit FMAs (16 lanes per load, bf16 -> f32 exactly by shifting),
  *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
- *  - prefill bf16 GEMM with vdpbf16ps (activations rounded to bf16, the same precision llama.cpp uses;
- *    products and sums in f32).
- * Everything else (f32/f16 weights, the q8/q4 GEMM, vector kernels) uses the AVX2 table, which every
- * AVX-512 CPU also runs. */
+ * Everything else (every prefill GEMM, f32/f16 weights, vector kernels) uses the AVX2 table, which every
+ * AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
+ * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
+ * activations rounded to bf16) is the step left for CPUs with AVX512_BF16; none is available here to test it. */
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -58,39 +58,6 @@ static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const vo
       float s0 = _mm512_reduce_add_ps(a0);
       for (; c < cols; c++) s0 += ld1_bf16(w0, c) * x[c];
       Y[(int64_t)t * ldy + r] = s0;
-    }
-  }
-}
-
-/* ------------------------------------------------------------------ bf16 prefill GEMM with vdpbf16ps */
-/* Tokens are converted to bf16 pairs once per call chunk; each weight row (bf16 pairs as stored) is then
- * dotted with 4 tokens at a time while it sits in L1. */
-#define TB 64 /* tokens per chunk */
-static void gemm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
-                      int64_t cols) {
-  const int64_t c32 = cols & ~(int64_t)31;
-  for (int32_t t0 = 0; t0 < n; t0 += TB) {
-    const int32_t nt = n - t0 < TB ? n - t0 : TB;
-    for (int64_t r = r0; r < r1; r++) {
-      const uint16_t *w = (const uint16_t *)W + r * cols;
-      for (int32_t t = 0; t < nt; t += 4) {
-        const int m = nt - t < 4 ? nt - t : 4;
-        const float *x[4];
-        for (int i = 0; i < 4; i++) x[i] = X + (int64_t)(t0 + t + (i < m ? i : m - 1)) * cols;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-        for (int64_t c = 0; c < c32; c += 32) {
-          const __m512bh wv = (__m512bh)_mm512_loadu_si512((const void *)(w + c));
-          for (int i = 0; i < 4; i++) {
-            __m512bh xv = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x[i] + c + 16), _mm512_loadu_ps(x[i] + c));
-            acc[i] = _mm512_dpbf16_ps(acc[i], xv, wv);
-          }
-        }
-        for (int i = 0; i < m; i++) {
-          float s = _mm512_reduce_add_ps(acc[i]);
-          for (int64_t c = c32; c < cols; c++) s += ld1_bf16(w, c) * x[i][c];
-          Y[(int64_t)(t0 + t + i) * ldy + r] = s;
-        }
-      }
     }
   }
 }
@@ -154,8 +121,7 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
 /* ------------------------------------------------------------------ table */
 static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                     int64_t r1, int64_t cols) {
-  (void)aux;
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm_bf16(Y, ldy, X, n, W, r0, r1, cols);
+  if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_BF16](Y, ldy, X, n, W, aux, r0, r1, cols);
   else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
 }
 static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
