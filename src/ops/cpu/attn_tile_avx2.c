@@ -4,8 +4,10 @@
  *    software-prefetched PF_KEYS keys ahead, so the cache streams at close to memory bandwidth;
  *  - buffered (everything else: prefill tiles of up to XPI_CPU_ATTN_ROWS rows, larger groups): per block of
  *    XPI_CPU_ATTN_KEYS keys the K rows are converted once into an f32 buffer in L1 (zero-padded to a multiple
- *    of 8 floats) and shared by all rows of the tile, scores computed two rows x four keys at a time (eight
- *    FMA chains, the four dot products reduced together by a hadd tree), then the V rows likewise.
+ *    of 8 floats) and shared by all rows of the tile, scores computed three rows x four keys at a time
+ *    (twelve FMA chains, the four dot products reduced together by a hadd tree; leftover rows in a pair
+ *    or alone), then the V rows likewise (three rows x 32 floats). Three rows measured ~10% less CPU
+ *    time than two on a prefill chunk.
  * Both: per row and block, masked block max, one expf for the rescale factor, vector exp of the scores, and
  * the accumulators rescaled as they are loaded for the P.V update. */
 #include <immintrin.h>
@@ -213,6 +215,99 @@ static void pv1(float *acca, const float *pa, float ca, const float *vb, int64_t
   }
 }
 
+/* Three query rows at a time (prefill): twelve independent FMA chains instead of eight keep both FMA pipes
+ * busy through their 4-cycle latency, and each K/V vector loaded feeds three FMAs. */
+static void scores3(float *sa, float *sb, float *sc_, const float *qa, const float *qb, const float *qc,
+                    const float *kb, int64_t hdp, int32_t nk4, float scale) {
+  const __m128 vs = _mm_set1_ps(scale);
+  for (int32_t j = 0; j < nk4; j += 4) {
+    const float *k0 = kb + j * hdp, *k1 = k0 + hdp, *k2 = k1 + hdp, *k3 = k2 + hdp;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    __m256 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    for (int64_t i = 0; i < hdp; i += 8) {
+      const __m256 x = _mm256_loadu_ps(qa + i), y = _mm256_loadu_ps(qb + i), z = _mm256_loadu_ps(qc + i);
+      __m256 k = _mm256_loadu_ps(k0 + i);
+      a0 = _mm256_fmadd_ps(x, k, a0);
+      b0 = _mm256_fmadd_ps(y, k, b0);
+      c0 = _mm256_fmadd_ps(z, k, c0);
+      k = _mm256_loadu_ps(k1 + i);
+      a1 = _mm256_fmadd_ps(x, k, a1);
+      b1 = _mm256_fmadd_ps(y, k, b1);
+      c1 = _mm256_fmadd_ps(z, k, c1);
+      k = _mm256_loadu_ps(k2 + i);
+      a2 = _mm256_fmadd_ps(x, k, a2);
+      b2 = _mm256_fmadd_ps(y, k, b2);
+      c2 = _mm256_fmadd_ps(z, k, c2);
+      k = _mm256_loadu_ps(k3 + i);
+      a3 = _mm256_fmadd_ps(x, k, a3);
+      b3 = _mm256_fmadd_ps(y, k, b3);
+      c3 = _mm256_fmadd_ps(z, k, c3);
+    }
+    _mm_storeu_ps(sa + j, _mm_mul_ps(hsum4x8(a0, a1, a2, a3), vs));
+    _mm_storeu_ps(sb + j, _mm_mul_ps(hsum4x8(b0, b1, b2, b3), vs));
+    _mm_storeu_ps(sc_ + j, _mm_mul_ps(hsum4x8(c0, c1, c2, c3), vs));
+  }
+}
+
+static void pv3(float *acca, float *accb, float *accc, const float *pa, const float *pb, const float *pc, float ca,
+                float cb, float cc, const float *vb, int64_t hdp, int32_t nk) {
+  const __m256 vca = _mm256_set1_ps(ca), vcb = _mm256_set1_ps(cb), vcc = _mm256_set1_ps(cc);
+  int64_t i = 0;
+  for (; i + 32 <= hdp; i += 32) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), a1 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 8), vca);
+    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 16), vca), a3 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 24), vca);
+    __m256 b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb), b1 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 8), vcb);
+    __m256 b2 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 16), vcb), b3 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 24), vcb);
+    __m256 c0 = _mm256_mul_ps(_mm256_loadu_ps(accc + i), vcc), c1 = _mm256_mul_ps(_mm256_loadu_ps(accc + i + 8), vcc);
+    __m256 c2 = _mm256_mul_ps(_mm256_loadu_ps(accc + i + 16), vcc), c3 = _mm256_mul_ps(_mm256_loadu_ps(accc + i + 24), vcc);
+    for (int32_t j = 0; j < nk; j++) {
+      const float *v = vb + j * hdp + i;
+      const __m256 wa = _mm256_broadcast_ss(pa + j), wb = _mm256_broadcast_ss(pb + j), wc = _mm256_broadcast_ss(pc + j);
+      __m256 x = _mm256_loadu_ps(v);
+      a0 = _mm256_fmadd_ps(wa, x, a0);
+      b0 = _mm256_fmadd_ps(wb, x, b0);
+      c0 = _mm256_fmadd_ps(wc, x, c0);
+      x = _mm256_loadu_ps(v + 8);
+      a1 = _mm256_fmadd_ps(wa, x, a1);
+      b1 = _mm256_fmadd_ps(wb, x, b1);
+      c1 = _mm256_fmadd_ps(wc, x, c1);
+      x = _mm256_loadu_ps(v + 16);
+      a2 = _mm256_fmadd_ps(wa, x, a2);
+      b2 = _mm256_fmadd_ps(wb, x, b2);
+      c2 = _mm256_fmadd_ps(wc, x, c2);
+      x = _mm256_loadu_ps(v + 24);
+      a3 = _mm256_fmadd_ps(wa, x, a3);
+      b3 = _mm256_fmadd_ps(wb, x, b3);
+      c3 = _mm256_fmadd_ps(wc, x, c3);
+    }
+    _mm256_storeu_ps(acca + i, a0);
+    _mm256_storeu_ps(acca + i + 8, a1);
+    _mm256_storeu_ps(acca + i + 16, a2);
+    _mm256_storeu_ps(acca + i + 24, a3);
+    _mm256_storeu_ps(accb + i, b0);
+    _mm256_storeu_ps(accb + i + 8, b1);
+    _mm256_storeu_ps(accb + i + 16, b2);
+    _mm256_storeu_ps(accb + i + 24, b3);
+    _mm256_storeu_ps(accc + i, c0);
+    _mm256_storeu_ps(accc + i + 8, c1);
+    _mm256_storeu_ps(accc + i + 16, c2);
+    _mm256_storeu_ps(accc + i + 24, c3);
+  }
+  for (; i < hdp; i += 8) { /* the last 8..24 floats (head_dim not a multiple of 32) */
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb);
+    __m256 c0 = _mm256_mul_ps(_mm256_loadu_ps(accc + i), vcc);
+    for (int32_t j = 0; j < nk; j++) {
+      const __m256 x = _mm256_loadu_ps(vb + j * hdp + i);
+      a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j), x, a0);
+      b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pb + j), x, b0);
+      c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pc + j), x, c0);
+    }
+    _mm256_storeu_ps(acca + i, a0);
+    _mm256_storeu_ps(accb + i, b0);
+    _mm256_storeu_ps(accc + i, c0);
+  }
+}
+
 /* Row r's scores s[0..nk8) -> probabilities for keys j <= lim (others exactly 0); updates m, l; returns the
  * factor the row's accumulator must be rescaled by. */
 static float softmax_block(float *s, int32_t nk8, int32_t lim, float *m, float *l) {
@@ -409,6 +504,9 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
     load_rows(kv, t->k, t->dt, b0, nk, t->ld, t->hd, hdp, end);
     memset(kv + nk * hdp, 0, (size_t)(nk4 - nk) * (size_t)hdp * sizeof(float)); /* keys scored but masked */
     int32_t i = 0;
+    for (; i + 3 <= na; i += 3)
+      scores3(sc + act[i] * KEYS, sc + act[i + 1] * KEYS, sc + act[i + 2] * KEYS, qbuf + act[i] * hdp,
+              qbuf + act[i + 1] * hdp, qbuf + act[i + 2] * hdp, kv, hdp, nk4, t->scale);
     for (; i + 2 <= na; i += 2)
       scores2(sc + act[i] * KEYS, sc + act[i + 1] * KEYS, qbuf + act[i] * hdp, qbuf + act[i + 1] * hdp, kv, hdp, nk4,
               t->scale);
@@ -419,7 +517,10 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
       corr[i] = softmax_block(sc + r * KEYS, nk8, lim, &t->m[r], &t->l[r]);
     }
     load_rows(kv, t->v, t->dt, b0, nk, t->ld, t->hd, hdp, end);
-    for (i = 0; i + 2 <= na; i += 2)
+    for (i = 0; i + 3 <= na; i += 3)
+      pv3(t->acc + act[i] * hdp, t->acc + act[i + 1] * hdp, t->acc + act[i + 2] * hdp, sc + act[i] * KEYS,
+          sc + act[i + 1] * KEYS, sc + act[i + 2] * KEYS, corr[i], corr[i + 1], corr[i + 2], kv, hdp, nk);
+    for (; i + 2 <= na; i += 2)
       pv2(t->acc + act[i] * hdp, t->acc + act[i + 1] * hdp, sc + act[i] * KEYS, sc + act[i + 1] * KEYS, corr[i],
           corr[i + 1], kv, hdp, nk);
     if (i < na) pv1(t->acc + act[i] * hdp, sc + act[i] * KEYS, corr[i], kv, hdp, nk);
