@@ -16,41 +16,12 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/simd_avx2.h"
 
 #define KEYS XPI_CPU_ATTN_KEYS
 #define PF_KEYS 64 /* software prefetch distance in keys: the next block streams in while this one computes */
 
-/* exp(x) for 8 floats, the Cephes-style polynomial of kernels_avx2.c's exp8 (~2 ulp); x is clamped to
- * [-87.3, 88.3], so callers mask what must be exactly 0. */
-static inline __m256 attn_exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
 
-static inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-static inline float hmax8(__m256 v) {
-  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_max_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 /* [sum(a0), sum(a1), sum(a2), sum(a3)] */
 static inline __m128 hsum4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
@@ -318,16 +289,16 @@ static float softmax_block(float *s, int32_t nk8, int32_t lim, float *m, float *
     const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))));
     vm = _mm256_max_ps(vm, _mm256_blendv_ps(ninf, _mm256_loadu_ps(s + j), ok));
   }
-  const float bm = hmax8(vm), mn = bm > *m ? bm : *m, corr = expf(*m - mn);
+  const float bm = xpi_hmax8(vm), mn = bm > *m ? bm : *m, corr = expf(*m - mn);
   const __m256 vmn = _mm256_set1_ps(mn);
   __m256 vl = _mm256_setzero_ps();
   for (int32_t j = 0; j < nk8; j += 8) {
     const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))));
-    const __m256 p = _mm256_and_ps(ok, attn_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vmn)));
+    const __m256 p = _mm256_and_ps(ok, xpi_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vmn)));
     vl = _mm256_add_ps(vl, p);
     _mm256_storeu_ps(s + j, p);
   }
-  *l = *l * corr + hsum8(vl);
+  *l = *l * corr + xpi_hsum8(vl);
   *m = mn;
   return corr;
 }
@@ -388,8 +359,8 @@ static ALWAYS_INLINE void scores2_direct(float *sa, float *sb, const float *qa, 
       a0 = _mm256_fmadd_ps(_mm256_loadu_ps(qa + i), kk, a0);
       b0 = _mm256_fmadd_ps(_mm256_loadu_ps(qb + i), kk, b0);
     }
-    sa[j] = hsum8(a0) * scale;
-    sb[j] = hsum8(b0) * scale;
+    sa[j] = xpi_hsum8(a0) * scale;
+    sb[j] = xpi_hsum8(b0) * scale;
   }
 }
 

@@ -19,6 +19,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/quant.h"
+#include "ops/cpu/simd_avx2.h"
 
 #define KC 256   /* columns per packed panel: 16 x 256 f32 = 16 KiB in L1; packed tokens n x 256 f32 in L2 */
 #define NR 16    /* weight rows per panel = two ymm */
@@ -26,12 +27,6 @@
 #define RG 128   /* weight rows whose outputs stay in L2 while K is walked in KC chunks */
 #define CC 4096  /* decode: activation columns quantized per chunk (stack buffers) */
 
-static inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 /* 8 weights -> f32 */
 static inline __m256 ld8_f32(const void *p) { return _mm256_loadu_ps((const float *)p); }
@@ -70,7 +65,7 @@ static inline float ld1_f16(const void *p, int64_t i) {
           a3 = _mm256_fmadd_ps(LD8(w0 + (c + 24) * ES), _mm256_loadu_ps(x + c + 24), a3);                      \
         }                                                                                                      \
         for (; c + 8 <= cols; c += 8) a0 = _mm256_fmadd_ps(LD8(w0 + c * ES), _mm256_loadu_ps(x + c), a0);      \
-        float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));                         \
+        float s0 = xpi_hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));                         \
         for (; c < cols; c++) s0 += LD1(w0, c) * x[c];                                                         \
         Y[(int64_t)t * ldy + r] = s0;                                                                          \
       }                                                                                                        \
@@ -120,7 +115,7 @@ static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const vo
         a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), _mm256_load_ps(x + c), a0);
         a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hi)), _mm256_load_ps(x + c + 8), a1);
       }
-      float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+      float s0 = xpi_hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
       const float *xo = X + (int64_t)t * cols;
       for (; c < cols; c++) s0 += ld1_bf16(w, c) * xo[c]; /* rows may be unaligned (weights live in the file mapping) */
       Y[(int64_t)t * ldy + r] = s0;
@@ -213,8 +208,8 @@ static inline __m256i q4_block(const uint8_t *q, const int8_t *xq) {
       acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(b)), _mm256_set1_ps(dd * dx[b]), acc0);                 \
       if (IS_Q4) tail += dd * sx[b];                                                                          \
     }                                                                                                         \
-    float r = hsum8(_mm256_add_ps(acc0, acc1));                                                               \
-    if (IS_Q4) r -= 8.0f * (hsum8(corr) + tail);                                                              \
+    float r = xpi_hsum8(_mm256_add_ps(acc0, acc1));                                                               \
+    if (IS_Q4) r -= 8.0f * (xpi_hsum8(corr) + tail);                                                              \
     return r;                                                                                                 \
   }
 #define Q8_BLOCK(i) q8_block((const int8_t *)q + (i) * XPI_QK, xq + (i) * XPI_QK, xa + (i) * XPI_QK)
@@ -265,7 +260,7 @@ static inline float q4_row(const void *qv, const uint16_t *d, const int8_t *xq, 
     Q4_PAIR(6, i3, acc1);
 #undef Q4_PAIR
   }
-  float r = hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * hsum8(corr);
+  float r = xpi_hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * xpi_hsum8(corr);
   if (b < nb) r += q4_row_plain(q + b * 16, d + b, xq + b * XPI_QK, NULL, dx + b, sx + b, nb - b);
   return r;
 }
@@ -607,7 +602,7 @@ static float dot_avx2(const float *a, const float *b, int64_t n) {
     s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
   }
   for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-  float s = hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  float s = xpi_hsum8(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
   for (; i < n; i++) s += a[i] * b[i];
   return s;
 }
@@ -636,7 +631,7 @@ static void rmsnorm_row_avx2(float *out, const float *x, const void *w, xpi_dtyp
     s1 = _mm256_fmadd_ps(b, b, s1);
   }
   for (; i + 8 <= d; i += 8) { __m256 a = _mm256_loadu_ps(x + i); s0 = _mm256_fmadd_ps(a, a, s0); }
-  float ss = hsum8(_mm256_add_ps(s0, s1));
+  float ss = xpi_hsum8(_mm256_add_ps(s0, s1));
   for (; i < d; i++) ss += x[i] * x[i];
   const float r = 1.0f / sqrtf(ss / (float)d + eps);
   const __m256 vr = _mm256_set1_ps(r);
@@ -652,30 +647,12 @@ static void rmsnorm_row_avx2(float *out, const float *x, const void *w, xpi_dtyp
   }
 }
 
-/* exp(x) for x in [-88, 88] (clamped outside): 2^k * p(r), Cephes polynomial, about 2 ulp. */
-static inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3f));
-  __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
 static void swiglu_avx2(float *out, const float *gate, const float *up, int64_t n) {
   const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 g = _mm256_loadu_ps(gate + i);
-    __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_xor_ps(g, neg))));
+    __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, xpi_exp8(_mm256_xor_ps(g, neg))));
     _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
   }
   for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
