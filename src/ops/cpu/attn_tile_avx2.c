@@ -371,8 +371,9 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
   const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
   const unsigned char *base = (const unsigned char *)v + (size_t)j0 * (size_t)ld * esz;
   const __m256 vca = _mm256_set1_ps(ca), vcb = _mm256_set1_ps(cb);
-  for (int32_t j = 0; j < nk && j0 + j + PF_KEYS < pf_end; j++)
-    prefetch_row(base + (size_t)(j + PF_KEYS) * (size_t)ld * esz, rowb);
+  /* the rows PF_KEYS keys ahead are prefetched one per key during the first 32-float pass, not in one burst
+   * (a burst of 128 lines overflows the outstanding-miss queue and the excess is dropped) */
+  const int32_t npf = pf_end - j0 - PF_KEYS < nk ? pf_end - j0 - PF_KEYS : nk;
   int32_t i = 0;
   for (; i + 32 <= hd; i += 32) {
     __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), a1 = _mm256_mul_ps(_mm256_loadu_ps(acca + i + 8), vca);
@@ -381,6 +382,7 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
     __m256 b2 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 16), vcb), b3 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 24), vcb);
     for (int32_t j = 0; j < nk; j++) {
       const unsigned char *row = base + (size_t)j * (size_t)ld * esz;
+      if (i == 0 && j < npf) prefetch_row(row + (size_t)PF_KEYS * (size_t)ld * esz, rowb);
       const __m256 wa = _mm256_broadcast_ss(pa + j), wb = _mm256_broadcast_ss(pb + j);
       __m256 x = ld8(row, i, dt);
       a0 = _mm256_fmadd_ps(wa, x, a0);
