@@ -8,8 +8,8 @@
  *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below). The activations are packed
  *    once per call; each panel of 16 weight rows x KC columns is converted (bf16/f16/q8/q4 -> f32, once per
  *    matmul) into a column-major panel that stays in L1 while a 6x16 register-blocked microkernel sweeps all
- *    tokens over it, and the next panel is prefetched meanwhile. About 84% of the FMA peak of one Zen 3
- *    core on the Qwen3-0.6B shapes with bf16 weights (72 of 85 GFLOP/s, best of 40, 128 tokens).
+ *    tokens over it, and the next panel is prefetched meanwhile. About 80% of the FMA peak of one Zen 3
+ *    core on the Qwen3-0.6B shapes with bf16 weights (~70 of 85-93 GFLOP/s; the microkernel alone 97%).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -302,10 +302,10 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
 }
 
 /* ------------------------------------------------------------------ prefill GEMM */
-/* Goto/BLIS-style blocking. For each chunk of KC columns: the n activation rows are packed once into
- * MR-token panels A[k*MR + t] (the microkernel's broadcasts then walk one sequential stream), and each panel
- * of NR weight rows is converted to f32 once (bf16/f16/q8/q4 -> f32 rows, then 8x8 register transposes)
- * into P[k*NR + i], which stays in L1 while the 6x16 microkernel sweeps all tokens over it. */
+/* Goto/BLIS-style blocking. The n activation rows are packed once per call into MR-token panels
+ * A[k*MR + t] (the microkernel's broadcasts then walk one sequential stream), and each panel of NR weight
+ * rows x KC columns is converted to f32 once (8x8 register transposes) into P[k*NR + i], which stays in L1
+ * while the 6x16 microkernel sweeps all tokens over it. */
 
 /* Converts rows [r, r+nr) x cols [c0, c0+kc) of W to f32 rows R[i*KC + k]. */
 typedef void (*rows_fn)(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc,
@@ -501,9 +501,9 @@ static void pf_step(pf_cursor *c, int lines) {
 /* Tokens [0, nb) of the product with packing buffers A (nb rounded up to MR, x cols), R and P (NR x KC).
  * Loop order: groups of RG weight rows, then KC-column chunks, then NR-row panels, then MR-token panels, so
  * that the group's outputs (nb x RG) and the activation chunk (nb x KC) stay in L2 and the panel in L1. */
-static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *A, float *R, float *P, float *Y, int64_t ldy,
-                       const float *X, int32_t nb, const void *W, const void *aux, int64_t r0, int64_t r1,
-                       int64_t cols) {
+static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *A, float *R, float *P, float *Y,
+                       int64_t ldy, const float *X, int32_t nb, const void *W, const void *aux, int64_t r0,
+                       int64_t r1, int64_t cols) {
   pack_a(A, X, cols, nb, cols);
   const int sweeps = (nb + MR - 1) / MR;
   for (int64_t g = r0; g < r1; g += RG) {
@@ -538,32 +538,10 @@ static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *
   }
 }
 
-/* Prefill product; falls back to the decode kernel, a few tokens at a time, if the packed activations
- * cannot be allocated (then q8/q4 results follow the decode error bound of quant.h). */
+/* ------------------------------------------------------------------ table entries */
 typedef void (*gemv_fn)(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
                         const void *aux, int64_t r0, int64_t r1, int64_t cols);
-static void gemm(rows_fn rows, direct_fn direct, gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
-                 const void *W, const void *aux, int64_t r0, int64_t r1, int64_t cols) {
-  _Alignas(32) float R[NR * KC], P[NR * KC];
-  const size_t np = ((size_t)n + MR - 1) / MR * MR;
-  float *A = NULL;
-  if ((size_t)cols <= (SIZE_MAX - 63) / sizeof(float) / np) A = aligned_alloc(64, (np * (size_t)cols * sizeof(float) + 63) & ~(size_t)63);
-  if (!A) {
-    for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
-      const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
-      gemv(dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
-    }
-    return;
-  }
-  wlayout L = {W, aux, 0, 0, 0, 0};
-  if (dt == XPI_DT_Q8 || dt == XPI_DT_Q4)
-    L.stride = xpi_q_row_bytes(dt, cols), L.dstride = xpi_q_nblocks(cols) * 2, L.bs = dt == XPI_DT_Q8 ? 32 : 16;
-  else L.es = dt == XPI_DT_F32 ? 4 : 2, L.stride = cols * L.es;
-  gemm_block(rows, direct, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
-  free(A);
-}
 
-/* ------------------------------------------------------------------ table entries */
 static void gemv_dense(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                        int64_t r0, int64_t r1, int64_t cols) {
   (void)aux;
@@ -572,31 +550,54 @@ static void gemv_dense(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int3
   else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
 }
 
-static void mm_f32(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f32, direct_f32, gemv_dense, XPI_DT_F32, Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
+/* What the matmul needs to know of a weight dtype. */
+typedef struct {
+  xpi_dtype dt;
+  rows_fn rows;     /* panel rows to f32 (any panel) */
+  direct_fn direct; /* full dense panels straight into P, or NULL */
+  gemv_fn gemv;     /* decode */
+} mm_type;
+
+static const mm_type k_f32 = {XPI_DT_F32, rows_f32, direct_f32, gemv_dense};
+static const mm_type k_bf16 = {XPI_DT_BF16, rows_bf16, direct_bf16, gemv_dense};
+static const mm_type k_f16 = {XPI_DT_F16, rows_f16, direct_f16, gemv_dense};
+static const mm_type k_q8 = {XPI_DT_Q8, rows_q8, NULL, gemv_q};
+static const mm_type k_q4 = {XPI_DT_Q4, rows_q4, NULL, gemv_q};
+
+/* Decode (n < XPI_CPU_GEMM_MIN_N) runs the GEMV; prefill the GEMM, which falls back to the GEMV a few tokens at
+ * a time if the packed activations cannot be allocated (then q8/q4 results follow quant.h's decode bound). */
+static void mm(const mm_type *T, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+               int64_t r0, int64_t r1, int64_t cols) {
+  const size_t np = ((size_t)n + MR - 1) / MR * MR;
+  float *A = NULL;
+  if (n >= XPI_CPU_GEMM_MIN_N && (size_t)cols <= (SIZE_MAX - 63) / sizeof(float) / np)
+    A = aligned_alloc(64, (np * (size_t)cols * sizeof(float) + 63) & ~(size_t)63);
+  if (!A) {
+    for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
+      const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
+      T->gemv(T->dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
+    }
+    return;
+  }
+  _Alignas(32) float R[NR * KC], P[NR * KC];
+  wlayout L = {W, aux, 0, 0, 0, 0};
+  if (T->dt == XPI_DT_Q8 || T->dt == XPI_DT_Q4)
+    L.stride = xpi_q_row_bytes(T->dt, cols), L.dstride = xpi_q_nblocks(cols) * 2, L.bs = T->dt == XPI_DT_Q8 ? 32 : 16;
+  else L.es = T->dt == XPI_DT_F32 ? 4 : 2, L.stride = cols * L.es;
+  gemm_block(T->rows, T->direct, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
+  free(A);
 }
-static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_bf16, direct_bf16, gemv_dense, XPI_DT_BF16, Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
-}
-static void mm_f16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_f16, direct_f16, gemv_dense, XPI_DT_F16, Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
-}
-static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                  int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q8, NULL, gemv_q, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                  int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) gemm(rows_q4, NULL, gemv_q, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
+
+#define DEF_MM(NAME, TYPE)                                                                                  \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0, \
+                   int64_t r1, int64_t cols) {                                                              \
+    mm(&TYPE, Y, ldy, X, n, W, aux, r0, r1, cols);                                                          \
+  }
+DEF_MM(mm_f32, k_f32)
+DEF_MM(mm_bf16, k_bf16)
+DEF_MM(mm_f16, k_f16)
+DEF_MM(mm_q8, k_q8)
+DEF_MM(mm_q4, k_q4)
 
 /* ------------------------------------------------------------------ vector kernels */
 static float dot_avx2(const float *a, const float *b, int64_t n) {
