@@ -17,7 +17,6 @@
 
 #include "core/status.h"
 
-static size_t esz_of(xpi_dtype dt) { return dt == XPI_DT_F32 ? 4 : 2; }
 
 /* ------------------------------------------------------------------ tiled (sdpa, flash) */
 
@@ -62,7 +61,7 @@ static void tiled_run(void *ctx, int ith, int nth) {
   const int32_t hd = j->kv->hd, rows_all = j->n * j->grp;
   float *ts = j->scratch + (size_t)ith * j->scratch_per;
   float *m = ts + xpi_cpu_attn_scratch_floats(hd), *l = m + XPI_CPU_ATTN_ROWS, *acc = l + XPI_CPU_ATTN_ROWS;
-  const size_t esz = esz_of(j->kv->dtype);
+  const size_t esz = xpi_dtype_size(j->kv->dtype);
   for (;;) {
     const int64_t u = atomic_fetch_add(&j->next, 1);
     if (u >= j->units) break;
