@@ -17,7 +17,6 @@
 
 #include "core/status.h"
 
-
 /* ------------------------------------------------------------------ tiled (sdpa, flash) */
 
 typedef struct {
