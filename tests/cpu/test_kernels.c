@@ -214,6 +214,43 @@ static void vec_cases(const xpi_cpu_kernels *k) {
   }
 }
 
+/* The KV cache store against the scalar conversions, bit for bit: random values over many binades plus the
+ * cases where rounding is delicate (ties to even, the largest finite values, overflow to inf, half subnormals
+ * and underflow to zero, signed zeros, inf, NaN), at lengths with vector tails and an unaligned source. */
+static void to_half_cases(const xpi_cpu_kernels *k) {
+  static const uint32_t special[] = {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                     0x7f800001u, 0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x477fe000u,
+                                     0x477ff000u, 0x477fefffu, 0x38800000u, 0x387fffffu, 0x33800000u, 0x33000000u,
+                                     0x33000001u, 0x32ffffffu, 0x3a801000u, 0x3a803000u, 0xc7800000u, 0x00000001u};
+  const int ns = (int)(sizeof special / sizeof *special);
+  static const int64_t sizes[] = {1, 7, 8, 9, 38, 75};
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    const int64_t m = sizes[si];
+    float *src = malloc(sizeof(float) * (size_t)(m + 1));
+    uint16_t *h1 = malloc(2 * (size_t)m), *h2 = malloc(2 * (size_t)m);
+    for (int64_t i = 0; i <= m; i++) {
+      uint32_t u = i % 3 == 0 ? special[(i / 3) % ns] : (uint32_t)(rng >> 32);
+      frand();
+      if (i % 3 == 1) u = (u & 0x807fffffu) | ((uint32_t)(96 + (rng >> 58)) << 23); /* exponents around half's range */
+      memcpy(&src[i], &u, 4);
+    }
+    for (int d = 0; d < 2; d++) {
+      const xpi_dtype dt = d ? XPI_DT_BF16 : XPI_DT_F16;
+      k->to_half(h1, src + 1, m, dt);
+      for (int64_t i = 0; i < m; i++) h2[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(src[1 + i]) : xpi_f32_to_f16(src[1 + i]);
+      int64_t bad = -1;
+      for (int64_t i = 0; i < m && bad < 0; i++) {
+        const float f1 = dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h1[i]) : xpi_f16_to_f32(h1[i]);
+        const float f2 = dt == XPI_DT_BF16 ? xpi_bf16_to_f32(h2[i]) : xpi_f16_to_f32(h2[i]);
+        if (!(h1[i] == h2[i] || (isnan(f1) && isnan(f2)))) bad = i;
+      }
+      CHECK(bad < 0, "%s to_half %s m=%lld: element %lld is 0x%04x, expected 0x%04x", k->isa, dt_name(dt), (long long)m,
+            (long long)bad, bad < 0 ? 0 : h1[bad], bad < 0 ? 0 : h2[bad]);
+    }
+    free(src); free(h1); free(h2);
+  }
+}
+
 int main(void) {
   static const int64_t rows_s[] = {1, 5, 17, 35};
   static const int64_t cols_s[] = {1, 7, 31, 32, 33, 100, 257};
@@ -231,6 +268,7 @@ int main(void) {
     }
     printf("testing the %s table\n", k->isa);
     vec_cases(k);
+    to_half_cases(k);
     static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
     for (size_t di = 0; di < 5; di++)
       for (size_t ri = 0; ri < 4; ri++)

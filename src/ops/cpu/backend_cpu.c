@@ -31,13 +31,9 @@ static cpu_impl *impl_of(xpi_backend *be) { return (cpu_impl *)be->impl; }
 
 /* ------------------------------------------------------------------ helpers */
 
-static void store_elems(void *dst, xpi_dtype dt, const float *src, int64_t n) {
-  if (dt == XPI_DT_F32) {
-    memcpy(dst, src, (size_t)n * 4);
-    return;
-  }
-  uint16_t *d = (uint16_t *)dst;
-  for (int64_t i = 0; i < n; i++) d[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(src[i]) : xpi_f32_to_f16(src[i]);
+static void store_elems(const xpi_cpu_kernels *k, void *dst, xpi_dtype dt, const float *src, int64_t n) {
+  if (dt == XPI_DT_F32) memcpy(dst, src, (size_t)n * 4);
+  else k->to_half((uint16_t *)dst, src, n, dt);
 }
 
 static void load_elems(float *dst, const void *src, xpi_dtype dt, int64_t n) {
@@ -114,7 +110,7 @@ static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
   for (size_t i = 0; i < count; i += 256) {
     int64_t m = (int64_t)(count - i < 256 ? count - i : 256);
     load_elems(tmp, (const unsigned char *)src + i * xpi_dtype_size(src_dtype), src_dtype, m);
-    store_elems((unsigned char *)buf + i * xpi_dtype_size(want), want, tmp, m);
+    store_elems(impl_of(be)->k, (unsigned char *)buf + i * xpi_dtype_size(want), want, tmp, m);
   }
   w->data = buf;
   w->owned = buf;
@@ -339,10 +335,11 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
   for (int32_t t = 0; t < n; t++)
     if (pos[t] < 0 || pos[t] >= kv->n_ctx)
       return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV cache of %d tokens", pos[t], kv->n_ctx);
+  const xpi_cpu_kernels *ks = impl_of(be)->k;
   for (int32_t t = 0; t < n; t++) /* store this step's keys and values at their slots */
     for (int32_t h = 0; h < hk; h++) {
-      store_elems((void *)kv_row(kv, kv->k, layer, pos[t], h), kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
-      store_elems((void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
+      store_elems(ks, (void *)kv_row(kv, kv->k, layer, pos[t], h), kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
+      store_elems(ks, (void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
     }
   const xpi_cpu_kv_layer layer_kv = {kv_row(kv, kv->k, layer, 0, 0), kv_row(kv, kv->v, layer, 0, 0), kv->dtype, hk,
                                      hd, (int64_t)kv->n_ctx * hd, hd};

@@ -81,6 +81,8 @@ DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
  * (v & 0xffff0000) element 2j+1, so x is permuted once per call into [8 even | 8 odd] per 16 columns and
  * each 16 weights cost one load, a shift, an and and two FMAs. */
 #define EO_MAXC 4096
+#define GEMV_PF 256 /* bytes: a line 4 iterations ahead keeps more misses in flight than the loop's own window
+                     * (measured on a 384 MB stream: 16.4 -> 17.0 GB/s; farther was slower) */
 static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
                       int64_t cols) {
   if (cols > EO_MAXC || n > XPI_CPU_GEMM_MIN_N) { gemv_bf16_plain(Y, ldy, X, n, W, r0, r1, cols); return; }
@@ -104,6 +106,7 @@ static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const vo
       __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
       int64_t c = 0;
       for (; c + 32 <= c16; c += 32) {
+        _mm_prefetch((const char *)(w + c) + GEMV_PF, _MM_HINT_T0);
         __m256i v0 = _mm256_loadu_si256((const __m256i *)(w + c)), v1 = _mm256_loadu_si256((const __m256i *)(w + c + 16));
         a0 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_slli_epi32(v0, 16)), _mm256_load_ps(x + c), a0);
         a1 = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_and_si256(v0, hi)), _mm256_load_ps(x + c + 8), a1);
@@ -666,6 +669,28 @@ static void swiglu_avx2(float *out, const float *gate, const float *up, int64_t 
   for (; i < n; i++) out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
 }
 
+/* f16 by F16C with round to nearest even (subnormals and overflow to inf as the scalar); bf16 by the scalar's
+ * integer rounding, 8 at a time, NaN kept quiet the same way ((u | 0x400000) >> 16 == (u >> 16) | 0x40). */
+static void to_half_avx2(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt) {
+  int64_t i = 0;
+  if (dt == XPI_DT_F16) {
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  } else {
+    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), abs = _mm256_set1_epi32(0x7fffffff),
+                  inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x400000);
+    for (; i + 8 <= n; i += 8) {
+      const __m256i u = _mm256_loadu_si256((const __m256i *)(src + i));
+      const __m256i rnd = _mm256_add_epi32(u, _mm256_add_epi32(bias, _mm256_and_si256(_mm256_srli_epi32(u, 16), one)));
+      const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+      const __m256i v = _mm256_srli_epi32(_mm256_blendv_epi8(rnd, _mm256_or_si256(u, quiet), nan), 16);
+      const __m256i p = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0x08); /* 16-bit halves in order */
+      _mm_storeu_si128((__m128i *)(dst + i), _mm256_castsi256_si128(p));
+    }
+  }
+  for (; i < n; i++) dst[i] = dt == XPI_DT_F16 ? xpi_f32_to_f16(src[i]) : xpi_f32_to_bf16(src[i]);
+}
+
 static const xpi_cpu_kernels k_avx2 = {
   .isa = "avx2",
   .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16, [XPI_DT_Q8] = mm_q8,
@@ -676,6 +701,7 @@ static const xpi_cpu_kernels k_avx2 = {
   .rmsnorm_row = rmsnorm_row_avx2,
   .swiglu = swiglu_avx2,
   .attn_tile = xpi_cpu_attn_tile_avx2,
+  .to_half = to_half_avx2,
 };
 
 const xpi_cpu_kernels *xpi_cpu_kernels_avx2(void) { return &k_avx2; }

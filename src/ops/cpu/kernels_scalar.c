@@ -112,6 +112,10 @@ static void swiglu(float *out, const float *gate, const float *up, int64_t n) {
   }
 }
 
+static void to_half(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt) {
+  for (int64_t i = 0; i < n; i++) dst[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(src[i]) : xpi_f32_to_f16(src[i]);
+}
+
 static const xpi_cpu_kernels k_scalar = {
   .isa = "scalar",
   .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16,
@@ -122,6 +126,7 @@ static const xpi_cpu_kernels k_scalar = {
   .rmsnorm_row = rmsnorm_row,
   .swiglu = swiglu,
   .attn_tile = xpi_cpu_attn_tile_scalar,
+  .to_half = to_half,
 };
 
 const xpi_cpu_kernels *xpi_cpu_kernels_scalar(void) { return &k_scalar; }
