@@ -1,10 +1,10 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
- *  - bf16 decode GEMV with 512-bit FMAs (16 lanes per load, bf16 -> f32 exactly by shifting),
  *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
- * Everything else (every prefill GEMM, f32/f16 weights, vector kernels) uses the AVX2 table, which every
+ * Everything else (every prefill GEMM, bf16/f32/f16 weights, vector kernels) uses the AVX2 table, which every
  * AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
  * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
- * activations rounded to bf16) is the step left for CPUs with AVX512_BF16; none is available here to test it. */
+ * activations rounded to bf16) is the step left for CPUs with AVX512_BF16; none is available here to test it.
+ * bf16 decode is memory-bound, and the AVX2 GEMV's four-stream reading is what sets its speed (kernels_avx2.c). */
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
@@ -14,53 +14,6 @@
 #include "ops/cpu/quant.h"
 
 #define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
-
-static inline float ld1_bf16(const void *p, int64_t i) {
-  uint16_t h;
-  memcpy(&h, (const char *)p + 2 * i, 2);
-  return xpi_bf16_to_f32(h);
-}
-static inline __m512 ld16_bf16(const void *p) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p)), 16));
-}
-
-/* ------------------------------------------------------------------ bf16 decode GEMV */
-static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
-                      int64_t cols) {
-  const uint16_t *base = W;
-  int64_t r = r0;
-  for (; r + 2 <= r1; r += 2) {
-    const uint16_t *w0 = base + r * cols, *w1 = w0 + cols;
-    for (int32_t t = 0; t < n; t++) {
-      const float *x = X + (int64_t)t * cols;
-      __m512 a0 = _mm512_setzero_ps(), a1 = a0, b0 = a0, b1 = a0;
-      int64_t c = 0;
-      for (; c + 32 <= cols; c += 32) {
-        __m512 x0 = _mm512_loadu_ps(x + c), x1 = _mm512_loadu_ps(x + c + 16);
-        a0 = _mm512_fmadd_ps(ld16_bf16(w0 + c), x0, a0);
-        a1 = _mm512_fmadd_ps(ld16_bf16(w0 + c + 16), x1, a1);
-        b0 = _mm512_fmadd_ps(ld16_bf16(w1 + c), x0, b0);
-        b1 = _mm512_fmadd_ps(ld16_bf16(w1 + c + 16), x1, b1);
-      }
-      float s0 = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)), s1 = _mm512_reduce_add_ps(_mm512_add_ps(b0, b1));
-      for (; c < cols; c++) { s0 += ld1_bf16(w0, c) * x[c]; s1 += ld1_bf16(w1, c) * x[c]; }
-      Y[(int64_t)t * ldy + r] = s0;
-      Y[(int64_t)t * ldy + r + 1] = s1;
-    }
-  }
-  for (; r < r1; r++) {
-    const uint16_t *w0 = base + r * cols;
-    for (int32_t t = 0; t < n; t++) {
-      const float *x = X + (int64_t)t * cols;
-      __m512 a0 = _mm512_setzero_ps();
-      int64_t c = 0;
-      for (; c + 16 <= cols; c += 16) a0 = _mm512_fmadd_ps(ld16_bf16(w0 + c), _mm512_loadu_ps(x + c), a0);
-      float s0 = _mm512_reduce_add_ps(a0);
-      for (; c < cols; c++) s0 += ld1_bf16(w0, c) * x[c];
-      Y[(int64_t)t * ldy + r] = s0;
-    }
-  }
-}
 
 /* ------------------------------------------------------------------ q8/q4 decode GEMV with VNNI */
 static inline __m256i q4_unpack(const uint8_t *p) {
@@ -119,11 +72,6 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
 }
 
 /* ------------------------------------------------------------------ table */
-static void mm_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_BF16](Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
-}
 static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
   if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_Q8](Y, ldy, X, n, W, aux, r0, r1, cols);
@@ -143,7 +91,6 @@ static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
 static void build_table(void) {
   xpi_cpu_kernels k = *xpi_cpu_kernels_avx2();
   k.isa = "avx512";
-  k.mm[XPI_DT_BF16] = mm_bf16;
   k.mm[XPI_DT_Q8] = mm_q8;
   k.mm[XPI_DT_Q4] = mm_q4;
   k_avx512 = k;
