@@ -30,3 +30,29 @@ for key in sorted(xp, key=lambda k: (k[1], k[2], k[0])):
     gb = [xp[key][r][1] for r in rounds if xp[key][r][1] is not None]
     print(f"| {key[0]} | {key[1]} | {key[2]} {statistics.median(rs):.2f}x | {ours:.2f} | {theirs:.2f} | "
           f"{statistics.median(gb) if gb else float('nan'):.1f} | {', '.join(f'{r:.2f}' for r in rs)} |")
+
+# Share of the memory bandwidth measured in the same round (membw.txt, the 2-thread line or the run's thread
+# count): xpuinfer's effective GB/s of each tg test over it.
+import os, re
+bw = {}
+if os.path.exists(f"{out}/membw.txt"):
+    for line in open(f"{out}/membw.txt"):
+        m = re.match(r"round (\d+): threads=(\d+)\s+best of \d+: ([\d.]+) GB/s", line)
+        if m:
+            bw.setdefault(int(m.group(1)), {})[int(m.group(2))] = float(m.group(3))
+if bw:
+    nt = {}
+    for line in open(f"{out}/xpuinfer.jsonl"):
+        j = json.loads(line)
+        nt[(j["test"], j["depth"], j["quant"], j["round"])] = j["threads"]
+    print()
+    print("| test | depth | quant | share of membw per round | median |")
+    print("|---|---:|---|---|---:|")
+    for key in sorted(xp, key=lambda k: (k[1], k[2], k[0])):
+        if not key[0].startswith("tg"):
+            continue
+        sh = [xp[key][r][1] / bw[r][nt[key + (r,)]] for r in sorted(xp[key])
+              if xp[key][r][1] is not None and r in bw and nt[key + (r,)] in bw[r]]
+        if sh:
+            print(f"| {key[0]} | {key[1]} | {key[2]} | {', '.join(f'{100 * s:.0f}%' for s in sh)} | "
+                  f"{100 * statistics.median(sh):.0f}% |")
