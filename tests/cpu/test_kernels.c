@@ -278,6 +278,8 @@ int main(void) {
     mm_case(k, XPI_DT_Q8, 3, 5000, 1);
     mm_case(k, XPI_DT_Q4, 3, 5000, 3);
     mm_case(k, XPI_DT_BF16, 19, 1100, 7);
+    mm_case(k, XPI_DT_BF16, 9, 5003, 1); /* bf16 decode rows wider than its stack buffer (4096 columns) */
+    mm_case(k, XPI_DT_BF16, 6, 4100, 3);
     /* prefill blocking: several 128-row groups with a ragged last panel, several 256-column chunks with a
      * ragged last one, token counts that leave a partial 6-token panel */
     mm_case(k, XPI_DT_BF16, 300, 600, 13);

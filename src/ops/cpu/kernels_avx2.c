@@ -87,7 +87,7 @@ DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
  * 384 MB bf16 stream, 2 threads (Zen 3 VM): one row at a time 15.9-17.0 GB/s, four streams 19.1-26.7 GB/s,
  * a plain sum of the same bytes 17.9-18.7. (Rows next to each other do not count: both streams then share a
  * page and read as one irregular pattern, 10-12 GB/s.) Each stream also prefetches GEMV_PF bytes ahead. */
-#define EO_MAXC 4096
+#define EO_MAXC 4096 /* columns whose permuted x fits the stack buffer */
 #define GEMV_PF 256 /* bytes ahead per stream (farther measured no better) */
 
 /* The 4 accumulators of row w (even/odd lanes of 16 columns) over columns [0, c16). */
@@ -99,12 +99,12 @@ DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
   } while (0)
 
 /* Y[t*ldy + rows[i]] for the 4 rows w[i] (nr = 4) or one row (nr = 1), every token. */
-static inline void bf16_rows(float *Y, int64_t ldy, const float *X, int32_t n, float (*xp)[EO_MAXC],
+static inline void bf16_rows(float *Y, int64_t ldy, const float *X, int32_t n, const float *xp, int64_t xs,
                              const uint16_t *const *w, const int64_t *rows, int nr, int64_t cols) {
   const __m256i hi = _mm256_set1_epi32((int)0xffff0000u);
   const int64_t c16 = cols & ~(int64_t)15;
   for (int32_t t = 0; t < n; t++) {
-    const float *x = xp[t];
+    const float *x = xp + t * xs;
     float s[4];
     if (nr == 4) {
       __m256 e0 = _mm256_setzero_ps(), o0 = e0, e1 = e0, o1 = e0, e2 = e0, o2 = e0, e3 = e0, o3 = e0;
@@ -156,17 +156,22 @@ static inline void bf16_rows(float *Y, int64_t ldy, const float *X, int32_t n, f
 
 static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,
                       int64_t cols) {
-  if (cols > EO_MAXC || n > XPI_CPU_GEMM_MIN_N) { gemv_bf16_plain(Y, ldy, X, n, W, r0, r1, cols); return; }
-  _Alignas(32) float xp[XPI_CPU_GEMM_MIN_N][EO_MAXC];
+  _Alignas(32) float xbuf[XPI_CPU_GEMM_MIN_N * EO_MAXC];
   const int64_t c16 = cols & ~(int64_t)15;
+  float *xp = xbuf, *heap = NULL; /* wider rows (large models' down_proj) take the permuted x from the heap */
+  if (n > XPI_CPU_GEMM_MIN_N ||
+      (cols > EO_MAXC && !(xp = heap = aligned_alloc(32, (size_t)n * (size_t)c16 * sizeof(float) + 32)))) {
+    gemv_bf16_plain(Y, ldy, X, n, W, r0, r1, cols);
+    return;
+  }
   for (int32_t t = 0; t < n; t++) {
     const float *x = X + (int64_t)t * cols;
     for (int64_t c = 0; c < c16; c += 16) {
       __m256 a = _mm256_loadu_ps(x + c), b = _mm256_loadu_ps(x + c + 8);
       __m256 e = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
       __m256 o = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
-      _mm256_store_ps(xp[t] + c, e);
-      _mm256_store_ps(xp[t] + c + 8, o);
+      _mm256_store_ps(xp + t * c16 + c, e);
+      _mm256_store_ps(xp + t * c16 + c + 8, o);
     }
   }
   const uint16_t *base = (const uint16_t *)W;
@@ -174,12 +179,13 @@ static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const vo
   for (int64_t i = 0; i < h; i++) {
     const int64_t rows[4] = {r0 + i, r0 + h + i, r0 + 2 * h + i, r0 + 3 * h + i};
     const uint16_t *w[4] = {base + rows[0] * cols, base + rows[1] * cols, base + rows[2] * cols, base + rows[3] * cols};
-    bf16_rows(Y, ldy, X, n, xp, w, rows, 4, cols);
+    bf16_rows(Y, ldy, X, n, xp, c16, w, rows, 4, cols);
   }
   for (int64_t r = r0 + 4 * h; r < r1; r++) {
     const uint16_t *w[1] = {base + r * cols};
-    bf16_rows(Y, ldy, X, n, xp, w, &r, 1, cols);
+    bf16_rows(Y, ldy, X, n, xp, c16, w, &r, 1, cols);
   }
+  free(heap);
 }
 
 /* ------------------------------------------------------------------ decode GEMV for q8/q4 weights */
