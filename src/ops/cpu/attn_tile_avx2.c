@@ -428,10 +428,10 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
 }
 
 /* The whole tile on the direct path, DKEYS keys per step: all their scores from K, then all their V rows, so
- * memory sees one 64 KiB run at a time (f16, head_dim 128) rather than K and V alternating every 8 KiB. Why:
- * on the 2-core Zen 3 VM a GEMV reading two interleaved rows streamed at 12-13 GB/s where one row at a time
- * got 15-18; here decode at depth 4096 measured 3-12% faster than with 32-key steps. One row runs as a pair
- * with itself into a dummy row (memory-bound: the duplicate FMAs cost nothing measurable). */
+ * memory sees 64 KiB runs (f16, head_dim 128) rather than K and V alternating every 8 KiB, and the prefetch
+ * chain crosses from one run to the next. On the 2-core Zen 3 VM decode at depth 4096 measured +3% to +12%
+ * against 32-key steps in three of four whole-process A/B runs (-3% in the fourth, within its noise). One row
+ * runs as a pair with itself into a dummy row (memory-bound: the duplicate FMAs cost nothing measurable). */
 #define DKEYS (XPI_CPU_ATTN_ROWS * XPI_CPU_ATTN_KEYS / 2) /* scratch: 2*DKEYS scores + one hdp row fit in
                                                            * xpi_cpu_attn_scratch_floats() for any hd */
 static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, xpi_dtype dt) {
