@@ -83,14 +83,14 @@ DEF_GEMV(gemv_f16, 2, ld8_f16, ld1_f16)
  *
  * Four streams: the slice [r0, r1) is cut into four equal parts and rows r, r+h, r+2h, r+3h are read in lock
  * step. A core's read bandwidth here is bounded by the misses it keeps in flight, and the hardware prefetcher
- * runs one stream per page: four far-apart streams keep about four times as many lines coming. Measured on a
+ * follows one stream per page: four far-apart streams keep more lines coming than one. Measured on a
  * 384 MB bf16 stream, 2 threads (Zen 3 VM): one row at a time 15.9-17.0 GB/s, four streams 19.1-26.7 GB/s,
  * a plain sum of the same bytes 17.9-18.7. (Rows next to each other do not count: both streams then share a
  * page and read as one irregular pattern, 10-12 GB/s.) Each stream also prefetches GEMV_PF bytes ahead. */
 #define EO_MAXC 4096 /* columns whose permuted x fits the stack buffer */
 #define GEMV_PF 256 /* bytes ahead per stream (farther measured no better) */
 
-/* The 4 accumulators of row w (even/odd lanes of 16 columns) over columns [0, c16). */
+/* One 16-column step of row w: even columns into ae, odd ones into ao (x0/x1: x permuted as above). */
 #define BF16_STEP(w, c, x0, x1, ae, ao)                                                                    \
   do {                                                                                                     \
     const __m256i v_ = _mm256_loadu_si256((const __m256i *)((w) + (c)));                                  \
