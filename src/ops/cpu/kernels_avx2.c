@@ -45,9 +45,10 @@ static inline float ld1_f16(const void *p, int64_t i) {
 }
 
 /* ------------------------------------------------------------------ decode GEMV for f32/f16/bf16 weights */
-/* Y[t*ldy + r] = dot(W[r, :], X[t, :]) for r0 <= r < r1, t < n. ES = element size. One row at a time, so
- * the weights are read as ONE sequential stream (rows are contiguous) that the hardware prefetcher follows
- * at full speed; interleaving rows made several short streams and halved the bandwidth. */
+/* Y[t*ldy + r] = dot(W[r, :], X[t, :]) for r0 <= r < r1, t < n. ES = element size. One row at a time: one
+ * sequential stream (interleaving adjacent rows, which share a page, halved the bandwidth). The bf16 GEMV
+ * below reads four far-apart rows instead, which is faster still; f32/f16 weights and the bf16 fallback keep
+ * this simpler loop. */
 #define DEF_GEMV(NAME, ES, LD8, LD1)                                                                           \
   static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, int64_t r0, int64_t r1,     \
                    int64_t cols) {                                                                             \
