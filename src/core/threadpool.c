@@ -1,4 +1,6 @@
-/* Fork-join pool over pthreads. One job at a time (a mutex serializes callers from several requests). */
+/* Fork-join pool over pthreads. One job at a time (a mutex serializes callers from several requests).
+ * Posting a job is one atomic increment while the workers spin; the mutex and condition variable are used
+ * only to wake workers that went to sleep. */
 #include "core/threadpool.h"
 
 #include <pthread.h>
@@ -6,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/status.h"
@@ -18,6 +21,7 @@ struct xpi_pool {
   pthread_cond_t cv;
   atomic_uint_fast64_t generation; /* bumped per job */
   atomic_int pending;              /* workers still running the current job */
+  atomic_int sleepers;             /* workers in (or entering) pthread_cond_wait; changed under m */
   xpi_pool_fn fn;
   void *ctx;
   int stop;
@@ -25,18 +29,49 @@ struct xpi_pool {
 
 typedef struct { xpi_pool *p; int ith; } worker_arg;
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* How long an idle worker spins before it sleeps. A decode step is a few hundred ops, and between two of
+ * them a worker waits for the caller's longer share and serial work: tens to hundreds of microseconds. A
+ * sleeping worker costs a futex wake and a reschedule on the next op's critical path (in a VM, tens of
+ * microseconds), so it spins through such gaps and sleeps only when the pool is really idle. */
+#define SPIN_SECONDS 2e-3
+
 static void *worker(void *arg) {
   worker_arg wa = *(worker_arg *)arg;
   free(arg);
   xpi_pool *p = wa.p;
   uint_fast64_t seen = 0;
   for (;;) {
-    /* Spin a little before sleeping: ops in a decode step come back to back. */
     uint_fast64_t g = atomic_load(&p->generation);
-    for (int spin = 0; g == seen && spin < 20000; spin++) g = atomic_load(&p->generation);
     if (g == seen) {
+      const double until = now_s() + SPIN_SECONDS;
+      for (unsigned spin = 1; (g = atomic_load(&p->generation)) == seen; spin++) {
+        cpu_relax();
+        if (spin % 1024 == 0) { /* yield too: with more threads than free cores, the job's owner may need it */
+          if (now_s() > until) break;
+          sched_yield();
+        }
+      }
+    }
+    if (g == seen) {
+      /* sleepers is raised before generation is checked again, and xpi_pool_run bumps generation before it
+       * reads sleepers (both sequentially consistent): either it sees this sleeper and broadcasts under m,
+       * or this check sees the new generation. */
       pthread_mutex_lock(&p->m);
+      atomic_fetch_add(&p->sleepers, 1);
       while ((g = atomic_load(&p->generation)) == seen && !p->stop) pthread_cond_wait(&p->cv, &p->m);
+      atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->m);
     }
     if (p->stop) return NULL;
@@ -61,6 +96,7 @@ xpi_status xpi_pool_create(int n_threads, xpi_pool **out) {
   pthread_cond_init(&p->cv, NULL);
   atomic_init(&p->generation, 0);
   atomic_init(&p->pending, 0);
+  atomic_init(&p->sleepers, 0);
   p->threads = calloc((size_t)n_threads, sizeof *p->threads);
   if (!p->threads) {
     xpi_pool_free(p);
@@ -110,10 +146,12 @@ void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx) {
   p->fn = fn;
   p->ctx = ctx;
   atomic_store(&p->pending, p->n - 1);
-  pthread_mutex_lock(&p->m);
   atomic_fetch_add(&p->generation, 1);
-  pthread_cond_broadcast(&p->cv);
-  pthread_mutex_unlock(&p->m);
+  if (atomic_load(&p->sleepers) > 0) { /* spinning workers need no syscall (see worker) */
+    pthread_mutex_lock(&p->m);
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->m);
+  }
   fn(ctx, 0, p->n);
   /* Workers finish within the same op, so spin; but yield once it takes long (a worker descheduled on a busy
    * machine then gets the core back instead of waiting behind our spinning). */

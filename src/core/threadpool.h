@@ -1,5 +1,7 @@
 /* A small fork-join thread pool: run fn(ctx, i, n) on n workers (the caller is worker 0) and wait.
- * Workers spin briefly then sleep, so back-to-back ops in a decode step do not pay a wake-up each. */
+ * Idle workers spin for up to 2 ms (yielding now and then) before they sleep, so the ops of a decode step,
+ * with the caller's serial work between them, never pay a futex wake-up each. Thread-safe: calls to
+ * xpi_pool_run from several threads are serialized. */
 #ifndef XPI_CORE_THREADPOOL_H
 #define XPI_CORE_THREADPOOL_H
 
