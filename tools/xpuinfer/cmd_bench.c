@@ -7,9 +7,9 @@
  * weight; norms and the one embedding row are negligible) plus the K and V rows of every layer for the
  * average context length of the test at the KV dtype's size.
  *
- * Depth: the cache is filled with d tokens once per (quant, depth); repetitions then run back to back, so
- * repetition i starts i * (tokens of one repetition) later (a few percent more context to read at
- * d = 4096, counted in the bandwidth). */
+ * Depth: as in llama-bench, every repetition starts from an empty cache filled (untimed) with d tokens, so
+ * all repetitions of a test measure the same thing. (Running them back to back from one fill would put the
+ * third pp512 repetition at depth 1024.) */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -176,9 +176,9 @@ int cmd_bench(int argc, char **argv) {
     if (s == XPI_OK) s = xpi_model_get_info(b.model, &b.info);
     if (s != XPI_OK) { rc = cli_fail("bench", "loading the model", s); xpi_model_free(b.model); break; }
     const xpi_model_info *in = &b.info;
-    /* every eval of a rep fits: depth + back-to-back reps of the longest test */
+    /* every rep fits: depth + the longest test */
     long long per_rep = max_pp > n_gen ? max_pp : n_gen;
-    long long n_ctx = max_depth + per_rep * (reps + 1) + 16;
+    long long n_ctx = max_depth + per_rep + 32; /* and the 18-token warm-up */
     if (n_ctx > in->max_position_embeddings) n_ctx = in->max_position_embeddings;
     xpi_request_options ro;
     xpi_request_options_default(&ro);
@@ -215,12 +215,13 @@ int cmd_bench(int argc, char **argv) {
         const int is_tg = ti == n_pp;
         const long long len = is_tg ? n_gen : pp[ti];
         if (len == 0) continue;
-        /* fill the cache to this depth (once; reps run back to back after it) */
-        xpi_request_reset(b.req);
-        s = eval_n(&b, depth[di]);
-        if (s != XPI_OK) { rc = cli_fail("bench", "filling the KV cache", s); break; }
         double ts[1000], ctx_sum = 0;
         for (long long r = 0; r < reps; r++) {
+          /* every repetition starts from the same context, as llama-bench's: empty, then filled to the depth
+           * (untimed) */
+          xpi_request_reset(b.req);
+          s = eval_n(&b, depth[di]);
+          if (s != XPI_OK) { rc = cli_fail("bench", "filling the KV cache", s); break; }
           const double start_ctx = xpi_request_n_past(b.req);
           double t0 = now_s();
           s = is_tg ? eval_tg(&b, len) : eval_n(&b, len);

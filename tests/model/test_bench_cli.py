@@ -1,0 +1,66 @@
+"""`xpuinfer bench` on the bundled model: the --json lines have exactly the documented fields and types, one per
+(quant, depth, test) in order, with min <= median <= max and gb_s only for tg; the table has the same rows; bad
+options fail with a clear message and no output. Speeds themselves are not checked (never in tests)."""
+import json
+import os
+import subprocess
+
+CLI = os.environ["XPI_CLI"]
+MODEL = os.path.join(os.environ["XPI_SOURCE_DIR"], "examples", "models", "tinyfortunes")
+KEYS = {"test", "depth", "quant", "threads", "tok_s", "tok_s_min", "tok_s_max", "gb_s"}
+failures = 0
+
+
+def fail(msg):
+    global failures
+    failures += 1
+    print("FAIL:", msg)
+
+
+def bench(args):
+    return subprocess.run([CLI, "bench", "-m", MODEL] + args, capture_output=True, text=True)
+
+
+common = ["-p", "8,16", "-n", "4", "-r", "3", "-d", "0,20", "--quant", "bf16,q8,q4", "-t", "2"]
+p = bench(common + ["--json"])
+if p.returncode != 0:
+    fail(f"bench --json exited {p.returncode}: {p.stderr.strip()}")
+lines = [json.loads(line) for line in p.stdout.splitlines()]
+want = [(q, d, t) for q in ["bf16", "q8", "q4"] for d in [0, 20] for t in ["pp8", "pp16", "tg4"]]
+got = [(o.get("quant"), o.get("depth"), o.get("test")) for o in lines]
+if got != want:
+    fail(f"tests in order: {got} != {want}")
+for o in lines:
+    if set(o) != KEYS:
+        fail(f"fields {sorted(o)} != {sorted(KEYS)}")
+        continue
+    if o["threads"] != 2:
+        fail(f"{o}: threads should be 2")
+    if not (isinstance(o["tok_s"], float) and 0 < o["tok_s_min"] <= o["tok_s"] <= o["tok_s_max"]):
+        fail(f"{o}: want 0 < min <= median <= max")
+    if o["test"].startswith("pp") != (o["gb_s"] is None):
+        fail(f"{o}: gb_s must be null exactly for pp tests")
+    if o["gb_s"] is not None and not o["gb_s"] > 0:
+        fail(f"{o}: tg gb_s must be positive")
+
+p = bench(common)
+rows = [line for line in p.stdout.splitlines() if line.startswith("| tinyfortunes")]
+if p.returncode != 0 or len(rows) != len(want):
+    fail(f"table: exit {p.returncode}, {len(rows)} rows (want {len(want)}): {p.stdout!r} {p.stderr!r}")
+for r in rows:
+    cells = [c.strip() for c in r.strip("|").split("|")]
+    if len(cells) != 9 or cells[4] not in {"pp8", "pp16", "tg4"}:
+        fail(f"table row {r!r}: want 9 cells (model .. GB/s)")
+
+for args, needle in [(["-p", "8,x"], "-p"), (["-r", "0"], "-r"), (["--quant", "q3"], "q3"),
+                     (["-d", "-5"], "-d")]:
+    p = bench(args + ["--json"])
+    if p.returncode == 0 or p.stdout.strip() or needle not in p.stderr:
+        fail(f"bench {args}: want a failure naming {needle!r}, got exit {p.returncode}, "
+             f"stdout {p.stdout!r}, stderr {p.stderr!r}")
+p = subprocess.run([CLI, "bench", "-m", "/nonexistent/model", "--json"], capture_output=True, text=True)
+if p.returncode == 0 or "/nonexistent/model" not in p.stderr:
+    fail(f"bench on a missing model: exit {p.returncode}, stderr {p.stderr!r}")
+
+print(f"{len(lines)} json lines, {len(rows)} table rows checked; {failures} failures")
+raise SystemExit(1 if failures else 0)
