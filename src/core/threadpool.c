@@ -8,9 +8,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 struct xpi_pool {
@@ -35,12 +35,6 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* How long an idle worker spins before it sleeps. A decode step is a few hundred ops, and between two of
  * them a worker waits for the caller's longer share and serial work: tens to hundreds of microseconds. A
  * sleeping worker costs a futex wake and a reschedule on the next op's critical path (in a VM, tens of
@@ -55,11 +49,11 @@ static void *worker(void *arg) {
   for (;;) {
     uint_fast64_t g = atomic_load(&p->generation);
     if (g == seen) {
-      const double until = now_s() + SPIN_SECONDS;
+      const double until = xpi_now_s() + SPIN_SECONDS;
       for (unsigned spin = 1; (g = atomic_load(&p->generation)) == seen; spin++) {
         cpu_relax();
         if (spin % 1024 == 0) { /* yield too: with more threads than free cores, the job's owner may need it */
-          if (now_s() > until) break;
+          if (xpi_now_s() > until) break;
           sched_yield();
         }
       }

@@ -2,9 +2,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/api_internal.h"
+#include "core/clock.h"
 #include "core/status.h"
 #include "generate/sampler.h"
 
@@ -15,12 +15,6 @@ void xpi_gen_options_default(xpi_gen_options *o) {
   o->temperature = 1.0f;
   o->top_p = 1.0f;
   o->repetition_penalty = 1.0f;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct gen_state {
@@ -100,10 +94,10 @@ static xpi_status run(xpi_request *r, const int32_t *prompt, size_t n_prompt, co
   /* Logprobs and the repetition penalty need the logits on the host; plain greedy needs only the argmax. */
   int on_device = g->smp.greedy && o->logprobs == 0 && g->smp.penalty == 1.0f;
   int32_t next = 0;
-  double t0 = now_s();
+  double t0 = xpi_now_s();
   if (on_device) XPI_TRY(eval_argmax(r, prompt, n_prompt, &next));
   else XPI_TRY(xpi_request_eval(r, prompt, n_prompt, 0, r->logits, (size_t)V));
-  double t1 = now_s();
+  double t1 = xpi_now_s();
   res->prompt_seconds = t1 - t0;
   res->n_prompt_tokens = (int32_t)n_prompt;
   for (int32_t step = 0; step < o->max_new_tokens; step++) {
@@ -144,7 +138,7 @@ static xpi_status run(xpi_request *r, const int32_t *prompt, size_t n_prompt, co
     if (on_device) XPI_TRY(eval_argmax(r, &id, 1, &next));
     else XPI_TRY(xpi_request_eval(r, &id, 1, 0, r->logits, (size_t)V));
   }
-  res->generate_seconds = now_s() - t1;
+  res->generate_seconds = xpi_now_s() - t1;
   return XPI_OK;
 }
 
