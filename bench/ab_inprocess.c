@@ -8,7 +8,9 @@
  *   cp -L build/libxpuinfer.so /tmp/a.so      # the baseline, before rebuilding with the change
  *   build/ab_inprocess /tmp/a.so build/libxpuinfer.so q4 0 512     # quant depth tokens [block]
  * Run it both ways round (A B, then B A) and report both ratios.
- * env: MODEL (default /work/models/qwen3-0.6b-rand), KV (KV cache dtype, default the library's), THREADS (2).
+ * env: MODEL (default /work/models/qwen3-0.6b-rand), KV (KV cache dtype, default the library's), THREADS (2),
+ *      PP (prefill mode: each block is one eval of PP prompt tokens from an empty cache, and `tokens` counts
+ *      blocks; e.g. PP=512 build/ab_inprocess /tmp/a.so build/libxpuinfer.so q8 0 6 1).
  * Each library keeps its own thread pool; a 5 ms pause before every block lets the idle pool's workers go to
  * sleep, so neither library's idle spinning takes CPU from the other's timed block. */
 #define _GNU_SOURCE
@@ -28,6 +30,7 @@ typedef struct {
   xpi_status (*req_create)(xpi_model *, const xpi_request_options *, xpi_request **);
   void (*req_defaults)(xpi_request_options *);
   xpi_status (*eval)(xpi_request *, const int32_t *, size_t, int, float *, size_t);
+  void (*reset)(xpi_request *);
   const char *(*last_error)(void);
   xpi_model *m;
   xpi_request *r;
@@ -61,6 +64,7 @@ static void open_lib(lib *L, const char *so, const char *quant, int depth, int n
   *(void **)&L->req_defaults = sym(L->h, "xpi_request_options_default");
   *(void **)&L->eval = sym(L->h, "xpi_request_eval");
   *(void **)&L->last_error = sym(L->h, "xpi_last_error");
+  *(void **)&L->reset = sym(L->h, "xpi_request_reset");
   xpi_model_options o;
   L->model_defaults(&o);
   o.device = "cpu";
@@ -70,7 +74,8 @@ static void open_lib(lib *L, const char *so, const char *quant, int depth, int n
   const char *model = getenv("MODEL") ? getenv("MODEL") : "/work/models/qwen3-0.6b-rand";
   xpi_request_options ro;
   L->req_defaults(&ro);
-  ro.n_ctx = depth + ntok + 16;
+  const int pp = getenv("PP") ? atoi(getenv("PP")) : 0;
+  ro.n_ctx = depth + (pp > 0 ? pp : ntok) + 16;
   if (L->load(model, &o, &L->m) != XPI_OK || L->req_create(L->m, &ro, &L->r) != XPI_OK) {
     fprintf(stderr, "ab_inprocess: %s: %s\n", so, L->last_error());
     exit(1);
@@ -100,21 +105,29 @@ int main(int argc, char **argv) {
   double ta = 0, tb = 0;
   int na = 0, nb = 0;
   const int32_t id = 7;
+  const int pp = getenv("PP") ? atoi(getenv("PP")) : 0;
+  int32_t *prompt = malloc(sizeof(int32_t) * (size_t)(pp > 0 ? pp : 1));
+  if (!prompt) return 1;
+  for (int i = 0; i < pp; i++) prompt[i] = 200 + (i * 7) % 1000;
   for (int i = 0; i < ntok; i += blk)
     for (int w = 0; w < 2; w++) {
       lib *L = (((i / blk) & 1) ^ w) ? &B : &A; /* A B, then B A: each leads half of the pairs */
       const int k = ntok - i < blk ? ntok - i : blk;
       usleep(5000);
+      if (pp > 0) L->reset(L->r); /* prefill mode: from an empty cache (depth is ignored) */
       const double t = now_s();
       for (int j = 0; j < k; j++)
-        if (L->eval(L->r, &id, 1, 0, NULL, 0) != XPI_OK) {
+        if (pp > 0 ? L->eval(L->r, prompt, (size_t)pp, 0, NULL, 0) != XPI_OK : L->eval(L->r, &id, 1, 0, NULL, 0) != XPI_OK) {
           fprintf(stderr, "ab_inprocess: decode: %s\n", L->last_error());
           return 1;
         }
-      if (L == &A) ta += now_s() - t, na += k;
-      else tb += now_s() - t, nb += k;
+      const int done = pp > 0 ? k * pp : k;
+      if (L == &A) ta += now_s() - t, na += done;
+      else tb += now_s() - t, nb += done;
     }
-  printf("%s depth %d, %d tokens each: A %.2f tok/s, B %.2f tok/s, B/A %.3f\n", quant, depth, ntok, na / ta,
-         nb / tb, (nb / tb) / (na / ta));
+  free(prompt);
+  if (pp > 0) printf("%s pp%d, %d prefills each", quant, pp, ntok);
+  else printf("%s depth %d, %d tokens each", quant, depth, ntok);
+  printf(": A %.2f tok/s, B %.2f tok/s, B/A %.3f\n", na / ta, nb / tb, (nb / tb) / (na / ta));
   return 0;
 }

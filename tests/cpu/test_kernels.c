@@ -6,7 +6,9 @@
  *  - Two f32 sums of the same m products in different orders each differ from the exact sum by at most
  *    gamma_m * sum|w x| with gamma_m = m*2^-24/(1-m*2^-24) (Higham, 3.1); the test allows 2*gamma_m*sum|wx|.
  *    The scalar q8/q4 oracle sums in double, which only tightens this.
- *  - q8/q4 decode quantizes activations to int8 per 32-block: add sum_b (dx_b/2) * sum_i |w_i| (quant.h).
+ *  - q8/q4 matmuls (decode and prefill, and the scalar reference) round activations to int8 per 32-block:
+ *    against the exact dequantized product they may differ by sum_b (dx_b/2) * sum_i |w_i| more (quant.h);
+ *    against the scalar reference, which does the same integer sums, only by f32 rounding.
  *  - swiglu's vector exp has ~2 ulp error, silu a few more: 8 * 2^-23 relative.
  */
 #include <math.h>
@@ -82,23 +84,32 @@ static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_
     for (int64_t r = 0; r < rows && !bad; r++) {
       const float y = Y[t * ldy + r], yr = Yr[t * ldy + r];
       if (r < r0) { bad = y != 12345.0f; CHECK(!bad, "%s %s: row %lld outside the slice was written", k->isa, dt_name(dt), (long long)r); continue; }
-      double sabs = 0, qerr = 0;
+      double sabs = 0, qerr = 0, exact = 0;
       if (is_q) xpi_dequantize_row(dt, deq, W, dq, r, cols);
-      for (int64_t c = 0; c < cols; c++) sabs += fabs((double)(is_q ? deq[c] : weight_at(W, dt, r * cols + c)) * x[c]);
+      for (int64_t c = 0; c < cols; c++) {
+        const double w = is_q ? deq[c] : weight_at(W, dt, r * cols + c);
+        sabs += fabs(w * x[c]);
+        exact += w * x[c];
+      }
       double tol = 2 * gamma_m(cols) * sabs + 1e-30;
-      if (is_q && n < XPI_CPU_GEMM_MIN_N) {
+      if (is_q) {
+        /* quant.h: y is the int8-activation product; against the exact dequantized product the activation
+         * rounding adds at most sum_b (dx_b/2) * sum_i |w_i|. The scalar reference must meet that bound too. */
         for (int64_t c = 0; c < cols; c++) qerr += dx[c / XPI_QK] / 2 * fabs(deq[c]);
-        tol += qerr;
-        /* the integer path must match its own scalar reference to rounding */
-        float yi = xpi_q_dot_int_scalar(dt, W, dq, r, xq, dx, cols);
-        /* q4 sums unsigned quants and subtracts 8 * sum(x) per block: rounding scales with those terms */
+        const double qtol = 2 * gamma_m(cols) * (sabs + qerr) + qerr + 1e-30;
+        CHECK(fabs(y - exact) <= qtol && fabs(yr - exact) <= qtol,
+              "%s %s rows=%lld cols=%lld n=%d r=%lld t=%d: %g (scalar %g) vs exact %g beyond the activation bound %g",
+              k->isa, dt_name(dt), (long long)rows, (long long)cols, n, (long long)r, t, y, yr, exact, qtol);
+        /* against the scalar reference, the same integer sums: only f32 rounding of the scaled block sums, and
+         * q4 sums unsigned quants and subtracts 8 * sum(x) per block, so its rounding scales with those terms */
         double q4terms = 0;
         if (dt == XPI_DT_Q4)
           for (int64_t c = 0; c < cols; c++)
             q4terms += 16 * fabs(xpi_f16_to_f32(dq[r * xpi_q_nblocks(cols) + c / XPI_QK])) * (fabs(x[c]) + dx[c / XPI_QK]);
-        CHECK(fabs(y - yi) <= 2 * gamma_m(cols + 8) * (sabs + qerr + q4terms) + 1e-30,
-              "%s %s int path rows=%lld cols=%lld n=%d r=%lld t=%d: %g vs int reference %g", k->isa, dt_name(dt),
-              (long long)rows, (long long)cols, n, (long long)r, t, y, yi);
+        tol = 2 * gamma_m(cols + 8) * (sabs + qerr + q4terms) + 1e-30;
+        /* and the integer-path helper the decode kernels are built on agrees with the reference */
+        const float yi = xpi_q_dot_int_scalar(dt, W, dq, r, xq, dx, cols);
+        CHECK(fabs(yi - yr) <= tol, "%s q-dot reference %g vs scalar mm %g", dt_name(dt), yi, yr);
       }
       bad = !(fabs((double)y - yr) <= tol);
       CHECK(!bad, "%s %s rows=%lld cols=%lld n=%d r=%lld t=%d: %.9g vs scalar %.9g (tol %g)", k->isa, dt_name(dt),
@@ -277,13 +288,18 @@ int main(void) {
     mm_case(k, XPI_DT_BF16, 19, 1100, 7);
     mm_case(k, XPI_DT_BF16, 9, 5003, 1); /* bf16 decode rows wider than its stack buffer (4096 columns) */
     mm_case(k, XPI_DT_BF16, 6, 4100, 3);
-    /* prefill blocking: several 128-row groups with a ragged last panel, several 256-column chunks with a
+    /* prefill blocking: several 128-row groups with a ragged last panel, several 1024-column chunks with a
      * ragged last one, token counts that leave a partial 6-token panel */
-    mm_case(k, XPI_DT_BF16, 300, 600, 13);
-    mm_case(k, XPI_DT_F16, 129, 513, 6);
+    mm_case(k, XPI_DT_BF16, 300, 2100, 13);
+    mm_case(k, XPI_DT_F16, 129, 1537, 6);
     mm_case(k, XPI_DT_F32, 161, 260, 5);
     mm_case(k, XPI_DT_Q8, 200, 544, 25);
     mm_case(k, XPI_DT_Q4, 150, 520, 8);
+    /* the int8 GEMM (gemm_q_avx2.c): its column chunk shrinks as tokens grow (256 KiB of packed activations),
+     * so ~300 tokens cut 1000-1030 columns into a 768-column chunk and a ragged one; 137-140 rows give two
+     * 128-row groups and a partial 8-row panel; 299 and 301 tokens partial token panels (4 for q4, 5 for q8) */
+    mm_case(k, XPI_DT_Q8, 140, 1000, 301);
+    mm_case(k, XPI_DT_Q4, 137, 1030, 299);
   }
   const xpi_cpu_kernels *best = xpi_cpu_kernels_best();
   CHECK(best != NULL && best->mm[XPI_DT_Q8] && best->mm[XPI_DT_Q4], "best table lacks quantized matmul");

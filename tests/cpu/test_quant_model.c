@@ -7,14 +7,20 @@
  * The free-running greedy continuation (48 tokens) is also compared and its common prefix printed.
  *
  * Thresholds, from measurements on this model (printed by the test; 185 positions):
- *   q8 measured top-1 98.9%, top-5 97.0-97.1%: q8 error (<= 0.4% of each block's max, quant.h) only flips genuine
+ *   q8 measured top-1 98.9%, top-5 95.6-97.1%: q8 error (<= 0.4% of each block's max, quant.h) only flips genuine
  *      near-ties (the goldens' greedy margins go down to 0.06 logit), so require top-1 >= 95%, top-5 >= 93%.
- *   q4 measured top-1 68.1-68.6%, top-5 66.1-67.6%: 16 levels per block (RMS error ~ amax/20) on a 256-wide model move
+ *   q4 measured top-1 67.6-68.6%, top-5 66.1-67.6%: 16 levels per block (RMS error ~ amax/20) on a 256-wide model move
  *      logits by several percent, which flips many of its close calls, so require >= 55% for both: loose,
  *      yet a broken q4 kernel or format (nibble order, scale, offset) gives < 10%.
  * Also: --no-fused (use_kernels = 0, the scalar oracle) must agree with the fast kernels on the same q8/q4
- * weights to 1% of the largest |logit|: the decode kernels' int8 activations (<= 0.4% of a block's max per
- * element, quant.h) are the only approximation; measured 0.25%.
+ * weights. Both round every matmul's activations to int8 per 32-block (quant.h), and that rounding is
+ * discontinuous: where the two paths' f32 values differ in the last bit (fused vs unfused ops, sums in
+ * another order), one activation can round the other way, which moves each output of that matmul by |w| * dx,
+ * dx the block's amax/127: matmul inputs of this model reach amax 12-16 (dx ~0.1), and a flip in K/V
+ * persists for the later positions. (Fast prefill against fast one-token decode, same kernels otherwise,
+ * shows exactly this: 3e-6 everywhere but jumps of 0.15-0.35 logit, at one position or from one on.)
+ * Measured max |fast - scalar| 1.6-1.9% of the largest |logit|; the bound is 4%. Kernel-level agreement to
+ * f32 rounding is test_kernels' job.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -26,7 +32,7 @@
 #define Q8_TOP5 0.93
 #define Q4_TOP1 0.55
 #define Q4_TOP5 0.55
-#define FUSED_TOL 1e-2
+#define FUSED_TOL 4e-2
 
 typedef struct { int32_t *ids; int n_prompt, n_total; int32_t *greedy_ids; int n_greedy; } tcase;
 

@@ -6,10 +6,11 @@
  *    independent FMA chains hide latency. Q8/Q4 quantize the activations to int8 once per call and use
  *    exact int32 block dot products (maddubs), as quant.h documents.
  *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below). The activations are packed
- *    once per call; each panel of 16 weight rows x KC columns is converted (bf16/f16/q8/q4 -> f32, once per
+ *    once per call; each panel of 16 weight rows x KC columns is converted (bf16/f16 -> f32, once per
  *    matmul) into a column-major panel that stays in L1 while a 6x16 register-blocked microkernel sweeps all
  *    tokens over it, and the next panel is prefetched meanwhile. About 80% of the FMA peak of one Zen 3
  *    core on the Qwen3-0.6B shapes with bf16 weights (~70 of 85-93 GFLOP/s; the microkernel alone 97%).
+ *    Q8/Q4 weights run the same blocking in int8 instead (gemm_q_avx2.c).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -21,7 +22,7 @@
 #include "ops/cpu/quant.h"
 #include "ops/cpu/simd_avx2.h"
 
-#define KC 256   /* columns per packed panel: 16 x 256 f32 = 16 KiB in L1; packed tokens n x 256 f32 in L2 */
+#define KC 1024  /* columns per packed panel (16 x 1024 f32 = 64 KiB, in L2): see "prefill GEMM" */
 #define NR 16    /* weight rows per panel = two ymm */
 #define MR 6     /* tokens per microkernel call: 12 accumulators */
 #define RG 128   /* weight rows whose outputs stay in L2 while K is walked in KC chunks */
@@ -370,8 +371,11 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
 /* ------------------------------------------------------------------ prefill GEMM */
 /* Goto/BLIS-style blocking. The n activation rows are packed once per call into MR-token panels
  * A[k*MR + t] (the microkernel's broadcasts then walk one sequential stream), and each panel of NR weight
- * rows x KC columns is converted to f32 once (8x8 register transposes) into P[k*NR + i], which stays in L1
- * while the 6x16 microkernel sweeps all tokens over it. */
+ * rows x KC columns is converted to f32 once (8x8 register transposes) into P[k*NR + i] while the 6x16
+ * microkernel sweeps all tokens over it. KC is long (whole rows up to 1024) although the panel then sits in
+ * L2 rather than L1 and the activation chunk spills L2: each further chunk adds its partial sums into Y,
+ * and those passes cost more. Measured at 512 tokens against KC = 256: 1.07-1.12x with 512 and
+ * 1.11-1.12x with 1024 (1.06x over 512), as gemm_q_avx2.c found for the int8 GEMM. */
 
 /* Converts rows [r, r+nr) x cols [c0, c0+kc) of W to f32 rows R[i*KC + k]. */
 typedef void (*rows_fn)(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc,
@@ -393,59 +397,6 @@ DEF_ROWS(rows_f32, 4, ld8_f32, ld1_f32)
 DEF_ROWS(rows_bf16, 2, ld8_bf16, ld1_bf16)
 DEF_ROWS(rows_f16, 2, ld8_f16, ld1_f16)
 
-/* o[0..32) = s * q for 32 int8 quants (o 32-byte aligned). */
-static inline void deq32(float *o, __m256i q, __m256 s) {
-  const __m128i lo = _mm256_castsi256_si128(q), hi = _mm256_extracti128_si256(q, 1);
-  _mm256_store_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), s));
-  _mm256_store_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), s));
-  _mm256_store_ps(o + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), s));
-  _mm256_store_ps(o + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), s));
-}
-
-/* c0 is a multiple of KC, hence of the 32-column block; the last block may be cut by kc. */
-static void rows_q(xpi_dtype dt, float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0,
-                   int64_t kc, int64_t cols) {
-  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
-  const uint16_t *d = aux;
-  for (int i = 0; i < nr; i++) {
-    float *o = R + i * KC;
-    const uint8_t *q = (const uint8_t *)W + (r + i) * rb;
-    const uint16_t *dr = d + (r + i) * nb;
-    for (int64_t k = 0; k < kc; k += XPI_QK) {
-      const int64_t b = (c0 + k) / XPI_QK;
-      const __m256 s = _mm256_set1_ps(_cvtsh_ss(dr[b]));
-      const __m256i v = dt == XPI_DT_Q8 ? _mm256_loadu_si256((const __m256i *)(q + b * XPI_QK))
-                                        : _mm256_sub_epi8(q4_unpack(q + b * 16), _mm256_set1_epi8(8));
-      if (kc - k >= XPI_QK) { deq32(o + k, v, s); continue; }
-      _Alignas(32) float blk[XPI_QK];
-      deq32(blk, v, s);
-      memcpy(o + k, blk, (size_t)(kc - k) * sizeof(float));
-    }
-  }
-}
-static void rows_q8(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
-  rows_q(XPI_DT_Q8, R, W, aux, r, nr, c0, kc, cols);
-}
-static void rows_q4(float *R, const void *W, const void *aux, int64_t r, int nr, int64_t c0, int64_t kc, int64_t cols) {
-  rows_q(XPI_DT_Q4, R, W, aux, r, nr, c0, kc, cols);
-}
-
-/* In-register 8x8 transpose: v[j] becomes column j of the rows v[0..8). */
-static inline void tr8(__m256 v[8]) {
-  __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-  __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-  __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-  __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-  __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-  __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-  __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-  __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-  v[0] = _mm256_permute2f128_ps(s0, s4, 0x20); v[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
-  v[2] = _mm256_permute2f128_ps(s2, s6, 0x20); v[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
-  v[4] = _mm256_permute2f128_ps(s0, s4, 0x31); v[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
-  v[6] = _mm256_permute2f128_ps(s2, s6, 0x31); v[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
-}
-
 /* P[k*NR + i] = R[i*KC + k] for k < kc rounded up to 8; rows i >= nr and columns k >= kc are zero. */
 static void pack_b(float *P, float *R, int nr, int64_t kc) {
   const int64_t k8 = (kc + 7) & ~(int64_t)7;
@@ -457,7 +408,7 @@ static void pack_b(float *P, float *R, int nr, int64_t kc) {
     for (int h = 0; h < NR; h += 8) {
       __m256 v[8];
       for (int j = 0; j < 8; j++) v[j] = _mm256_load_ps(R + (h + j) * KC + k);
-      tr8(v);
+      xpi_tr8(v);
       for (int j = 0; j < 8; j++) _mm256_store_ps(P + (k + j) * NR + h, v[j]);
     }
 }
@@ -472,7 +423,7 @@ typedef void (*direct_fn)(float *P, const void *W, int64_t r, int64_t c0, int64_
       for (int h = 0; h < NR; h += 8) {                                                                \
         __m256 v[8];                                                                                   \
         for (int j = 0; j < 8; j++) v[j] = LD8(w + ((h + j) * cols + k) * ES);                        \
-        tr8(v);                                                                                        \
+        xpi_tr8(v);                                                                                    \
         for (int j = 0; j < 8; j++) _mm256_store_ps(P + (k + j) * NR + h, v[j]);                       \
       }                                                                                                \
   }
@@ -535,9 +486,9 @@ static void ukr(const float *A, const float *P, int64_t kc, float *Y, int64_t ld
 /* Where row segments of W live, so the next panel can be prefetched while the current one is swept: a panel
  * is NR short row segments a page or more apart, which the hardware prefetcher does not fetch ahead. */
 typedef struct {
-  const char *q, *d;      /* data; scales (quantized only) */
-  int64_t stride, dstride; /* bytes per row */
-  int es, bs;              /* dense: bytes per element; quantized: bytes of quants per 32-column block */
+  const char *q;  /* data */
+  int64_t stride; /* bytes per row */
+  int es;         /* bytes per element */
 } wlayout;
 
 typedef struct {
@@ -552,13 +503,8 @@ static void pf_step(pf_cursor *c, int lines) {
   const wlayout *L = c->L;
   while (lines > 0 && c->i < c->nr) {
     const int64_t row = c->r + c->i;
-    const char *p;
-    int64_t len;
-    if (L->es) p = L->q + row * L->stride + c->c0 * L->es, len = c->kc * L->es;
-    else {
-      p = L->q + row * L->stride + c->c0 / XPI_QK * L->bs, len = xpi_q_nblocks(c->kc) * L->bs;
-      if (c->off == 0) _mm_prefetch(L->d + row * L->dstride + c->c0 / XPI_QK * 2, _MM_HINT_T0), lines--;
-    }
+    const char *p = L->q + row * L->stride + c->c0 * L->es;
+    const int64_t len = c->kc * L->es;
     for (; c->off < len && lines > 0; c->off += 64, lines--) _mm_prefetch(p + c->off, _MM_HINT_T0);
     if (c->off >= len) c->i++, c->off = 0;
   }
@@ -566,7 +512,7 @@ static void pf_step(pf_cursor *c, int lines) {
 
 /* Tokens [0, nb) of the product with packing buffers A (nb rounded up to MR, x cols), R and P (NR x KC).
  * Loop order: groups of RG weight rows, then KC-column chunks, then NR-row panels, then MR-token panels, so
- * that the group's outputs (nb x RG) and the activation chunk (nb x KC) stay in L2 and the panel in L1. */
+ * that the group's outputs (nb x RG) stay in L2 while its chunks are walked. */
 static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *A, float *R, float *P, float *Y,
                        int64_t ldy, const float *X, int32_t nb, const void *W, const void *aux, int64_t r0,
                        int64_t r1, int64_t cols) {
@@ -593,7 +539,7 @@ static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *
         }
         const int64_t pe = pc.r >= g1 && pc.c0 == 0 ? r1 : g1;
         pc.nr = pc.r < pe ? (pe - pc.r < NR ? (int)(pe - pc.r) : NR) : 0;
-        const int per = (int)((pc.nr * (pc.kc * (L->es ? L->es : 1) / 64 + 2)) / sweeps + 1);
+        const int per = (int)((pc.nr * (pc.kc * L->es / 64 + 2)) / sweeps + 1);
         for (int32_t t = 0; t < nb; t += MR) {
           const int nt = nb - t < MR ? nb - t : MR;
           pf_step(&pc, per);
@@ -627,17 +573,22 @@ typedef struct {
 static const mm_type k_f32 = {XPI_DT_F32, rows_f32, direct_f32, gemv_dense};
 static const mm_type k_bf16 = {XPI_DT_BF16, rows_bf16, direct_bf16, gemv_dense};
 static const mm_type k_f16 = {XPI_DT_F16, rows_f16, direct_f16, gemv_dense};
-static const mm_type k_q8 = {XPI_DT_Q8, rows_q8, NULL, gemv_q};
-static const mm_type k_q4 = {XPI_DT_Q4, rows_q4, NULL, gemv_q};
+static const mm_type k_q8 = {XPI_DT_Q8, NULL, NULL, gemv_q}; /* prefill: xpi_gemm_q_avx2 */
+static const mm_type k_q4 = {XPI_DT_Q4, NULL, NULL, gemv_q};
 
-/* Decode (n < XPI_CPU_GEMM_MIN_N) runs the GEMV; prefill the GEMM, which falls back to the GEMV a few tokens at
- * a time if the packed activations cannot be allocated (then q8/q4 results follow quant.h's decode bound). */
+/* Decode (n < XPI_CPU_GEMM_MIN_N) runs the GEMV; prefill the GEMM (q8/q4: the integer one), which falls back to
+ * the GEMV a few tokens at a time if its packing buffer cannot be allocated. */
 static void mm(const mm_type *T, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                int64_t r0, int64_t r1, int64_t cols) {
   const size_t np = ((size_t)n + MR - 1) / MR * MR;
+  const int is_q = T->dt == XPI_DT_Q8 || T->dt == XPI_DT_Q4;
+  if (is_q && n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q_avx2(T->dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
   float *A = NULL;
-  if (n >= XPI_CPU_GEMM_MIN_N && (size_t)cols <= (SIZE_MAX - 63) / sizeof(float) / np)
-    A = aligned_alloc(64, (np * (size_t)cols * sizeof(float) + 63) & ~(size_t)63);
+  size_t na = 0; /* floats of packed tokens, rounded up so the panel buffers after them stay 64-byte aligned */
+  if (!is_q && n >= XPI_CPU_GEMM_MIN_N && (size_t)cols <= (SIZE_MAX / 2 - 2 * NR * KC) / sizeof(float) / np) {
+    na = (np * (size_t)cols + 15) & ~(size_t)15;
+    A = aligned_alloc(64, (na + 2 * NR * KC) * sizeof(float));
+  }
   if (!A) {
     for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
       const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
@@ -645,11 +596,9 @@ static void mm(const mm_type *T, float *Y, int64_t ldy, const float *X, int32_t 
     }
     return;
   }
-  _Alignas(32) float R[NR * KC], P[NR * KC];
-  wlayout L = {W, aux, 0, 0, 0, 0};
-  if (T->dt == XPI_DT_Q8 || T->dt == XPI_DT_Q4)
-    L.stride = xpi_q_row_bytes(T->dt, cols), L.dstride = xpi_q_nblocks(cols) * 2, L.bs = T->dt == XPI_DT_Q8 ? 32 : 16;
-  else L.es = T->dt == XPI_DT_F32 ? 4 : 2, L.stride = cols * L.es;
+  float *R = A + na, *P = R + NR * KC; /* the panel buffers, after the packed tokens */
+  const int es = T->dt == XPI_DT_F32 ? 4 : 2;
+  const wlayout L = {W, cols * es, es};
   gemm_block(T->rows, T->direct, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
   free(A);
 }

@@ -2,8 +2,9 @@
  *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
  * Everything else (every prefill GEMM, bf16/f32/f16 weights, vector kernels) uses the AVX2 table, which every
  * AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
- * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
- * activations rounded to bf16) is the step left for CPUs with AVX512_BF16; none is available here to test it.
+ * in two 256-bit halves) 512-bit FMAs would not raise that peak. The q8/q4 prefill GEMM is the AVX2 int8 one
+ * (maddubs then add; vpdpbusd would fuse the two). That, and a vdpbf16ps GEMM (twice the multiply rate,
+ * activations rounded to bf16), are the steps left for VNNI/AVX512_BF16 CPUs; none is here to test them.
  * bf16 decode is memory-bound, and the AVX2 GEMV's four-stream reading is what sets its speed (kernels_avx2.c). */
 #include <immintrin.h>
 #include <pthread.h>

@@ -110,18 +110,25 @@ xpi_status xpi_quantize_rows(xpi_dtype dt, void *qs, uint16_t *d, const void *sr
   return XPI_OK;
 }
 
+/* The signed quant of row `row`, column c (Q4: its nibble minus 8); rb = bytes of quants per row. */
+static inline int quant_at(xpi_dtype dt, const void *qs, int64_t rb, int64_t row, int64_t c) {
+  if (dt == XPI_DT_Q8) return ((const int8_t *)qs)[row * rb + c];
+  const int64_t b = c / XPI_QK, j = c % XPI_QK;
+  const uint8_t byte = ((const uint8_t *)qs)[row * rb + b * 16 + (j & 15)];
+  return (j < 16 ? byte & 15 : byte >> 4) - 8;
+}
+
+/* Integer dot of row `row`'s quants in block b with an activation block's int8 quants xq[0..32). */
+static int32_t block_dot(xpi_dtype dt, const void *qs, int64_t rb, int64_t row, int64_t b, const int8_t *xq) {
+  int32_t s = 0;
+  for (int j = 0; j < XPI_QK; j++) s += quant_at(dt, qs, rb, row, b * XPI_QK + j) * xq[j];
+  return s;
+}
+
 void xpi_dequantize_row(xpi_dtype dt, float *out, const void *qs, const uint16_t *d, int64_t row, int64_t cols) {
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
-  for (int64_t c = 0; c < cols; c++) {
-    const int64_t b = c / XPI_QK, j = c % XPI_QK;
-    const float dd = xpi_f16_to_f32(d[row * nb + b]);
-    if (dt == XPI_DT_Q8) {
-      out[c] = dd * ((const int8_t *)qs)[row * rb + c];
-    } else {
-      const uint8_t byte = ((const uint8_t *)qs)[row * rb + b * 16 + (j & 15)];
-      out[c] = dd * (float)((j < 16 ? byte & 15 : byte >> 4) - 8);
-    }
-  }
+  for (int64_t c = 0; c < cols; c++)
+    out[c] = xpi_f16_to_f32(d[row * nb + c / XPI_QK]) * (float)quant_at(dt, qs, rb, row, c);
 }
 
 void xpi_quantize_act_scalar(int8_t *xq, float *dx, float *sx, const float *x, int64_t cols) {
@@ -149,43 +156,34 @@ float xpi_q_dot_int_scalar(xpi_dtype dt, const void *qs, const uint16_t *d, int6
                            const float *dx, int64_t cols) {
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   float acc = 0;
-  for (int64_t b = 0; b < nb; b++) {
-    int32_t s = 0;
-    for (int j = 0; j < XPI_QK; j++) {
-      int w;
-      if (dt == XPI_DT_Q8) {
-        w = ((const int8_t *)qs)[row * rb + b * XPI_QK + j];
-      } else {
-        const uint8_t byte = ((const uint8_t *)qs)[row * rb + b * 16 + (j & 15)];
-        w = (j < 16 ? byte & 15 : byte >> 4) - 8;
-      }
-      s += w * xq[b * XPI_QK + j];
-    }
-    acc += xpi_f16_to_f32(d[row * nb + b]) * dx[b] * (float)s;
-  }
+  for (int64_t b = 0; b < nb; b++)
+    acc += xpi_f16_to_f32(d[row * nb + b]) * dx[b] * (float)block_dot(dt, qs, rb, row, b, xq + b * XPI_QK);
   return acc;
 }
 
-/* Y[t, r] = sum_c X[t, c] * dequant(W)[r, c], accumulated in double so the oracle carries no order error. */
+/* Y[t, r] = sum over blocks b of d[r, b] * dx[t, b] * (integer dot of W's quants with X's int8 quants), the
+ * definition in quant.h, accumulated in double so the oracle carries no order error. Rows go in tiles of 64
+ * whose sums live on the stack, so each activation block is quantized once per tile and no buffer that could
+ * fail to allocate is needed. */
 static void mm_q_scalar(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
                         const void *aux, int64_t r0, int64_t r1, int64_t cols) {
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   const uint16_t *d = aux;
-  for (int64_t r = r0; r < r1; r++) {
+  for (int64_t rt = r0; rt < r1; rt += 64) {
+    const int64_t re = r1 - rt < 64 ? r1 : rt + 64;
     for (int32_t t = 0; t < n; t++) {
-      double acc = 0;
-      for (int64_t c = 0; c < cols; c++) {
-        const int64_t b = c / XPI_QK, j = c % XPI_QK;
-        int q;
-        if (dt == XPI_DT_Q8) {
-          q = ((const int8_t *)W)[r * rb + c];
-        } else {
-          const uint8_t byte = ((const uint8_t *)W)[r * rb + b * 16 + (j & 15)];
-          q = (j < 16 ? byte & 15 : byte >> 4) - 8;
+      double acc[64] = {0};
+      for (int64_t b = 0; b < nb; b++) {
+        int8_t xq[XPI_QK];
+        float dx, sx;
+        const int64_t w = cols - b * XPI_QK < XPI_QK ? cols - b * XPI_QK : XPI_QK;
+        xpi_quantize_act_scalar(xq, &dx, &sx, X + t * cols + b * XPI_QK, w);
+        for (int64_t r = rt; r < re; r++) {
+          const int32_t s = block_dot(dt, W, rb, r, b, xq); /* xq is zero past cols, as the padding quants */
+          acc[r - rt] += (double)xpi_f16_to_f32(d[r * nb + b]) * (double)dx * (double)s;
         }
-        acc += (double)(xpi_f16_to_f32(d[r * nb + b]) * (float)q) * X[t * cols + c];
       }
-      Y[t * ldy + r] = (float)acc;
+      for (int64_t r = rt; r < re; r++) Y[t * ldy + r] = (float)acc[r - rt];
     }
   }
 }
