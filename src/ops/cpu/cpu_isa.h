@@ -19,12 +19,6 @@ const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa);
  * the AVX-512 table). */
 void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const float *x, int64_t cols);
 
-/* Prefill GEMM of Q8/Q4 weights in int8 (gemm_q_avx2.c; shared with the AVX-512 table): Y rows [r0, r1) as
- * the xpi_cpu_mm_fn contract, with quant.h's decode semantics (int8 activations per 32-block). Returns 0,
- * having written nothing, when its packing buffer cannot be allocated. */
-int xpi_gemm_q_avx2(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                    const uint16_t *d, int64_t r0, int64_t r1, int64_t cols);
-
 /* Prefill (n >= this) uses the blocked GEMM; smaller n the streaming GEMV. */
 #define XPI_CPU_GEMM_MIN_N 4
 

@@ -22,27 +22,20 @@
 #include <string.h>
 
 #include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/gemm_q.h"
 #include "ops/cpu/quant.h"
 #include "ops/cpu/simd_avx2.h"
 
-/* Weight rows per panel: one vector, a row per 32-bit lane. A panel holds whole rows: cutting the columns
- * into chunks that keep the packed activations in L2 (as the f32 GEMM does) means adding each chunk's
- * partial sums into Y, and those passes cost more than reading the activations from L3. Measured at 512
- * tokens against chunks of 256 KiB of activations: 1.10-1.30x, and 1.08x against 4096-column chunks at
- * 8192 columns. */
-#define QNR 8
+/* Panels hold whole rows: cutting the columns into chunks that keep the packed activations in L2 (as the f32
+ * GEMM once did) means adding each chunk's partial sums into Y, and those passes cost more than reading the
+ * activations from L3. Measured at 512 tokens against chunks of 256 KiB of activations: 1.10-1.30x, and 1.08x
+ * against 4096-column chunks at 8192 columns.
+ * Tokens per microkernel call (XPI_GQ_MR = 4): 4 tokens x 8 rows keep both the integer and the float
+ * accumulators in registers (Q8 also holds w and |w|). Measured in the GEMM at 512 tokens (Zen 3), against 4:
+ * Q8 0.89x with 5 tokens and 0.97x with 6, Q4 0.88x with 5, and both 0.83-0.88x with 3. */
+#define QNR XPI_GQ_NR
+#define QMR XPI_GQ_MR
 #define QK4 (XPI_QK / 4) /* 4-column steps per block */
-/* Tokens per microkernel call: 4 tokens x 8 rows keep both the integer and the float accumulators in
- * registers (Q8 also holds w and |w|). Measured in the GEMM at 512 tokens (Zen 3), against 4: Q8 0.89x with 5
- * tokens and 0.97x with 6, Q4 0.88x with 5, and both 0.83-0.88x with 3. */
-#define QMR 4
-
-/* 4 bytes of a packed panel as one 32-bit lane in all 8 lanes (memcpy: the buffer is int8). */
-static inline __m256i bcast4(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
 
 /* Keeps an accumulator a serial chain in a register: integer adds are associative, and GCC otherwise
  * reorders a block's eight steps into a tree (all products first, spilled to the stack, then summed). */
@@ -125,39 +118,25 @@ static inline __attribute__((always_inline)) void ukr(xpi_dtype dt, const int8_t
       if (dt == XPI_DT_Q4) {
 #pragma GCC unroll 8
         for (int t = 0; t < QMR; t++) {
-          c[t] = _mm256_add_epi16(c[t], _mm256_maddubs_epi16(p, bcast4(ab + (j * QMR + t) * 4)));
+          c[t] = _mm256_add_epi16(c[t], _mm256_maddubs_epi16(p, xpi_gq_bcast4(ab + (j * QMR + t) * 4)));
           PIN(c[t]);
         }
       } else {
         const __m256i pa = _mm256_abs_epi8(p);
 #pragma GCC unroll 8
         for (int t = 0; t < QMR; t++) {
-          const __m256i x = _mm256_sign_epi8(bcast4(ab + (j * QMR + t) * 4), p);
+          const __m256i x = _mm256_sign_epi8(xpi_gq_bcast4(ab + (j * QMR + t) * 4), p);
           c[t] = _mm256_add_epi32(c[t], _mm256_madd_epi16(_mm256_maddubs_epi16(pa, x), ones));
           PIN(c[t]);
         }
       }
     }
-    /* f += d_w * (dx * isum - c8); c8 is 0 for Q8 */
     const __m256 dw = _mm256_load_ps(D + b * QNR);
 #pragma GCC unroll 8
-    for (int t = 0; t < QMR; t++) {
-      const __m256i is = dt == XPI_DT_Q4 ? _mm256_madd_epi16(c[t], ones) : c[t];
-      const __m256 v = _mm256_fmsub_ps(_mm256_cvtepi32_ps(is), _mm256_set1_ps(dx[b * QMR + t]),
-                                       _mm256_set1_ps(c8[b * QMR + t]));
-      f[t] = _mm256_fmadd_ps(dw, v, f[t]);
-    }
+    for (int t = 0; t < QMR; t++)
+      f[t] = xpi_gq_scale(f[t], dw, dt == XPI_DT_Q4 ? _mm256_madd_epi16(c[t], ones) : c[t], dx, c8, b, t);
   }
-  for (int t = 0; t < nt; t++) {
-    float *y = Y + t * ldy;
-    if (nr == QNR) {
-      _mm256_storeu_ps(y, f[t]);
-    } else {
-      float tmp[QNR];
-      _mm256_storeu_ps(tmp, f[t]);
-      memcpy(y, tmp, (size_t)nr * sizeof(float));
-    }
-  }
+  xpi_gq_store(Y, ldy, f, nt, nr);
 }
 
 static __attribute__((noinline)) void ukr_q4(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
@@ -169,8 +148,8 @@ static __attribute__((noinline)) void ukr_q8(const int8_t *a, const float *dx, c
   ukr(XPI_DT_Q8, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
 }
 
-int xpi_gemm_q_avx2(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                    const uint16_t *d, int64_t r0, int64_t r1, int64_t cols) {
+int xpi_gemm_q(xpi_gq_ukr q8, xpi_gq_ukr q4, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
+               const void *W, const uint16_t *d, int64_t r0, int64_t r1, int64_t cols) {
   qacts A;
   A.nb = xpi_q_nblocks(cols);
   A.kp = A.nb * XPI_QK;
@@ -207,10 +186,15 @@ int xpi_gemm_q_avx2(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t
       const int64_t p = t / QMR;
       for (int64_t e = pf + per; pf < e && pf < nn * lines; pf++)
         _mm_prefetch((const char *)W + (r + QNR + pf / lines) * rb + pf % lines * 64, _MM_HINT_T0);
-      (dt == XPI_DT_Q4 ? ukr_q4 : ukr_q8)(A.q + p * A.kp * QMR, A.dx + p * A.nb * QMR, A.c8 + p * A.nb * QMR, P, D,
-                                          A.nb, Y + t * ldy + r, ldy, nt, nr);
+      (dt == XPI_DT_Q4 ? q4 : q8)(A.q + p * A.kp * QMR, A.dx + p * A.nb * QMR, A.c8 + p * A.nb * QMR, P, D, A.nb,
+                                  Y + t * ldy + r, ldy, nt, nr);
     }
   }
   free(buf);
   return 1;
+}
+
+int xpi_gemm_q_avx2(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
+                    const uint16_t *d, int64_t r0, int64_t r1, int64_t cols) {
+  return xpi_gemm_q(ukr_q8, ukr_q4, dt, Y, ldy, X, n, W, d, r0, r1, cols);
 }

@@ -19,6 +19,7 @@
 
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/gemm_q.h"
 #include "ops/cpu/quant.h"
 #include "ops/cpu/simd_avx2.h"
 

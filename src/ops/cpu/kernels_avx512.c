@@ -1,10 +1,10 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
  *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
- * Everything else (every prefill GEMM, bf16/f32/f16 weights, vector kernels) uses the AVX2 table, which every
- * AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
- * in two 256-bit halves) 512-bit FMAs would not raise that peak. The q8/q4 prefill GEMM is the AVX2 int8 one
- * (maddubs then add; vpdpbusd would fuse the two). That, and a vdpbf16ps GEMM (twice the multiply rate,
- * activations rounded to bf16), are the steps left for VNNI/AVX512_BF16 CPUs; none is here to test them.
+ *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (gemm_q.h).
+ * Everything else (the bf16/f32/f16 GEMM and GEMV, the int8 GEMM's driver, vector kernels) is the AVX2 table's,
+ * which every AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
+ * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
+ * activations rounded to bf16) is the step left for AVX512_BF16 CPUs.
  * bf16 decode is memory-bound, and the AVX2 GEMV's four-stream reading is what sets its speed (kernels_avx2.c). */
 #include <immintrin.h>
 #include <pthread.h>
@@ -12,6 +12,7 @@
 
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/gemm_q.h"
 #include "ops/cpu/quant.h"
 
 #define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
@@ -72,16 +73,62 @@ static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t 
   }
 }
 
+/* ------------------------------------------------------------------ q8/q4 prefill GEMM microkernels with VNNI */
+/* The AVX2 GEMM's driver and layouts (gemm_q.h), with vpdpbusd: one instruction multiplies 8 rows x 4 columns
+ * by a token and adds into int32, where AVX2 needs maddubs then an add (Q4: int16 sums widened per block;
+ * Q8: madd, then add). Q8 keeps the sign trick (|w| times x with w's sign). */
+static inline __attribute__((always_inline)) void gq_ukr_vnni(xpi_dtype dt, const int8_t *a, const float *dx,
+                                                              const float *c8, const int8_t *P, const float *D,
+                                                              int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
+  __m256 f[XPI_GQ_MR];
+  for (int t = 0; t < XPI_GQ_MR; t++) f[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < kb; b++) {
+    const int8_t *pb = P + b * (XPI_QK / 4) * XPI_GQ_NR * 4, *ab = a + b * (XPI_QK / 4) * XPI_GQ_MR * 4;
+    __m256i c[XPI_GQ_MR];
+    for (int t = 0; t < XPI_GQ_MR; t++) c[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+    for (int j = 0; j < XPI_QK / 4; j++) {
+      const __m256i p = _mm256_load_si256((const __m256i *)(pb + j * XPI_GQ_NR * 4));
+      const __m256i pa = dt == XPI_DT_Q4 ? p : _mm256_abs_epi8(p);
+#pragma GCC unroll 8
+      for (int t = 0; t < XPI_GQ_MR; t++) {
+        const __m256i x = xpi_gq_bcast4(ab + (j * XPI_GQ_MR + t) * 4);
+        c[t] = _mm256_dpbusd_epi32(c[t], pa, dt == XPI_DT_Q4 ? x : _mm256_sign_epi8(x, p));
+      }
+    }
+    const __m256 dw = _mm256_load_ps(D + b * XPI_GQ_NR);
+#pragma GCC unroll 8
+    for (int t = 0; t < XPI_GQ_MR; t++) f[t] = xpi_gq_scale(f[t], dw, c[t], dx, c8, b, t);
+  }
+  xpi_gq_store(Y, ldy, f, nt, nr);
+}
+static __attribute__((noinline)) void gq_q4(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
+                                            const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
+  gq_ukr_vnni(XPI_DT_Q4, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
+}
+static __attribute__((noinline)) void gq_q8(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
+                                            const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
+  gq_ukr_vnni(XPI_DT_Q8, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
+}
+
 /* ------------------------------------------------------------------ table */
+/* Prefill runs the int8 GEMM with the VNNI microkernels; decode, or a GEMM whose buffer cannot be allocated,
+ * the VNNI GEMV (a few tokens at a time). */
+static void mm_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                 int64_t r0, int64_t r1, int64_t cols) {
+  if (n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q(gq_q8, gq_q4, dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
+  for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
+    const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
+    gemv_q(dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
+  }
+}
 static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_Q8](Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+  mm_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N) xpi_cpu_kernels_avx2()->mm[XPI_DT_Q4](Y, ldy, X, n, W, aux, r0, r1, cols);
-  else gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+  mm_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 
 static xpi_cpu_kernels k_avx512;
