@@ -7,8 +7,8 @@
  *    exact int32 block dot products (maddubs), as quant.h documents.
  *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below). The activations are packed
  *    once per call; each panel of 16 weight rows x KC columns is converted (bf16/f16 -> f32, once per
- *    matmul) into a column-major panel that stays in L1 while a 6x16 register-blocked microkernel sweeps all
- *    tokens over it, and the next panel is prefetched meanwhile. About 80% of the FMA peak of one Zen 3
+ *    matmul) into a column-major panel while a 6x16 register-blocked microkernel sweeps all tokens over it,
+ *    and the next panel is prefetched meanwhile. About 80% of the FMA peak of one Zen 3
  *    core on the Qwen3-0.6B shapes with bf16 weights (~70 of 85-93 GFLOP/s; the microkernel alone 97%).
  *    Q8/Q4 weights run the same blocking in int8 instead (gemm_q_avx2.c).
  */
