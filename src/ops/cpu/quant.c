@@ -16,17 +16,22 @@ static uint16_t f16_round_up(float s) {
   return h;
 }
 
-/* Round to nearest (ties away from zero), inline: nearbyintf is a libm call per weight and made loading a
- * 0.6B model at q4 take a minute of CPU. |v| stays far below 2^31 here. */
-static inline float round_near(float v) { return (float)(int32_t)(v + copysignf(0.5f, v)); }
+/* v rounded to nearest (ties away from zero), clamped to [lo, hi]. Inline, as nearbyintf is a libm call per
+ * weight and made loading a 0.6B model at q4 take a minute of CPU; |v| stays far below 2^31 here. The clamp is
+ * on the integer because the compiler makes integer min/max branch-free, while a float clamp stays a compare
+ * and branch (minss differs from it on NaN) that mispredicts on random weights: q4 load 17-19% less CPU. */
+static inline int32_t round_clamp(float v, int32_t lo, int32_t hi) {
+  int32_t i = (int32_t)(v + copysignf(0.5f, v));
+  i = i < hi ? i : hi;
+  return i > lo ? i : lo;
+}
 
 /* Squared error of a Q4 block quantized with scale d (quants round(x/d) clamped to [-8, 7]). */
 static float q4_sse(const float *x, float d) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   float err = 0;
   for (int j = 0; j < XPI_QK; j++) {
-    float v = round_near(x[j] * id);
-    v = v > 7 ? 7 : v < -8 ? -8 : v;
+    const float v = (float)round_clamp(x[j] * id, -8, 7);
     const float e = x[j] - d * v;
     err += e * e;
   }
@@ -43,8 +48,7 @@ static uint16_t q4_best_scale(const float *x, float m) {
     const float inv = (-8.0f + 0.25f * (float)k) / m;
     float sxl = 0, sll = 0;
     for (int j = 0; j < XPI_QK; j++) {
-      float v = round_near(x[j] * inv);
-      v = v > 7 ? 7 : v < -8 ? -8 : v;
+      const float v = (float)round_clamp(x[j] * inv, -8, 7);
       sxl += x[j] * v;
       sll += v * v;
     }
@@ -75,14 +79,21 @@ xpi_status xpi_quantize_rows(xpi_dtype dt, void *qs, uint16_t *d, const void *sr
   for (int64_t r = 0; r < rows; r++) {
     for (int64_t b = 0; b < nb; b++) {
       float amax = 0, m = 0;
+      int finite = 1;
       for (int j = 0; j < XPI_QK; j++) {
         int64_t c = b * XPI_QK + j;
         blk[j] = c < cols ? load_src(src, src_dtype, r * cols + c) : 0.0f;
-        if (!isfinite(blk[j]))
-          return xpi_err(XPI_ERR_INVALID_ARGUMENT, "quantize: weight [%lld, %lld] is not finite",
-                         (long long)r, (long long)c);
-        if (fabsf(blk[j]) > amax) { amax = fabsf(blk[j]); m = blk[j]; }
+        finite &= isfinite(blk[j]) != 0;
+        const float a = fabsf(blk[j]);
+        amax = a > amax ? a : amax; /* maxss, no branch */
       }
+      if (!finite)
+        for (int j = 0; j < XPI_QK; j++)
+          if (!isfinite(blk[j]))
+            return xpi_err(XPI_ERR_INVALID_ARGUMENT, "quantize: weight [%lld, %lld] is not finite", (long long)r,
+                           (long long)(b * XPI_QK + j));
+      for (int j = 0; j < XPI_QK; j++) /* m: the first element of largest magnitude, with its sign */
+        if (fabsf(blk[j]) == amax) { m = blk[j]; break; }
       const float want = dt == XPI_DT_Q8 ? amax / 127.0f : -m / 8.0f;
       if (fabsf(want) > 65504.0f)
         return xpi_err(XPI_ERR_INVALID_ARGUMENT,
@@ -94,14 +105,12 @@ xpi_status xpi_quantize_rows(xpi_dtype dt, void *qs, uint16_t *d, const void *sr
       if (dt == XPI_DT_Q8) {
         int8_t *q = (int8_t *)qs + r * rb + b * XPI_QK;
         for (int j = 0; j < XPI_QK; j++) {
-          float v = round_near(blk[j] * id);
-          q[j] = (int8_t)(v > 127 ? 127 : v < -127 ? -127 : v);
+          q[j] = (int8_t)round_clamp(blk[j] * id, -127, 127);
         }
       } else {
         uint8_t *q = (uint8_t *)qs + r * rb + b * (XPI_QK / 2);
         for (int j = 0; j < XPI_QK / 2; j++) {
-          float lo = round_near(blk[j] * id) + 8, hi = round_near(blk[j + 16] * id) + 8;
-          int ql = (int)(lo > 15 ? 15 : lo < 0 ? 0 : lo), qh = (int)(hi > 15 ? 15 : hi < 0 ? 0 : hi);
+          const int ql = round_clamp(blk[j] * id, -8, 7) + 8, qh = round_clamp(blk[j + 16] * id, -8, 7) + 8;
           q[j] = (uint8_t)(ql | (qh << 4));
         }
       }
