@@ -22,4 +22,19 @@ void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const flo
 /* Prefill (n >= this) uses the blocked GEMM; smaller n the streaming GEMV. */
 #define XPI_CPU_GEMM_MIN_N 4
 
+/* A decode GEMV (n < XPI_CPU_GEMM_MIN_N tokens), with the dtype first. */
+typedef void (*xpi_cpu_gemv_fn)(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
+                                const void *aux, int64_t r0, int64_t r1, int64_t cols);
+
+/* Any n through a decode GEMV, XPI_CPU_GEMM_MIN_N - 1 tokens at a time: the fallback of a GEMM whose packing
+ * buffer cannot be allocated. */
+static inline void xpi_cpu_gemv_chunks(xpi_cpu_gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy, const float *X,
+                                       int32_t n, const void *W, const void *aux, int64_t r0, int64_t r1,
+                                       int64_t cols) {
+  for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
+    const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
+    gemv(dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
+  }
+}
+
 #endif

@@ -25,6 +25,14 @@
 typedef void (*xpi_gq_ukr)(const int8_t *a, const float *dx, const float *c8, const int8_t *P, const float *D,
                            int64_t kb, float *Y, int64_t ldy, int nt, int nr);
 
+/* Defines NAME, an xpi_gq_ukr, as IMPL (an always_inline microkernel taking the dtype first) for dtype DT:
+ * each file keeps one microkernel body and specializes it per dtype at compile time. */
+#define XPI_GQ_UKR(NAME, IMPL, DT)                                                                              \
+  static __attribute__((noinline)) void NAME(const int8_t *a, const float *dx, const float *c8, const int8_t *P, \
+                                             const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) { \
+    IMPL(DT, a, dx, c8, P, D, kb, Y, ldy, nt, nr);                                                              \
+  }
+
 /* Runs the GEMM (the xpi_cpu_mm_fn contract on rows [r0, r1)) with the given Q8 and Q4 microkernels. Returns 0,
  * having written nothing, when its packing buffer cannot be allocated. */
 int xpi_gemm_q(xpi_gq_ukr q8, xpi_gq_ukr q4, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,

@@ -139,14 +139,8 @@ static inline __attribute__((always_inline)) void ukr(xpi_dtype dt, const int8_t
   xpi_gq_store(Y, ldy, f, nt, nr);
 }
 
-static __attribute__((noinline)) void ukr_q4(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
-                                             const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
-  ukr(XPI_DT_Q4, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
-}
-static __attribute__((noinline)) void ukr_q8(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
-                                             const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
-  ukr(XPI_DT_Q8, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
-}
+XPI_GQ_UKR(ukr_q4, ukr, XPI_DT_Q4)
+XPI_GQ_UKR(ukr_q8, ukr, XPI_DT_Q8)
 
 int xpi_gemm_q(xpi_gq_ukr q8, xpi_gq_ukr q4, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
                const void *W, const uint16_t *d, int64_t r0, int64_t r1, int64_t cols) {

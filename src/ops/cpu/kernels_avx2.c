@@ -552,8 +552,6 @@ static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *
 }
 
 /* ------------------------------------------------------------------ table entries */
-typedef void (*gemv_fn)(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                        const void *aux, int64_t r0, int64_t r1, int64_t cols);
 
 static void gemv_dense(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                        int64_t r0, int64_t r1, int64_t cols) {
@@ -568,7 +566,7 @@ typedef struct {
   xpi_dtype dt;
   rows_fn rows;     /* panel rows to f32 (any panel) */
   direct_fn direct; /* full dense panels straight into P, or NULL */
-  gemv_fn gemv;     /* decode */
+  xpi_cpu_gemv_fn gemv; /* decode */
 } mm_type;
 
 static const mm_type k_f32 = {XPI_DT_F32, rows_f32, direct_f32, gemv_dense};
@@ -591,10 +589,7 @@ static void mm(const mm_type *T, float *Y, int64_t ldy, const float *X, int32_t 
     A = aligned_alloc(64, (na + 2 * NR * KC) * sizeof(float));
   }
   if (!A) {
-    for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
-      const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
-      T->gemv(T->dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
-    }
+    xpi_cpu_gemv_chunks(T->gemv, T->dt, Y, ldy, X, n, W, aux, r0, r1, cols);
     return;
   }
   float *R = A + na, *P = R + NR * KC; /* the panel buffers, after the packed tokens */

@@ -102,14 +102,8 @@ static inline __attribute__((always_inline)) void gq_ukr_vnni(xpi_dtype dt, cons
   }
   xpi_gq_store(Y, ldy, f, nt, nr);
 }
-static __attribute__((noinline)) void gq_q4(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
-                                            const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
-  gq_ukr_vnni(XPI_DT_Q4, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
-}
-static __attribute__((noinline)) void gq_q8(const int8_t *a, const float *dx, const float *c8, const int8_t *P,
-                                            const float *D, int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
-  gq_ukr_vnni(XPI_DT_Q8, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
-}
+XPI_GQ_UKR(gq_q4, gq_ukr_vnni, XPI_DT_Q4)
+XPI_GQ_UKR(gq_q8, gq_ukr_vnni, XPI_DT_Q8)
 
 /* ------------------------------------------------------------------ table */
 /* Prefill runs the int8 GEMM with the VNNI microkernels; decode, or a GEMM whose buffer cannot be allocated,
@@ -117,10 +111,7 @@ static __attribute__((noinline)) void gq_q8(const int8_t *a, const float *dx, co
 static void mm_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                  int64_t r0, int64_t r1, int64_t cols) {
   if (n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q(gq_q8, gq_q4, dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
-  for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
-    const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
-    gemv_q(dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
-  }
+  xpi_cpu_gemv_chunks(gemv_q, dt, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
                   int64_t r1, int64_t cols) {
