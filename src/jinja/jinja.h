@@ -40,7 +40,7 @@ typedef struct jj_render_opts {
 /* Renders with the given variables (later entries override earlier ones with the same name). *out is malloc'd,
  * NUL-terminated, *len excludes the NUL. Errors: XPI_ERR_INVALID_ARGUMENT for what the template raises
  * (raise_exception's message verbatim, undefined values, type errors, the sandbox's refusals, limits), with
- * the line and column; XPI_ERR_FORMAT for a variable's bad JSON; XPI_ERR_OUT_OF_MEMORY. */
+ * the line and column, and for a variable's bad JSON; XPI_ERR_OUT_OF_MEMORY. */
 xpi_status jj_render(const jj_template *t, const jj_var *vars, size_t n_vars, const jj_render_opts *opts,
                      char **out, size_t *len);
 

@@ -1112,7 +1112,7 @@ xpi_status jj_render(const jj_template *t, const jj_var *vars, size_t n_vars, co
   for (size_t i = 0; i < n_vars; i++) {
     if (!vars[i].name) { /* a JSON object: every key is a variable */
       jv obj = jj_json_parse(c, vars[i].json ? vars[i].json : "", vars[i].json ? vars[i].json_len : 0, "variables");
-      if (obj.t != JT_DICT) jj_fail_status(c, XPI_ERR_FORMAT, "the variables must be a JSON object");
+      if (obj.t != JT_DICT) jj_fail(c, "the variables must be a JSON object");
       for (size_t k = 0; k < obj.d->n; k++) {
         jv key = obj.d->e[k].key;
         int32_t id = jj_name_id(t, key.s->p, key.s->len);

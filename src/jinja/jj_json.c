@@ -152,7 +152,7 @@ JJ_NORETURN static void perr(jp *p, const char *msg) {
     else col++;
   }
   p->c->line = p->c->col = 0;
-  jj_fail_status(p->c, XPI_ERR_FORMAT, "%s: invalid JSON at line %zu, column %zu: %s", p->what, line, col, msg);
+  jj_fail_status(p->c, XPI_ERR_INVALID_ARGUMENT, "%s: invalid JSON at line %zu, column %zu: %s", p->what, line, col, msg);
 }
 
 static void ws(jp *p) {

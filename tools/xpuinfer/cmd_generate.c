@@ -137,15 +137,18 @@ static int prepare(const xpi_tokenizer *tok, const opts *o, const char *prompt, 
   size_t len = strlen(prompt);
   xpi_status s;
   if (o->chat) {
-    xpi_chat_message msgs[2];
+    xpi_chat_message msgs[2] = {{0}};
     size_t nm = 0;
-    if (o->system) msgs[nm++] = (xpi_chat_message){"system", o->system};
-    msgs[nm++] = (xpi_chat_message){"user", prompt};
-    s = xpi_apply_chat_template(tok, msgs, nm, 1, !o->no_think, NULL, 0, &len);
+    if (o->system) msgs[nm++] = (xpi_chat_message){.role = "system", .content = o->system};
+    msgs[nm++] = (xpi_chat_message){.role = "user", .content = prompt};
+    xpi_chat_options co;
+    xpi_chat_options_default(&co);
+    if (o->no_think) co.variables_json = "{\"enable_thinking\": false}";
+    s = xpi_apply_chat_template(tok, msgs, nm, &co, NULL, 0, &len);
     if (s != XPI_ERR_BUFFER_TOO_SMALL && s != XPI_OK) return cli_fail(CMD, "applying the chat template", s);
     text = malloc(len + 1);
     if (!text) return cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
-    s = xpi_apply_chat_template(tok, msgs, nm, 1, !o->no_think, text, len + 1, &len);
+    s = xpi_apply_chat_template(tok, msgs, nm, &co, text, len + 1, &len);
     if (s != XPI_OK) {
       free(text);
       return cli_fail(CMD, "applying the chat template", s);
