@@ -475,7 +475,7 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
         }
         return jv_float(x * y);
       case OP_DIV:
-        if (y == 0) jj_fail(c, "ZeroDivisionError: division by zero");
+        if (y == 0) jj_fail(c, "ZeroDivisionError: %sdivision by zero", ints ? "" : "float ");
         if (ints && llabs(a.i) < (1ll << 53) && llabs(b.i) < (1ll << 53)) return jv_float((double)a.i / (double)b.i);
         return jv_float(x / y);
       case OP_FLOORDIV:
@@ -490,7 +490,7 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
         return jv_float(py_floordiv(x, y));
       case OP_MOD:
         if (ints) {
-          if (!b.i) jj_fail(c, "ZeroDivisionError: integer division or modulo by zero");
+          if (!b.i) jj_fail(c, "ZeroDivisionError: integer modulo by zero");
           if (b.i == -1) return jv_int(0);
           int64_t m = a.i % b.i;
           if (m && ((m < 0) != (b.i < 0))) m += b.i;
@@ -518,7 +518,7 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
           return jv_float(p);
         }
     }
-    jj_fail(c, "OverflowError: integer result beyond 64 bits (%s %s %s)", "int", names[op], "int");
+    jj_fail(c, "OverflowError: integer result of %s beyond 64 bits (the engine's integers are 64-bit)", names[op]);
   }
   switch (op) {
     case OP_ADD:
@@ -810,6 +810,7 @@ static void assign(jj_ctx *c, jj_scope *s, const jj_node *t, jv v) {
   }
   /* tuple / list unpacking */
   if (v.t == JT_UNDEF) jj_fail_undefined(c, v);
+  if (!jj_is_iterable(v)) jj_fail(c, "TypeError: cannot unpack non-iterable %s object", jj_type_name(v));
   jj_list *items = jj_iter(c, v);
   if (items->n < t->n_items)
     jj_fail(c, "ValueError: not enough values to unpack (expected %u, got %zu)", t->n_items, items->n);

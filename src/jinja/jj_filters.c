@@ -673,7 +673,11 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
     case F_ITEMS: {
       jj_args_done(c, a, 0);
       if (v.t == JT_UNDEF) return gen(jj_list_new(c, 0, JL_LIST), "do_items");
-      if (v.t != JT_DICT) jj_fail(c, "TypeError: Can only get item pairs from a mapping.");
+      if (v.t != JT_DICT) { /* do_items is a generator: it fails when iterated */
+        jj_list *l = jj_list_new(c, 0, JL_LIST);
+        l->deferred_error = "TypeError: Can only get item pairs from a mapping.";
+        return gen(l, "do_items");
+      }
       jv items = jj_dict_items(c, v.d);
       return gen(items.l, "do_items");
     }

@@ -94,6 +94,7 @@ typedef struct jj_list {
   uint8_t kind;     /* JL_* */
   uint8_t consumed; /* JL_GEN / JL_REVITER: iterated once already (Python iterators are single use) */
   const char *gen_name; /* JL_GEN: the generator function's name, for repr */
+  const char *deferred_error; /* JL_GEN: what iterating it raises (jinja2's generators fail only when run) */
   int64_t r_start, r_stop, r_step; /* JL_RANGE */
   const char *const *fields;       /* a named tuple's field names (groupby's grouper, list), or NULL */
 } jj_list;
@@ -215,7 +216,6 @@ typedef struct jj_token {
   uint32_t line, col;
   const char *s; size_t len; /* TK_DATA / TK_NAME / TK_OP text; TK_STRING unescaped value */
   int64_t i; double f;
-  int big;                   /* TK_INT beyond 64 bits: value in f */
 } jj_token;
 typedef struct jj_tokens { jj_token *v; size_t n, cap; } jj_tokens;
 /* Tokenizes src (valid UTF-8) as jinja2's lexer with trim_blocks and lstrip_blocks; throws on errors. */
@@ -249,6 +249,9 @@ uint32_t jj_py_title(uint32_t cp);
 /* Python's str.lower/upper with the full mappings Python applies (ß -> SS). */
 void jj_buf_lower(jj_buf *b, const char *s, size_t n);
 void jj_buf_upper(jj_buf *b, const char *s, size_t n);
+void jj_lower_at(jj_buf *b, const char *s, size_t n, size_t i, size_t adv, uint32_t c); /* one char, in context */
+void jj_title_cp(jj_buf *b, uint32_t c);
+void jj_buf_casefold(jj_buf *b, const char *s, size_t n);
 
 /* ------------------------------------------------------------------ render context */
 typedef struct jj_sym { int32_t id; jv v; } jj_sym;

@@ -339,18 +339,14 @@ static size_t lex_tag(lexer *L, size_t i, int is_block) {
         if (base != 10) q += 2;
       }
       uint64_t v = 0;
-      double f = 0;
       int big = 0;
       for (; q < j; q++) {
         if (s[q] == '_') continue;
         unsigned d = is_digit(s[q]) ? (unsigned)(s[q] - '0') : (unsigned)((s[q] | 0x20) - 'a' + 10);
-        f = f * base + d;
-        if (v > (UINT64_MAX >> 1) / (unsigned)base - 16) big = 1;
-        v = v * (unsigned)base + d;
+        big |= __builtin_mul_overflow(v, (uint64_t)base, &v) | __builtin_add_overflow(v, (uint64_t)d, &v);
       }
-      k->big = big || v > INT64_MAX;
+      if (big || v > INT64_MAX) fail_at(L, i, "%s", "integer literal beyond 64 bits (the engine's integers are 64-bit)");
       k->i = (int64_t)v;
-      k->f = f;
       i = j;
       continue;
     }

@@ -206,14 +206,8 @@ static jv split(jj_ctx *c, jv self, jj_str *sep, int64_t maxsplit, int from_righ
       for (;;) {
         while (i < n && (w = in_set(s, n, i, NULL))) i += w;
         if (i >= n) break;
-        if (maxsplit == 0) {
-          size_t e = n;
-          while (e > i) {
-            size_t k = prev_char(s, e);
-            if (in_set(s, e, k, NULL) != e - k) break;
-            e = k;
-          }
-          jj_list_push(c, l, sub(c, self, i, e));
+        if (maxsplit == 0) { /* the rest as it is, trailing whitespace included */
+          jj_list_push(c, l, sub(c, self, i, n));
           break;
         }
         size_t j = i;
@@ -246,10 +240,8 @@ static jv split(jj_ctx *c, jv self, jj_str *sep, int64_t maxsplit, int from_righ
         e = k;
       }
       if (e == 0) break;
-      if (maxsplit == 0) {
-        size_t st = 0;
-        while (st < e && (w = in_set(s, e, st, NULL))) st += w;
-        jj_list_push(c, l, sub(c, self, st, e));
+      if (maxsplit == 0) { /* the rest as it is, leading whitespace included */
+        jj_list_push(c, l, sub(c, self, 0, e));
         break;
       }
       size_t b = e;
@@ -450,6 +442,7 @@ static jv str_method(jj_ctx *c, jj_func *m, jj_args *a) {
       jj_args_done(c, a, 0);
       jj_buf *b = jj_tmpbuf(c);
       if (m->id == M_UPPER) jj_buf_upper(b, s->p, s->len);
+      else if (m->id == M_CASEFOLD) jj_buf_casefold(b, s->p, s->len);
       else jj_buf_lower(b, s->p, s->len);
       return retstr(c, self, b);
     }
@@ -459,7 +452,7 @@ static jv str_method(jj_ctx *c, jj_func *m, jj_args *a) {
       for (size_t i = 0; i < s->len;) {
         size_t adv;
         uint32_t cp = jj_u8_dec(s->p + i, &adv);
-        if (jj_py_isupper_cp(cp)) jj_buf_lower(b, s->p + i, adv);
+        if (jj_py_isupper_cp(cp)) jj_lower_at(b, s->p, s->len, i, adv, cp);
         else if (jj_py_islower_cp(cp)) jj_buf_upper(b, s->p + i, adv);
         else jj_buf_put(b, s->p + i, adv);
         i += adv;
@@ -475,8 +468,8 @@ static jv str_method(jj_ctx *c, jj_func *m, jj_args *a) {
         size_t adv;
         uint32_t cp = jj_u8_dec(s->p + i, &adv);
         int upper = m->id == M_TITLE ? !prev_cased : first;
-        if (upper) jj_buf_cp(b, jj_py_title(cp));
-        else jj_buf_lower(b, s->p + i, adv);
+        if (upper) jj_title_cp(b, cp);
+        else jj_lower_at(b, s->p, s->len, i, adv, cp);
         prev_cased = jj_py_iscased(cp);
         first = 0;
         i += adv;

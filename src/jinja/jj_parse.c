@@ -339,7 +339,7 @@ static jj_node *parse_subscript(parser *p, jj_node *node) {
     }
     if (attr->type != TK_INT) fail_tok(p, attr, "expected name or number");
     jj_node *c = mk(p, N_CONST, attr);
-    c->val = attr->big ? jv_float(attr->f) : jv_int(attr->i);
+    c->val = jv_int(attr->i);
     jj_node *g = mk(p, N_GETITEM, k);
     g->a = node;
     g->b = c;
@@ -458,7 +458,7 @@ static jj_node *parse_primary(parser *p, int with_namespace) {
   } else if (k->type == TK_INT || k->type == TK_FLOAT) {
     next(p);
     n = mk(p, N_CONST, k);
-    n->val = k->type == TK_FLOAT || k->big ? jv_float(k->f) : jv_int(k->i);
+    n->val = k->type == TK_FLOAT ? jv_float(k->f) : jv_int(k->i);
   } else if (tok_is(k, TK_OP, "(")) {
     next(p);
     n = parse_tuple(p, 0, 1, NULL, 1, 0);

@@ -190,6 +190,33 @@ static int case_ignorable(uint32_t c) {
          k == UTF8PROC_CATEGORY_LM || k == UTF8PROC_CATEGORY_SK;
 }
 
+/* Python's lower-casing of the character c at s[i] (of s[0, n)): İ becomes i + combining dot, Σ becomes ς at the
+ * end of a word (Final_Sigma: after a cased letter and not before one). */
+void jj_lower_at(jj_buf *b, const char *s, size_t n, size_t i, size_t adv, uint32_t c) {
+  if (c == 0x130) { jj_buf_puts(b, "i\xCC\x87"); return; }
+  if (c != 0x3A3) { jj_buf_cp(b, jj_py_lower(c)); return; }
+  int before = 0, after = 0;
+  for (size_t j = i; j > 0;) {
+    size_t k = j - 1;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    size_t a2;
+    uint32_t p = jj_u8_dec(s + k, &a2);
+    j = k;
+    if (case_ignorable(p)) continue;
+    before = jj_py_iscased(p);
+    break;
+  }
+  for (size_t j = i + adv; j < n;) {
+    size_t a2;
+    uint32_t p = jj_u8_dec(s + j, &a2);
+    j += a2;
+    if (case_ignorable(p)) continue;
+    after = jj_py_iscased(p);
+    break;
+  }
+  jj_buf_cp(b, before && !after ? 0x3C2 : 0x3C3);
+}
+
 void jj_buf_lower(jj_buf *b, const char *s, size_t n) {
   for (size_t i = 0; i < n;) {
     unsigned char u = (unsigned char)s[i];
@@ -200,32 +227,36 @@ void jj_buf_lower(jj_buf *b, const char *s, size_t n) {
     }
     size_t adv;
     uint32_t c = jj_u8_dec(s + i, &adv);
-    if (c == 0x130) { jj_buf_puts(b, "i\xCC\x87"); i += adv; continue; }
-    if (c == 0x3A3) { /* Final_Sigma: after a cased letter and not before one */
-      int before = 0, after = 0;
-      for (size_t j = i; j > 0;) {
-        size_t k = j - 1;
-        while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
-        size_t a2;
-        uint32_t p = jj_u8_dec(s + k, &a2);
-        j = k;
-        if (case_ignorable(p)) continue;
-        before = jj_py_iscased(p);
-        break;
-      }
-      for (size_t j = i + adv; j < n;) {
-        size_t a2;
-        uint32_t p = jj_u8_dec(s + j, &a2);
-        j += a2;
-        if (case_ignorable(p)) continue;
-        after = jj_py_iscased(p);
-        break;
-      }
-      jj_buf_cp(b, before && !after ? 0x3C2 : 0x3C3);
-      i += adv;
-      continue;
-    }
-    jj_buf_cp(b, jj_py_lower(c));
+    jj_lower_at(b, s, n, i, adv, c);
+    i += adv;
+  }
+}
+
+/* Python's title-casing of one character (ß -> Ss, the ligatures to two or three letters). */
+void jj_title_cp(jj_buf *b, uint32_t c) {
+  switch (c) {
+    case 0xDF: jj_buf_puts(b, "Ss"); return;
+    case 0xFB00: jj_buf_puts(b, "Ff"); return;
+    case 0xFB01: jj_buf_puts(b, "Fi"); return;
+    case 0xFB02: jj_buf_puts(b, "Fl"); return;
+    case 0xFB03: jj_buf_puts(b, "Ffi"); return;
+    case 0xFB04: jj_buf_puts(b, "Ffl"); return;
+    case 0xFB05: case 0xFB06: jj_buf_puts(b, "St"); return;
+    case 0x149: jj_buf_puts(b, "\xCA\xBCN"); return;
+    default: jj_buf_cp(b, jj_py_title(c));
+  }
+}
+
+/* Python's str.casefold (full case folding: ß -> ss). */
+void jj_buf_casefold(jj_buf *b, const char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    size_t adv;
+    uint32_t c = jj_u8_dec(s + i, &adv);
+    utf8proc_int32_t out[8];
+    utf8proc_ssize_t k = utf8proc_decompose_char((utf8proc_int32_t)c, out, 8, UTF8PROC_CASEFOLD, NULL);
+    if (k < 1 || k > 8) jj_buf_put(b, s + i, adv);
+    else
+      for (utf8proc_ssize_t q = 0; q < k; q++) jj_buf_cp(b, (uint32_t)out[q]);
     i += adv;
   }
 }

@@ -322,6 +322,7 @@ jj_list *jj_iter(jj_ctx *c, jv v) {
     case JT_UNDEF: return jj_list_new(c, 0, JL_LIST);
     case JT_LIST:
       if (v.l->kind == JL_GEN || v.l->kind == JL_REVITER) {
+        if (v.l->deferred_error) jj_fail(c, "%s", v.l->deferred_error);
         if (v.l->consumed) return jj_list_new(c, 0, JL_LIST);
         v.l->consumed = 1;
       }
