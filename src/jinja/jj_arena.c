@@ -79,7 +79,7 @@ void jj_arena_free(jj_arena *a) {
 /* ---------------------------------------------------------------- buffers */
 static void buf_grow(jj_buf *b, size_t add) {
   if (add > b->limit || b->len > b->limit - add)
-    jj_throw(b->err, XPI_ERR_INVALID_ARGUMENT, 0, 0, "the template's output would exceed %zu MiB",
+    jj_throw(b->err, XPI_ERR_INVALID_ARGUMENT, 0, 0, "the template builds text longer than %zu MiB (the output limit)",
              b->limit >> 20);
   size_t need = b->len + add + 1;
   if (need <= b->cap) return;

@@ -108,13 +108,13 @@ static void msort(jj_ctx *c, jv *v, jv *keys, size_t n, int reverse, jv *tv, jv 
   }
   while (i < h) { tv[o] = v[i]; tk[o++] = keys[i++]; }
   while (j < n) { tv[o] = v[j]; tk[o++] = keys[j++]; }
-  memcpy(v, tv, n * sizeof *v);
-  memcpy(keys, tk, n * sizeof *keys);
+  jj_copy(v, tv, n * sizeof *v);
+  jj_copy(keys, tk, n * sizeof *keys);
 }
 
 static jj_list *sorted(jj_ctx *c, jj_list *src, jv *keys, int reverse) {
   jj_list *l = jj_list_new(c, src->n, JL_LIST);
-  memcpy(l->v, src->v, src->n * sizeof(jv));
+  jj_copy(l->v, src->v, src->n * sizeof(jv));
   l->n = src->n;
   jv *tv = jj_alloc_array(&c->arena, src->n + 1, sizeof(jv)), *tk = jj_alloc_array(&c->arena, src->n + 1, sizeof(jv));
   jj_charge(c, src->n * 4);
@@ -581,7 +581,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
         args = jv_dictv(d);
       } else {
         jj_list *t = jj_list_new(c, a->n_pos, JL_TUPLE);
-        memcpy(t->v, a->pos, a->n_pos * sizeof(jv));
+        jj_copy(t->v, a->pos, a->n_pos * sizeof(jv));
         t->n = a->n_pos;
         args = jv_listv(t);
       }
@@ -655,7 +655,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
     case F_LIST: {
       jj_args_done(c, a, 0);
       jj_list *items = iter_arg(c, v), *l = jj_list_new(c, items->n, JL_LIST);
-      memcpy(l->v, items->v, items->n * sizeof(jv));
+      jj_copy(l->v, items->v, items->n * sizeof(jv));
       l->n = items->n;
       return jv_listv(l);
     }

@@ -31,6 +31,11 @@ typedef struct jj_err {
 
 JJ_NORETURN void jj_throw(jj_err *e, int status, uint32_t line, uint32_t col, const char *fmt, ...) JJ_PRINTF(5, 6);
 
+/* memcpy that accepts NULL when n is 0 (empty lists have no storage). */
+static inline void jj_copy(void *dst, const void *src, size_t n) {
+  if (n) __builtin_memcpy(dst, src, n);
+}
+
 /* ------------------------------------------------------------------ arena */
 typedef struct jj_chunk { struct jj_chunk *next; size_t used, cap; } jj_chunk;
 typedef struct jj_arena {
@@ -255,7 +260,12 @@ void jj_buf_casefold(jj_buf *b, const char *s, size_t n);
 
 /* ------------------------------------------------------------------ render context */
 typedef struct jj_sym { int32_t id; jv v; } jj_sym;
-typedef struct jj_scope { struct jj_scope *parent; jj_sym *v; uint32_t n, cap; } jj_scope;
+typedef struct jj_scope {
+  struct jj_scope *parent;
+  jj_sym *v;
+  uint32_t n, cap;
+  uint8_t captured; /* a macro or caller closes over it: a loop must not reuse it for the next iteration */
+} jj_scope;
 
 typedef struct jj_ctx {
   jj_arena arena;

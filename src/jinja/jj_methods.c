@@ -677,7 +677,7 @@ jv jj_method_call(jj_ctx *c, jj_func *m, jj_args *a) {
       case -2: {
         jj_args_done(c, a, a->n_pos);
         jj_list *t = jj_list_new(c, a->n_pos, JL_TUPLE);
-        memcpy(t->v, a->pos, a->n_pos * sizeof(jv));
+        jj_copy(t->v, a->pos, a->n_pos * sizeof(jv));
         t->n = a->n_pos;
         jv v = jv_listv(t);
         jj_loop *l = self.loop;
@@ -727,7 +727,7 @@ jv jj_method_call(jj_ctx *c, jj_func *m, jj_args *a) {
       if (m->id == M_COPY) {
         jj_args_done(c, a, 0);
         jj_list *n = jj_list_new(c, l->n, JL_LIST);
-        memcpy(n->v, l->v, l->n * sizeof(jv));
+        jj_copy(n->v, l->v, l->n * sizeof(jv));
         n->n = l->n;
         return jv_listv(n);
       }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat_args.h"
 #include "cli.h"
 #include "download_progress.h"
 
@@ -12,15 +13,21 @@
 
 static void help(void) {
   printf(
-    "usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE) [options]\n"
+    "usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE | --messages FILE.json) [options]\n"
     "\n"
     "  -m, --model DIR|REPO     model folder or Hugging Face repo id (org/name[@rev])\n"
     "  -p, --prompt TEXT        the prompt\n"
     "  -f, --file FILE          one prompt per line (empty lines skipped)\n"
     "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
-    "      --chat               wrap the prompt as a user message with the chat template\n"
+    "      --chat               wrap the prompt as a user message with the model's chat template\n"
     "      --system TEXT        system message (with --chat)\n"
     "      --no-think           enable_thinking=false in the chat template (Qwen3)\n"
+    "      --messages FILE      a whole conversation (implies --chat): a JSON array of messages, or an object\n"
+    "                           {\"messages\": [...], \"tools\": [...], ...} whose other keys are template variables\n"
+    "      --tools FILE         JSON array of tools for the chat template\n"
+    "      --chat-template FILE render with this Jinja template instead of the model's\n"
+    "      --var NAME=JSON      a chat-template variable (repeatable), e.g. --var reasoning_effort='\"low\"'\n"
+    "      --template-name N    with several named templates: which one;  --now SECONDS: strftime_now's clock\n"
     "  -n, --max-new-tokens N   tokens to generate (default: generation_config.json, else 256)\n"
     "      --greedy             argmax decoding (the default when generation_config.json says do_sample=false)\n"
     "      --temperature T      sample with this temperature (any sampling flag turns sampling on)\n"
@@ -126,6 +133,7 @@ static double now_s(void) {
 typedef struct opts {
   const char *model, *prompt, *file, *system;
   int no_special, chat, no_think, json, quiet, logprobs, n_ctx;
+  cli_chat ca; /* chat-template options (chat_args.c) */
   const char *stops[64];
   size_t n_stops;
 } opts;
@@ -136,23 +144,12 @@ static int prepare(const xpi_tokenizer *tok, const opts *o, const char *prompt, 
   const char *src = prompt;
   size_t len = strlen(prompt);
   xpi_status s;
-  if (o->chat) {
-    xpi_chat_message msgs[2] = {{0}};
-    size_t nm = 0;
-    if (o->system) msgs[nm++] = (xpi_chat_message){.role = "system", .content = o->system};
-    msgs[nm++] = (xpi_chat_message){.role = "user", .content = prompt};
-    xpi_chat_options co;
-    xpi_chat_options_default(&co);
-    if (o->no_think) co.variables_json = "{\"enable_thinking\": false}";
-    s = xpi_apply_chat_template(tok, msgs, nm, &co, NULL, 0, &len);
-    if (s != XPI_ERR_BUFFER_TOO_SMALL && s != XPI_OK) return cli_fail(CMD, "applying the chat template", s);
-    text = malloc(len + 1);
-    if (!text) return cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
-    s = xpi_apply_chat_template(tok, msgs, nm, &co, text, len + 1, &len);
-    if (s != XPI_OK) {
-      free(text);
-      return cli_fail(CMD, "applying the chat template", s);
-    }
+  if (o->chat) { /* --messages: the whole conversation; -p: one user turn */
+    char *conv = o->ca.messages ? NULL : cli_chat_user_turn(o->system, prompt);
+    if (!o->ca.messages && !conv) return cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
+    s = cli_chat_render(tok, &o->ca, o->ca.messages ? o->ca.messages : conv, 1, &text, &len);
+    free(conv);
+    if (s != XPI_OK) return cli_fail(CMD, "applying the chat template", s);
     src = text;
   }
   int add_special = !o->no_special && !o->chat; /* a rendered template already has its special tokens */
@@ -229,6 +226,9 @@ int cmd_generate(int argc, char **argv) {
 #define INT(dst, lo, hi) do { NEED(); if (cli_parse_int(v, lo, hi, &dst)) return cli_usage_error(CMD, "%s: '%s' is not an integer in [%lld, %lld]", a, v, (long long)(lo), (long long)(hi)); } while (0)
 #define FLT(dst) do { NEED(); if (cli_parse_float(v, &dst)) return cli_usage_error(CMD, "%s: '%s' is not a number", a, v); } while (0)
     if (ARG("-h") || ARG("--help")) { help(); return 0; }
+    int chat_arg = cli_chat_arg(&o.ca, CMD, argc, argv, &i);
+    if (chat_arg < 0) return -chat_arg;
+    if (chat_arg) continue;
     else if (ARG("-m") || ARG("--model")) { NEED(); o.model = v; }
     else if (ARG("-p") || ARG("--prompt")) { NEED(); o.prompt = v; }
     else if (ARG("-f") || ARG("--file")) { NEED(); o.file = v; }
@@ -261,10 +261,22 @@ int cmd_generate(int argc, char **argv) {
     else return cli_usage_error(CMD, "unknown option '%s'", a);
   }
   if (!o.model) return cli_usage_error(CMD, "-m MODEL is required");
-  if (!o.prompt == !o.file) return cli_usage_error(CMD, "give exactly one of -p TEXT and -f FILE");
+  if (o.ca.input_file) return cli_usage_error(CMD, "--input is for chat-template; give a conversation with --messages");
+  if (o.ca.messages_file) o.chat = 1;
+  if (!o.chat && (o.ca.tools_file || o.ca.template_file || o.ca.n_vars || o.ca.template_name))
+    return cli_usage_error(CMD, "--tools, --chat-template, --var and --template-name need --chat (or --messages)");
+  if (o.ca.messages_file ? o.prompt || o.file || o.system : !o.prompt == !o.file)
+    return cli_usage_error(CMD, o.ca.messages_file ? "--messages gives the whole conversation: no -p, -f or --system"
+                                                   : "give exactly one of -p TEXT, -f FILE and --messages FILE");
   if (o.logprobs && !o.json) return cli_usage_error(CMD, "--logprobs needs --json");
   if (o.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
   if (o.quiet) mo.download.quiet = 1;
+  o.ca.no_think = o.no_think;
+  int load_rc = cli_chat_load(&o.ca, CMD);
+  if (load_rc) {
+    cli_chat_free(&o.ca);
+    return load_rc;
+  }
 
   double t0 = now_s();
   xpi_model *m = NULL;
@@ -272,7 +284,10 @@ int cmd_generate(int argc, char **argv) {
   cli_progress_attach(&mo.download, &bar, o.quiet);
   xpi_status s = xpi_model_load(o.model, &mo, &m);
   cli_progress_finish(&bar);
-  if (s != XPI_OK) return cli_fail(CMD, "loading the model", s);
+  if (s != XPI_OK) {
+    cli_chat_free(&o.ca);
+    return cli_fail(CMD, "loading the model", s);
+  }
   if (!o.quiet) {
     xpi_model_info info = {.struct_size = sizeof info};
     xpi_model_get_info(m, &info);
@@ -303,8 +318,8 @@ int cmd_generate(int argc, char **argv) {
   int rc = 0;
   if (s != XPI_OK) {
     rc = cli_fail(CMD, "creating a request", s);
-  } else if (o.prompt) {
-    rc = run_prompt(m, r, &o, &go, o.prompt);
+  } else if (o.prompt || o.ca.messages) {
+    rc = run_prompt(m, r, &o, &go, o.prompt ? o.prompt : o.ca.messages);
   } else {
     FILE *f = fopen(o.file, "rb");
     if (!f) {
@@ -324,5 +339,6 @@ int cmd_generate(int argc, char **argv) {
   }
   xpi_request_free(r);
   xpi_model_free(m);
+  cli_chat_free(&o.ca);
   return rc;
 }
