@@ -22,6 +22,18 @@ void jj_fail_status(jj_ctx *c, int status, const char *fmt, ...) {
   longjmp(c->err.jb, 1);
 }
 
+void jj_fail_limit(jj_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err.msg, sizeof c->err.msg, fmt, ap);
+  va_end(ap);
+  c->err.status = XPI_ERR_INVALID_ARGUMENT;
+  c->err.limit = 1;
+  c->err.line = c->line;
+  c->err.col = c->col;
+  longjmp(c->err.jb, 1);
+}
+
 void jj_fail(jj_ctx *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -50,9 +62,11 @@ void jj_fail_undefined(jj_ctx *c, jv v) {
 
 void jj_charge(jj_ctx *c, size_t units) {
   c->work += units;
-  if (c->work > c->work_limit)
+  if (c->work > c->work_limit) {
+    c->err.limit = 1;
     jj_fail(c, "the template ran too long (more than %llu steps): an endless loop?",
             (unsigned long long)c->work_limit);
+  }
 }
 
 static jj_buf *buf_new(jj_ctx *c) {
@@ -94,8 +108,10 @@ static void at(jj_ctx *c, const jj_node *n) {
 }
 
 static void enter(jj_ctx *c) {
-  if (++c->depth > c->depth_limit)
+  if (++c->depth > c->depth_limit) {
+    c->err.limit = 1;
     jj_fail(c, "RecursionError: the template nests calls or expressions more than %u deep", c->depth_limit);
+  }
 }
 static void leave(jj_ctx *c) { c->depth--; }
 
@@ -389,7 +405,7 @@ static jv concat_str(jj_ctx *c, jv a, jv b) {
     if (!b.markup) b = jj_markup_escape(c, b);
   }
   if (a.s->len > SIZE_MAX / 2 || a.s->len + b.s->len > c->out_limit)
-    jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+    jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
   jj_str *s = jj_alloc(&c->arena, sizeof(jj_str) + a.s->len + b.s->len + 1);
   memcpy(s->p, a.s->p, a.s->len);
   memcpy(s->p + a.s->len, b.s->p, b.s->len);
@@ -406,7 +422,7 @@ static jv repeat(jj_ctx *c, jv seq, int64_t times) {
   if (times < 0) times = 0;
   if (seq.t == JT_STR) {
     if (times && seq.s->len > c->out_limit / (uint64_t)times)
-      jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+      jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
     jj_buf *b = jj_tmpbuf(c);
     for (int64_t i = 0; i < times; i++) jj_buf_put(b, seq.s->p, seq.s->len);
     jv r = jv_strv(jj_buf_pop(c, b));
@@ -415,7 +431,7 @@ static jv repeat(jj_ctx *c, jv seq, int64_t times) {
   }
   jj_list *src = seq.l;
   if (times && src->n > (c->arena.limit / sizeof(jv)) / (uint64_t)times)
-    jj_fail(c, "the template builds a list too large for its memory limit");
+    jj_fail_limit(c, "the template builds a list too large for its memory limit");
   jj_list *l = jj_list_new(c, src->n * (size_t)times, src->kind == JL_TUPLE ? JL_TUPLE : JL_LIST);
   for (int64_t i = 0; i < times; i++) {
     jj_copy(l->v + l->n, src->v, src->n * sizeof(jv));
@@ -450,6 +466,8 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
   static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
   if (a.t == JT_UNDEF) jj_fail_undefined(c, a);
   if (b.t == JT_UNDEF) jj_fail_undefined(c, b);
+  if (a.t == JT_BIGINT || b.t == JT_BIGINT)
+    jj_fail(c, "OverflowError: arithmetic on an integer beyond 64 bits (the engine's integers are 64-bit)");
   int na = jj_is_number(a), nb = jj_is_number(b);
   if (na && nb) {
     int ints = is_intlike(a) && is_intlike(b);
@@ -913,8 +931,10 @@ static void exec_stmt(jj_ctx *c, jj_scope *s, const jj_node *n) {
       exec_body(c, scope_new(c, s), n->items, n->n_items);
       jj_buf *b = c->out;
       c->out = saved;
-      jv v = jv_strv(jj_buf_pop(c, b));
-      write_value(c, apply_filter_chain(c, s, n->b, v));
+      jv v = apply_filter_chain(c, s, n->b, jv_strv(jj_buf_pop(c, b)));
+      if (v.t != JT_STR) /* jinja2 yields the result into the output's "".join */
+        jj_fail(c, "TypeError: sequence item 0: expected str instance, %s found", jj_type_name(v));
+      write_value(c, v);
       break;
     }
     case N_WITH: {
@@ -957,10 +977,6 @@ static void exec_for_items(jj_ctx *c, jj_scope *outer, const jj_node *n, jv iter
       if (jj_truthy(eval(c, f, n->c))) jj_list_push(c, items, src->v[i]);
     }
   }
-  if (!items->n) {
-    exec_body(c, scope_new(c, outer), n->items2, n->n_items2);
-    return;
-  }
   jj_loop *l = jj_zalloc(&c->arena, sizeof *l);
   l->items = items;
   l->depth0 = depth0;
@@ -969,6 +985,9 @@ static void exec_for_items(jj_ctx *c, jj_scope *outer, const jj_node *n, jv iter
   jv lv = {.t = JT_LOOP};
   lv.loop = l;
   jj_scope *it = NULL;
+  /* jinja2 runs the else block unless an iteration reached the end of the body: with no items, and also when every
+   * iteration left through break or continue */
+  int completed = 0;
   for (size_t i = 0; i < items->n; i++) {
     jj_charge(c, 1);
     l->index0 = i;
@@ -979,9 +998,11 @@ static void exec_for_items(jj_ctx *c, jj_scope *outer, const jj_node *n, jv iter
     if (loop_id >= 0) scope_set(c, it, loop_id, lv);
     assign(c, it, n->a, items->v[i]);
     exec_body(c, it, n->items, n->n_items);
+    completed |= !c->loop_ctl;
     if (c->loop_ctl == 1) { c->loop_ctl = 0; break; }
     c->loop_ctl = 0;
   }
+  if (!completed && n->n_items2) exec_body(c, scope_new(c, outer), n->items2, n->n_items2);
 }
 
 /* ---------------------------------------------------------------- calls */

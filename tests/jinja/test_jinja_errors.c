@@ -96,7 +96,10 @@ static void runtime(void) {
   FAILS("{{ x }}", "{\"x\": \"\xc3\x28\"}", XPI_ERR_INVALID_ARGUMENT, "invalid UTF-8");
   FAILS("{{ x }}", "[1]", XPI_ERR_INVALID_ARGUMENT, "the variables must be a JSON object");
   RENDERS("{{ a }}|{{ b }}|{{ c|tojson }}|{{ d }}", "{\"a\": 1, \"b\": 1.0, \"c\": 1e400, \"d\": 12345678901234567890}",
-          "1|1.0|Infinity|1.2345678901234567e+19");
+          "1|1.0|Infinity|12345678901234567890"); /* beyond 64 bits: the digits pass through */
+  RENDERS("{{ d|tojson }}|{{ d is integer }}|{{ [d, 1]|max }}|{{ d|string|length }}", "{\"d\": -12345678901234567890}",
+          "-12345678901234567890|True|1|21");
+  FAILS("{{ d + 1 }}", "{\"d\": 12345678901234567890}", XPI_ERR_INVALID_ARGUMENT, "integer beyond 64 bits");
 }
 
 /* Runaway templates stop: loops past the work limit, infinite recursion at the depth limit, doubling strings at the
