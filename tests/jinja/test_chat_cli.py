@@ -89,6 +89,23 @@ def main():
     rc, out, err = run("chat-template", "--template", dated, "--input", "-", "--now", now,
                        stdin=b'[{"role": "user", "content": "hi"}]')
     check(rc == 0 and "Today Date: 26 Jul 2026\n" in out, f"--now: {out!r} {err}")
+    # the README's examples: examples/chat/weather.json with Qwen3's template, and examples/chat.c
+    qsrc = json.load(open(os.path.join(qwen, "tokenizer_config.json"), encoding="utf-8"))["chat_template"]
+    weather = json.load(open(os.path.join(SRC, "examples", "chat", "weather.json"), encoding="utf-8"))
+    rc, out, err = run("chat-template", "-m", qwen, "--input", os.path.join(SRC, "examples", "chat", "weather.json"))
+    want = render_ref(env, qsrc, {"tools": None, "documents": None, "eos_token": "<|im_end|>", "pad_token": "<|endoftext|>",
+                                  **weather})
+    check(rc == 0 and out == want, f"README weather example: {rc} {err} {out!r} {want!r}")
+    example = os.path.join(os.environ.get("XPI_BUILD_DIR", "build"), "example_chat")
+    if os.path.exists(example):
+        p = subprocess.run([example, qwen, "Hi!"], capture_output=True, timeout=60)
+        want = render_ref(env, qsrc, {"messages": [{"role": "system", "content": "You are a concise assistant."},
+                                                   {"role": "user", "content": "Hi!"}], "tools": None,
+                                      "documents": None, "add_generation_prompt": True, "enable_thinking": False})
+        check(p.returncode == 0 and p.stdout.decode() == want, f"examples/chat.c: {p.returncode} {p.stdout!r} {want!r}")
+    else:
+        check(False, f"{example} was not built")
+
     # usage errors and refusals: one line, exit 2 / 1
     bad_tpl = os.path.join(tmp, "bad.jinja")
     open(bad_tpl, "w").write("ok\n{% if %}")
