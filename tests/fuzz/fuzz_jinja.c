@@ -55,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     v.json_len = size - tl - 1;
   }
   /* small limits: a runaway template must stop quickly and cleanly */
-  jj_render_opts o = {.now = 1785067200, .max_output = 1 << 20, .max_memory = 64 << 20, .max_work = 2000000,
+  jj_render_opts o = {.now = 1785067200, .max_output = 1 << 20, .max_memory = 32 << 20, .max_work = 2000000,
                       .max_depth = 200};
   char *out = NULL;
   size_t len = 0;
