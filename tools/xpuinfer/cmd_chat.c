@@ -148,9 +148,8 @@ static int turn(chat *c, const char *line, size_t len) {
   int64_t room = (int64_t)n_ctx - (int64_t)n + 1; /* the last generated token never enters the cache */
   if (go.max_new_tokens > room) {
     go.max_new_tokens = (int32_t)room;
-    if (!c->g.quiet)
-      fprintf(stderr, "xpuinfer %s: the context has room for %d more tokens: the answer may be cut short (/reset "
-                      "starts over)\n", CMD, go.max_new_tokens);
+    fprintf(stderr, "xpuinfer %s: the context has room for %d more tokens: the answer may be cut short (/reset "
+                    "starts over)\n", CMD, go.max_new_tokens);
   }
   /* Reuse what the cache already holds when the new rendering starts with exactly those ids. */
   size_t have = c->n_ctx_ids;
