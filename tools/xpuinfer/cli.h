@@ -71,6 +71,7 @@ int cli_read_stdin_text(const char *cmd, char **out);
 typedef struct cli_buf { char *p; size_t len, cap; int oom; } cli_buf;
 /* Appends; on out of memory sets b->oom and ignores further output. */
 void cli_buf_add(cli_buf *b, const char *s, size_t n);
+void cli_buf_puts(cli_buf *b, const char *s);
 void cli_buf_printf(cli_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A JSON string (UTF-8 passes through; quotes, backslashes and control characters escaped). */
 void cli_json_str(cli_buf *b, const char *s, size_t n);

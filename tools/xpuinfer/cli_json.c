@@ -26,6 +26,8 @@ void cli_buf_add(cli_buf *b, const char *s, size_t n) {
   b->p[b->len] = 0;
 }
 
+void cli_buf_puts(cli_buf *b, const char *s) { cli_buf_add(b, s, strlen(s)); }
+
 void cli_buf_printf(cli_buf *b, const char *fmt, ...) {
   char tmp[256];
   va_list ap;

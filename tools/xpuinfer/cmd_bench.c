@@ -246,13 +246,13 @@ int cmd_bench(int argc, char **argv) {
           cli_json_str(&o, qname, strlen(qname));
           cli_buf_printf(&o, ", \"threads\": %d, \"tok_s\": ", shown_threads);
           cli_json_num(&o, med, 3);
-          cli_buf_add(&o, ", \"tok_s_min\": ", 14);
+          cli_buf_puts(&o, ", \"tok_s_min\": ");
           cli_json_num(&o, sorted[0], 3);
-          cli_buf_add(&o, ", \"tok_s_max\": ", 14);
+          cli_buf_puts(&o, ", \"tok_s_max\": ");
           cli_json_num(&o, sorted[reps - 1], 3);
-          cli_buf_add(&o, ", \"gb_s\": ", 10);
+          cli_buf_puts(&o, ", \"gb_s\": ");
           cli_json_num(&o, gbs, 3); /* NAN (null) for pp tests */
-          cli_buf_add(&o, "}", 1);
+          cli_buf_puts(&o, "}");
           if (!o.oom) printf("%s\n", o.p);
           cli_buf_free(&o);
         } else {

@@ -104,15 +104,15 @@ static void reset(chat *c) {
 static void print_json(const char *user, const char *prompt, size_t plen, const int32_t *ids, size_t n,
                        const answer *a, xpi_finish_reason why) {
   cli_buf o = {0};
-  cli_buf_add(&o, "{\"user\": ", 9);
+  cli_buf_puts(&o, "{\"user\": ");
   cli_json_str(&o, user, strlen(user));
-  cli_buf_add(&o, ", \"prompt\": ", 12);
+  cli_buf_puts(&o, ", \"prompt\": ");
   cli_json_str(&o, prompt, plen);
-  cli_buf_add(&o, ", \"prompt_ids\": [", 17);
+  cli_buf_puts(&o, ", \"prompt_ids\": [");
   for (size_t i = 0; i < n; i++) cli_buf_printf(&o, "%s%d", i ? ", " : "", ids[i]);
-  cli_buf_add(&o, "], \"text\": ", 11);
+  cli_buf_puts(&o, "], \"text\": ");
   cli_json_str(&o, a->text.p ? a->text.p : "", a->text.len);
-  cli_buf_add(&o, ", \"ids\": [", 10);
+  cli_buf_puts(&o, ", \"ids\": [");
   cli_buf_add(&o, a->ids.p ? a->ids.p : "", a->ids.len);
   cli_buf_printf(&o, "], \"finish_reason\": \"%s\"}", cli_finish_name(why));
   if (o.oom) fprintf(stderr, "xpuinfer %s: out of memory printing the answer\n", CMD);

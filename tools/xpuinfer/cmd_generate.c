@@ -49,9 +49,9 @@ static int on_token(const xpi_token_event *ev, void *user) {
     for (int32_t i = 0; i < ev->n_top; i++) {
       cli_buf_printf(&g->lp, "%s{\"id\": %d, \"logprob\": ", i ? ", " : "", ev->top[i].id);
       cli_json_num(&g->lp, ev->top[i].logprob, 6);
-      cli_buf_add(&g->lp, "}", 1);
+      cli_buf_puts(&g->lp, "}");
     }
-    cli_buf_add(&g->lp, "]", 1);
+    cli_buf_puts(&g->lp, "]");
   }
   g->n_ids++;
   return g->text.oom || g->ids.oom || g->lp.oom; /* out of memory: stop, reported below */
@@ -94,21 +94,21 @@ static int run_prompt(xpi_model *m, xpi_request *r, const opts *o, const xpi_gen
     rc = cli_fail(CMD, "generating", s);
   } else if (o->json) {
     cli_buf out = {0};
-    cli_buf_add(&out, "{\"prompt\": ", 11);
+    cli_buf_puts(&out, "{\"prompt\": ");
     cli_json_str(&out, prompt, strlen(prompt));
-    cli_buf_add(&out, ", \"text\": ", 10);
+    cli_buf_puts(&out, ", \"text\": ");
     cli_json_str(&out, g.text.p ? g.text.p : "", g.text.len);
-    cli_buf_add(&out, ", \"prompt_ids\": [", 17);
+    cli_buf_puts(&out, ", \"prompt_ids\": [");
     for (size_t i = 0; i < n; i++) cli_buf_printf(&out, "%s%d", i ? ", " : "", ids[i]);
-    cli_buf_add(&out, "], \"ids\": [", 11);
+    cli_buf_puts(&out, "], \"ids\": [");
     cli_buf_add(&out, g.ids.p ? g.ids.p : "", g.ids.len);
     cli_buf_printf(&out, "], \"finish_reason\": \"%s\"", cli_finish_name(res.finish_reason));
     if (o->logprobs) {
-      cli_buf_add(&out, ", \"logprobs\": [", 15);
+      cli_buf_puts(&out, ", \"logprobs\": [");
       cli_buf_add(&out, g.lp.p ? g.lp.p : "", g.lp.len);
-      cli_buf_add(&out, "]", 1);
+      cli_buf_puts(&out, "]");
     }
-    cli_buf_add(&out, "}", 1);
+    cli_buf_puts(&out, "}");
     if (out.oom) rc = cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
     else printf("%s\n", out.p);
     cli_buf_free(&out);
