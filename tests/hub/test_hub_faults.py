@@ -140,6 +140,11 @@ def main():
         state.head_faults = [503] * 4
         rc, out2, err = sb.run(["download", "old/tiny"])
         check(rc == 0 and out2 == out and not state.head_faults, "Hub outage (503 x4) falls back to the cache: %s" % err)
+        check(err == "", "without -v the fallback is silent: %r" % err)
+        state.head_faults = [503] * 4
+        rc, out2, err = sb.run(["download", "old/tiny", "--verbose"])
+        check(rc == 0 and "warning:" in err and "retrying" in err and "using the cached snapshot" in err,
+              "-v shows the retries and the cached-snapshot fallback: %r" % err)
         state.head_faults = ["stall"]
         rc, out2, err = sb.run(["download", "org/tiny"], HF_HUB_ETAG_TIMEOUT=1)
         check(rc != 0 and "timed out" in err and "not in the cache" in err, "metadata timeout, no cache: %s" % err)

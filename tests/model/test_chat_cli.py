@@ -10,6 +10,7 @@
 - a model without a chat template fails at once with one line; bad options exit 2."""
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -89,6 +90,20 @@ check("room for 4 more tokens" in err, f"an answer cut short by the context is a
 rc, out, err = run(CHAT, b"Hel\0lo\nHello\n")
 check(rc == 1 and len(out.splitlines()) == 2 and out.splitlines()[0] == "" and "NUL byte" in err,
       f"NUL turn: rc {rc} {out!r} {err!r}")
+
+# Ctrl-C (SIGINT) while an answer streams stops that answer (finish reason cancelled), not the chat
+p = subprocess.Popen([CLI, "chat", "-m", MODEL, "--threads", "2", "-n", "100000", "--ignore-eos"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+p.stdin.write(b"Hello\n")
+p.stdin.flush()
+first = p.stdout.read(8)  # the answer is streaming: the handler is in place
+p.send_signal(signal.SIGINT)
+p.stdin.write(b"/exit\n")
+p.stdin.flush()
+rest, err = p.communicate(timeout=300)
+err = err.decode(errors="replace")
+check(p.returncode == 0 and len(first) == 8 and "(answer stopped)" in err and (first + rest).endswith(b"\n"),
+      f"SIGINT stops the answer: rc {p.returncode} {err!r}")
 
 # no chat template, bad options
 rc, out, err = run(["chat", "-m", TINY, "-q"], b"Hello\n")
