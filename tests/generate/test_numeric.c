@@ -15,12 +15,13 @@ static int count(const xpi_token_event *ev, void *user) {
   return 0;
 }
 
-static void expect(const char *src, const char *tensor, size_t index, uint16_t bits, int untie, int tokens_before,
-                   const char *step, const char *where) {
+static void expect_on(const char *map, const char *src, const char *tensor, size_t index, uint16_t bits, int untie,
+                      int tokens_before, const char *step, const char *where) {
   char *dir = nan_model(src, tensor, index, bits, untie);
   xpi_model_options mo;
   xpi_model_options_default(&mo);
   mo.device = "cpu";
+  mo.device_map = map;
   mo.n_threads = 2;
   xpi_model *m = NULL;
   CHECK_OK(xpi_model_load(dir, &mo, &m));
@@ -53,11 +54,21 @@ static void expect(const char *src, const char *tensor, size_t index, uint16_t b
   free(dir);
 }
 
+static void expect(const char *src, const char *tensor, size_t index, uint16_t bits, int untie, int tokens_before,
+                   const char *step, const char *where) {
+  expect_on(NULL, src, tensor, index, bits, untie, tokens_before, step, where);
+}
+
 int main(void) {
   char *src = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   /* a layer's weight: its output is the first non-finite one, at the prompt step */
   expect(src, "model.layers.2.mlp.down_proj.weight", 0, BF16_NAN, 0, 0, "generation step 0 (the prompt, positions 0-1)",
          "output of layer 2 (model.layers.2.*) at position 0");
+  /* layers split over two backends (layers 2-3 on the second): the re-run crosses the boundary too */
+  expect_on("cpu,cpu", src, "model.layers.2.mlp.down_proj.weight", 0, BF16_NAN, 0, 0, "generation step 0",
+            "output of layer 2 (model.layers.2.*) at position 0");
+  expect_on("cpu,cpu", src, "model.layers.1.mlp.down_proj.weight", 0, BF16_NAN, 0, 0, "generation step 0",
+            "output of layer 1 (model.layers.1.*) at position 0");
   expect(src, "model.layers.0.self_attn.q_proj.weight", 77, BF16_INF, 0, 0, "generation step 0",
          "output of layer 0 (model.layers.0.*)");
   /* the embedding row of the third generated token (258), untied lm_head: steps 1-2 stream, step 3 fails */
