@@ -153,7 +153,9 @@ static int turn(chat *c, const char *line, size_t len) {
   }
   /* Reuse what the cache already holds when the new rendering starts with exactly those ids. */
   size_t have = c->n_ctx_ids;
-  if (!(have < n && xpi_request_n_past(c->r) == (int32_t)have && !memcmp(ids, c->ctx, have * sizeof *ids))) {
+  int same = have < n && xpi_request_n_past(c->r) == (int32_t)have &&
+             (!have || !memcmp(ids, c->ctx, have * sizeof *ids));
+  if (!same) {
     xpi_request_reset(c->r);
     have = 0;
   }
@@ -188,7 +190,7 @@ static int turn(chat *c, const char *line, size_t len) {
     if (p && xpi_request_n_past(c->r) == (int32_t)(n + keep_gen)) {
       c->ctx = p;
       memcpy(c->ctx, ids, n * sizeof *ids);
-      memcpy(c->ctx + n, a.gen, keep_gen * sizeof *a.gen);
+      if (keep_gen) memcpy(c->ctx + n, a.gen, keep_gen * sizeof *a.gen);
       c->n_ctx_ids = n + keep_gen;
     } else {
       if (p) c->ctx = p;
