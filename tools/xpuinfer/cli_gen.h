@@ -42,7 +42,7 @@ size_t cli_gen_table(cli_gen *g, cli_opt *out);
   "      --stop TEXT          stop when the text contains TEXT (repeatable); TEXT is not part of the output\n" \
   "      --include-stop       keep the stop string that ended the text in the output\n"                      \
   "      --ignore-eos         do not stop at end-of-sequence tokens (they become ordinary text)\n"           \
-  "      --system TEXT        system message of the chat template\n"                                         \
+  "      --system TEXT        system message of the chat template (generate: with --chat)\n"              \
   "      --no-think           enable_thinking=false in the chat template (Qwen3)\n"                          \
   "      --attn NAME          sdpa (default), eager, flash_attention_2\n"                                    \
   "      --threads N          CPU threads (default: all cores)\n"                                            \

@@ -26,8 +26,8 @@ static void help(void) {
          "                           (prompt, prompt_ids), the answer (text, ids) and finish_reason\n" CLI_GEN_HELP
          CLI_COMMON_HELP
          "\n"
-         "Exit status: 0, or 1 when a turn failed (the others are still answered) or loading failed; 2 for a bad\n"
-         "option.\n");
+         "Options take their value as --opt VALUE or --opt=VALUE. Exit status: 0; 1 when a turn failed (the\n"
+         "others are still answered) or loading failed; 2 for a bad option or value (before the model loads).\n");
 }
 
 typedef struct chat {
