@@ -101,4 +101,17 @@ static char *nan_model(const char *src, const char *tensor, size_t index, uint16
   return dir;
 }
 
+/* Removes what nan_model wrote, and frees dir. */
+static void nan_model_remove(char *dir) {
+  const char *files[] = {"tokenizer.json", "tokenizer_config.json", "generation_config.json", "config.json",
+                         "model.safetensors"};
+  for (int i = 0; i < 5; i++) {
+    char *p = xpi_test_strf("%s/%s", dir, files[i]);
+    unlink(p);
+    free(p);
+  }
+  rmdir(dir);
+  free(dir);
+}
+
 #endif

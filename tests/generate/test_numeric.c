@@ -51,7 +51,7 @@ static void expect_on(const char *map, const char *src, const char *tensor, size
   }
   xpi_request_free(r);
   xpi_model_free(m);
-  free(dir);
+  nan_model_remove(dir);
 }
 
 static void expect(const char *src, const char *tensor, size_t index, uint16_t bits, int untie, int tokens_before,

@@ -84,6 +84,13 @@ int main(void) {
   xpi_model_free(m);
 
   xpi_set_log_callback(NULL, NULL);
+  const char *files[] = {"tokenizer.json", "tokenizer_config.json", "model.safetensors", "config.json"};
+  for (int i = 0; i < 4; i++) {
+    char *p = xpi_test_strf("%s/%s", dir, files[i]);
+    unlink(p);
+    free(p);
+  }
+  rmdir(dir);
   free(dir);
   free(src);
   return xpi_test_done();

@@ -32,7 +32,7 @@ static int expect(const char *src, const char *tensor, size_t index, uint16_t bi
     xpi_request_free(r);
   }
   xpi_model_free(m);
-  free(dir);
+  nan_model_remove(dir);
   return rc;
 }
 
