@@ -40,6 +40,9 @@ int tok_is_other(int32_t cp);          /* Cc, Cf, Co (BertNormalizer's "control"
 int tok_is_mark_nonspacing(int32_t cp); /* Mn */
 int tok_is_combining_mark(int32_t cp); /* Mn, Mc, Me */
 int tok_is_cjk(int32_t cp);            /* BertNormalizer's "Chinese character" ranges */
+int tok_is_word(int32_t cp);           /* Rust regex \w (the Whitespace pre-tokenizer) */
+int tok_norm_unknown(int32_t cp);
+int tok_script(int32_t cp);            /* UnicodeScripts' script id (sentencepiece's table); -1: none */      /* a character tokenizers' NFx tables predate: never normalized */
 /* Appends the full lowercase mapping of cp (char::to_lowercase: U+0130 becomes two characters). */
 xpi_status tok_put_lower(tok_buf *out, int32_t cp);
 /* Decodes the character before offset i (i > 0) of valid UTF-8 s; *start gets its offset. */

@@ -117,7 +117,15 @@ static xpi_status build_tables(xpi_tokenizer *t) {
   t->id_len = calloc(n ? n : 1, sizeof *t->id_len);
   t->id_special = calloc(n ? n : 1, 1);
   if (!t->id_text || !t->id_len || !t->id_special) return oom();
-  for (size_t e = 0; e < t->vocab.n; e++) {
+  if (t->model_type == MODEL_UNIGRAM) { /* ids by position; a repeated piece keeps its text under every id */
+    const char *p = t->vocab_arena;
+    for (size_t i = 0; i < n; i++) {
+      t->id_text[i] = p;
+      t->id_len[i] = strlen(p);
+      p += t->id_len[i] + 1;
+    }
+  }
+  for (size_t e = 0; t->model_type != MODEL_UNIGRAM && e < t->vocab.n; e++) {
     int32_t id = t->vocab.vals[e];
     if (t->id_text[id])
       return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab: id %d is given to both \"%s\" and \"%s\"", t->path, id,
@@ -141,7 +149,14 @@ static xpi_status build_tables(xpi_tokenizer *t) {
     size_t pl = a->norm_content ? a->norm_len : a->len;
     if (pl) XPI_TRY(trie_insert(a->normalized ? &t->trie_norm : &t->trie_raw, pat, pl, (int32_t)i));
   }
-  /* decode(skip_special_tokens) drops by token text, so a vocabulary twin of a special token goes too */
+  /* decode(skip_special_tokens) drops by token text, so a vocabulary twin of a special token goes too (in a
+   * Unigram vocabulary a piece may repeat: every id of it) */
+  for (size_t id = 0; t->model_type == MODEL_UNIGRAM && id < n; id++) {
+    int32_t a = tok_strmap_get(&t->added_map, t->id_text[id], t->id_len[id]);
+    if (a >= 0 && t->id_text[a] && t->id_len[a] == t->id_len[id] && !memcmp(t->id_text[a], t->id_text[id], t->id_len[id]))
+      for (size_t i = 0; i < t->n_added; i++)
+        if (t->added[i].special && t->added[i].id == a) t->id_special[id] = 1;
+  }
   for (size_t i = 0; i < t->n_added; i++) {
     if (!t->added[i].special) continue;
     t->id_special[t->added[i].id] = 1;

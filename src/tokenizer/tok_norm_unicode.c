@@ -8,6 +8,18 @@
 #include "core/status.h"
 #include "tokenizer/tok_internal.h"
 
+static xpi_status map_segment(int options, const char *s, size_t len, tok_buf *out) {
+  if (!len) return XPI_OK;
+  utf8proc_uint8_t *dst = NULL;
+  utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst, options);
+  if (r < 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "tokenizer: normalization failed: %s", utf8proc_errmsg(r));
+  xpi_status st = tok_buf_put(out, dst, (size_t)r);
+  free(dst);
+  return st;
+}
+
+/* Characters newer than tokenizers' normalization tables stay as they are and, being starters of class 0 there,
+ * nothing composes or reorders across them: the text is normalized in segments between them. */
 xpi_status tok_norm_unicode(int type, const char *s, size_t len, tok_buf *out) {
   int options = UTF8PROC_STABLE;
   switch (type) {
@@ -17,13 +29,20 @@ xpi_status tok_norm_unicode(int type, const char *s, size_t len, tok_buf *out) {
     default: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
   }
   XPI_TRY(tok_buf_put(out, "", 0));
-  if (!len) return XPI_OK;
-  utf8proc_uint8_t *dst = NULL;
-  utf8proc_ssize_t r = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst, options);
-  if (r < 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "tokenizer: normalization failed: %s", utf8proc_errmsg(r));
-  xpi_status st = tok_buf_put(out, dst, (size_t)r);
-  free(dst);
-  return st;
+  const unsigned char *u = (const unsigned char *)s;
+  size_t seg = 0;
+  for (size_t i = 0; i < len;) {
+    if (u[i] < 0xCC) { i++; continue; } /* every table character is >= U+0300 (lead byte 0xCC) */
+    size_t l = tok_utf8_valid_len(u + i, len - i);
+    if (!l) l = 1;
+    if (tok_norm_unknown(tok_utf8_cp(u + i, l))) {
+      XPI_TRY(map_segment(options, s + seg, i - seg, out));
+      XPI_TRY(tok_buf_put(out, s + i, l));
+      seg = i + l;
+    }
+    i += l;
+  }
+  return map_segment(options, s + seg, len - seg, out);
 }
 
 /* Calls the per-character step over valid UTF-8 s. */

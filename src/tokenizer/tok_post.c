@@ -1,7 +1,7 @@
 /* Post-processors of tokenizer.json (TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence),
  * reduced to what encode(add_special_tokens=True) does to a single sequence: ids placed before and after it.
- * In a Sequence each processor wraps what the previous ones produced. ByteLevel and the offset options of
- * Roberta change offsets only, which this library does not report. */
+ * ByteLevel and the offset options of Roberta change offsets only, which this library does not report. A
+ * Sequence may hold one processor that adds tokens (tokenizers itself cannot apply a second one: it panics). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ static xpi_status push(idlist *l, int32_t id) {
   return XPI_OK;
 }
 
-/* t->post_single = pre + (current before) + (current after) + post */
+/* t->post_single = pre + (current before) + (current after) + post (current: none, see parse) */
 static xpi_status wrap(xpi_tokenizer *t, const idlist *pre, const idlist *post) {
   size_t n = pre->n + t->n_post_single + post->n;
   int32_t *v = malloc((n ? n : 1) * sizeof *v);
@@ -114,6 +114,9 @@ static xpi_status parse(xpi_tokenizer *t, const cJSON *pp, const char *what) {
     }
     return XPI_OK;
   }
+  if (t->has_post)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: %s: a second processor that adds special tokens is not supported "
+                   "(tokenizers cannot apply it either)", t->path, what);
   idlist pre = {0}, post = {0};
   xpi_status st;
   if (!strcmp(ty, "TemplateProcessing")) st = template_proc(t, pp, what, &pre, &post);

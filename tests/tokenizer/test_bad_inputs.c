@@ -124,6 +124,9 @@ static void bad_files(void) {
       XPI_ERR_FORMAT, "decoder: \"content\"");
   BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"ByteLevel\"}, "
       "{\"type\": \"Magic\"}]}}", XPI_ERR_UNSUPPORTED, "post_processor.processors[1]: type \"Magic\" is not supported");
+  BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"BertProcessing\", "
+      "\"cls\": [\"a\", 0], \"sep\": [\"b\", 1]}, {\"type\": \"RobertaProcessing\", \"cls\": [\"a\", 0], \"sep\": [\"b\", "
+      "1]}]}}", XPI_ERR_UNSUPPORTED, "post_processor.processors[1]: a second processor");
   BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
       "\"<s>\"}}, {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"ids\": [7]}}}}", XPI_ERR_FORMAT,
       "post_processor.special_tokens");
