@@ -226,6 +226,7 @@ struct xpi_tokenizer {
   size_t prefix_len, suffix_len;
   int max_chars;               /* WordPiece max_input_chars_per_word */
   double *scores;              /* Unigram: score of each id */
+  int32_t n_pieces;            /* Unigram: vocabulary size (ids 0..n_pieces-1; added tokens may follow) */
   double min_score;            /* Unigram: lowest score (unknown pieces score min_score - 10) */
   tok_ptrie ptrie;             /* Unigram: vocabulary trie */
   int32_t byte_ids[256];       /* <0xNN> tokens, -1 if missing */

@@ -119,7 +119,7 @@ static xpi_status build_tables(xpi_tokenizer *t) {
   if (!t->id_text || !t->id_len || !t->id_special) return oom();
   if (t->model_type == MODEL_UNIGRAM) { /* ids by position; a repeated piece keeps its text under every id */
     const char *p = t->vocab_arena;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < (size_t)t->n_pieces; i++) {
       t->id_text[i] = p;
       t->id_len[i] = strlen(p);
       p += t->id_len[i] + 1;
@@ -151,7 +151,7 @@ static xpi_status build_tables(xpi_tokenizer *t) {
   }
   /* decode(skip_special_tokens) drops by token text, so a vocabulary twin of a special token goes too (in a
    * Unigram vocabulary a piece may repeat: every id of it) */
-  for (size_t id = 0; t->model_type == MODEL_UNIGRAM && id < n; id++) {
+  for (size_t id = 0; t->model_type == MODEL_UNIGRAM && id < (size_t)t->n_pieces; id++) {
     int32_t a = tok_strmap_get(&t->added_map, t->id_text[id], t->id_len[id]);
     if (a >= 0 && t->id_text[a] && t->id_len[a] == t->id_len[id] && !memcmp(t->id_text[a], t->id_text[id], t->id_len[id]))
       for (size_t i = 0; i < t->n_added; i++)

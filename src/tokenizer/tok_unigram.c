@@ -157,7 +157,7 @@ xpi_status tok_unigram_load(xpi_tokenizer *t, const cJSON *model) {
     p += l + 1;
     i++;
   }
-  t->n_ids = (int32_t)n;
+  t->n_ids = t->n_pieces = (int32_t)n;
   if (!st) st = ptrie_build(&t->ptrie, &b);
   free(b.v);
   return st;
