@@ -106,6 +106,14 @@ def main():
     emit("tok_tab_word", "word characters of the Whitespace pre-tokenizer (Rust regex \\w)", word)
     emit("tok_tab_norm_unknown", "characters tokenizers' NFD/NFKD/NFC/NFKC leave alone (newer than its tables) "
          "while utf8proc normalizes or reorders them", unknown)
+    # the UTF-8 lead bytes of those characters: the normalizers skip every other byte without decoding it
+    leads = sorted({chr(c).encode()[0] for c in unknown})
+    print("/* UTF-8 lead bytes of tok_tab_norm_unknown's characters */")
+    print("const unsigned char tok_tab_norm_unknown_lead[256] = {")
+    flags = [1 if b in leads else 0 for b in range(256)]
+    for i in range(0, 256, 32):
+        print("  " + ", ".join(str(f) for f in flags[i:i + 32]) + ",")
+    print("};\n")
     emit("tok_tab_no_script", "characters without a script in UnicodeScripts' table (newer than Unicode 9)",
          no_script)
     # the script of every other character, as sentencepiece's table (with Hiragana, Katakana and U+30FC as Han):

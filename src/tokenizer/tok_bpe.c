@@ -81,6 +81,9 @@ xpi_status tok_bpe_load(xpi_tokenizer *t, const cJSON *model) {
   snprintf(what, sizeof what, "%s: model", path);
   XPI_TRY(tok_json_opt_string(model, "continuing_subword_prefix", what, &t->prefix));
   XPI_TRY(tok_json_opt_string(model, "end_of_word_suffix", what, &t->suffix));
+  /* "" (as Qwen's files have) changes nothing: drop it so the per-character lookup stays on its fast path */
+  if (t->prefix && !t->prefix[0]) { free(t->prefix); t->prefix = NULL; }
+  if (t->suffix && !t->suffix[0]) { free(t->suffix); t->suffix = NULL; }
   t->prefix_len = t->prefix ? strlen(t->prefix) : 0;
   t->suffix_len = t->suffix ? strlen(t->suffix) : 0;
   const cJSON *drop = cJSON_GetObjectItemCaseSensitive(model, "dropout");
@@ -205,6 +208,58 @@ static int32_t char_id(const xpi_tokenizer *t, const char *w, size_t i, size_t l
   return tok_strmap_get(&t->vocab, tmp->p, tmp->len);
 }
 
+/* A character without a vocabulary entry: its byte tokens (byte_fallback), else <unk> (fused or not). The
+ * pending unk run goes in and out by value so that the callers' loops keep it in registers. */
+typedef struct { int32_t unk; size_t unk_len; xpi_status st; } unk_run;
+
+static unk_run missing_char(const xpi_tokenizer *t, syms *s, const unsigned char *cs, size_t cl, size_t l, unk_run r) {
+  if (t->byte_fallback) { /* the bytes of the character with its affixes, as tokenizers does */
+    int all = 1;
+    for (size_t k = 0; k < cl; k++) all &= t->byte_ids[cs[k]] >= 0;
+    if (all) {
+      /* as tokenizers: a pending unk is not flushed before the byte tokens */
+      for (size_t k = 0; !r.st && k < cl; k++) r.st = sym_add(s, t->byte_ids[cs[k]], 1);
+      return r;
+    }
+  }
+  if (t->unk_id == -2) {
+    r.st = unk_missing(t);
+  } else if (t->unk_id >= 0) {
+    if (r.unk >= 0 && t->fuse_unk) {
+      r.unk_len += l;
+    } else {
+      if (r.unk >= 0) r.st = sym_add(s, r.unk, r.unk_len);
+      r.unk = t->unk_id;
+      r.unk_len = l;
+    }
+  }
+  return r;
+}
+
+/* The characters of a pre-token with continuing_subword_prefix / end_of_word_suffix. */
+static xpi_status affix_syms(const xpi_tokenizer *t, const char *w, size_t n, syms *s, unk_run *r) {
+  const unsigned char *u = (const unsigned char *)w;
+  tok_buf tmp = {0};
+  for (size_t i = 0; !r->st && i < n;) {
+    size_t l = tok_utf8_valid_len(u + i, n - i);
+    if (!l) l = 1;
+    const char *cs;
+    size_t cl;
+    xpi_status st = XPI_OK;
+    int32_t id = char_id(t, w, i, l, n, &tmp, &cs, &cl, &st);
+    if ((r->st = st)) break;
+    if (id >= 0) {
+      if (r->unk >= 0) { r->st = sym_add(s, r->unk, r->unk_len); r->unk = -1; }
+      if (!r->st) r->st = sym_add(s, id, l);
+    } else {
+      *r = missing_char(t, s, (const unsigned char *)cs, cl, l, *r);
+    }
+    i += l;
+  }
+  free(tmp.p);
+  return r->st;
+}
+
 xpi_status tok_bpe_word(const xpi_tokenizer *t, const char *w, size_t n, tok_ids *out) {
   if (!n) return XPI_OK;
   if (t->ignore_merges) {
@@ -212,51 +267,31 @@ xpi_status tok_bpe_word(const xpi_tokenizer *t, const char *w, size_t n, tok_ids
     if (id >= 0) return tok_ids_add(out, id);
   }
   syms s = {0};
-  tok_buf tmp = {0};
   xpi_status st = XPI_OK;
-  int32_t unk = -1; /* pending unknown run (fuse_unk) */
-  size_t unk_len = 0;
+  unk_run r = {-1, 0, XPI_OK}; /* pending unknown run (fuse_unk) */
   const unsigned char *u = (const unsigned char *)w;
-  for (size_t i = 0; !st && i < n;) {
-    size_t l = tok_utf8_valid_len(u + i, n - i);
-    if (!l) l = 1; /* cannot happen: pieces are valid UTF-8 */
-    const char *cs;
-    size_t cl;
-    int32_t id = char_id(t, w, i, l, n, &tmp, &cs, &cl, &st);
-    if (st) break;
-    if (id >= 0) {
-      if (unk >= 0) { st = sym_add(&s, unk, unk_len); unk = -1; }
-      if (!st) st = sym_add(&s, id, l);
-    } else {
-      int done = 0;
-      if (t->byte_fallback) { /* the bytes of the character with its affixes, as tokenizers does */
-        const unsigned char *cu = (const unsigned char *)cs;
-        int all = 1;
-        for (size_t k = 0; k < cl; k++) all &= t->byte_ids[cu[k]] >= 0;
-        if (all) {
-          /* as tokenizers: a pending unk is not flushed before the byte tokens */
-          for (size_t k = 0; !st && k < cl; k++) st = sym_add(&s, t->byte_ids[cu[k]], 1);
-          done = 1;
-        }
+  if (t->prefix || t->suffix) {
+    st = affix_syms(t, w, n, &s, &r);
+  } else { /* the hot path: each character looked up as it is */
+    for (size_t i = 0; !st && i < n;) {
+      size_t l = tok_utf8_valid_len(u + i, n - i);
+      if (!l) l = 1; /* cannot happen: pieces are valid UTF-8 */
+      int32_t id = tok_strmap_get(&t->vocab, w + i, l);
+      if (id >= 0) {
+        if (r.unk >= 0) { st = sym_add(&s, r.unk, r.unk_len); r.unk = -1; }
+        if (!st) st = sym_add(&s, id, l);
+      } else {
+        r = missing_char(t, &s, u + i, l, l, r);
+        st = r.st;
       }
-      if (!done && t->unk_id == -2) st = unk_missing(t);
-      else if (!done && t->unk_id >= 0) {
-        if (unk >= 0 && t->fuse_unk) unk_len += l;
-        else {
-          if (unk >= 0) st = sym_add(&s, unk, unk_len);
-          unk = t->unk_id;
-          unk_len = l;
-        }
-      }
+      i += l;
     }
-    i += l;
   }
-  if (!st && unk >= 0) st = sym_add(&s, unk, unk_len);
+  if (!st && r.unk >= 0) st = sym_add(&s, r.unk, r.unk_len);
   if (!st && s.n) s.v[s.n - 1].next = -1;
   if (!st) st = merge_all(t, &s);
   for (size_t i = 0; !st && i < s.n; i++)
     if (s.v[i].len) st = tok_ids_add(out, s.v[i].id);
   free(s.v);
-  tok_buf_free(&tmp);
   return st;
 }

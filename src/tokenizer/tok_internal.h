@@ -129,6 +129,7 @@ typedef struct tok_pretok {
   struct tok_pretok *kids; size_t n_kids;
   tok_pattern pat; int behavior, invert;     /* Split; Punctuation's behavior; Whitespace's and UnicodeScripts' regex */
   int add_prefix_space, use_regex;           /* ByteLevel */
+  unsigned char bl_map[256][3];              /* ByteLevel: UTF-8 length and bytes of each byte's stand-in */
   char repl[8]; size_t repl_len; int prepend_scheme, split; /* Metaspace: 0 never, 1 first, 2 always */
   int individual;                            /* Digits */
   int32_t delim;                             /* CharDelimiterSplit */

@@ -1,12 +1,15 @@
 /* Unicode normalizers: NFC/NFD/NFKC/NFKD (utf8proc), Lowercase (char::to_lowercase), StripAccents (drops combining
  * marks), and BertNormalizer (clean text, space around CJK characters, strip accents after NFD, lowercase), each
  * as tokenizers applies it. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
 #include "core/status.h"
 #include "tokenizer/tok_internal.h"
+
+extern const unsigned char tok_tab_norm_unknown_lead[256]; /* tok_unicode_tables.c */
 
 static xpi_status map_segment(int options, const char *s, size_t len, tok_buf *out) {
   if (!len) return XPI_OK;
@@ -32,7 +35,9 @@ xpi_status tok_norm_unicode(int type, const char *s, size_t len, tok_buf *out) {
   const unsigned char *u = (const unsigned char *)s;
   size_t seg = 0;
   for (size_t i = 0; i < len;) {
-    if (u[i] < 0xCC) { i++; continue; } /* every table character is >= U+0300 (lead byte 0xCC) */
+    uint64_t w8;
+    if (i + 8 <= len && (memcpy(&w8, u + i, 8), !(w8 & 0x8080808080808080ull))) { i += 8; continue; } /* ASCII */
+    if (!tok_tab_norm_unknown_lead[u[i]]) { i++; continue; } /* continuation and most lead bytes */
     size_t l = tok_utf8_valid_len(u + i, len - i);
     if (!l) l = 1;
     if (tok_norm_unknown(tok_utf8_cp(u + i, l))) {

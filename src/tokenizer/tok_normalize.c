@@ -119,6 +119,21 @@ static xpi_status repl_cb(size_t a, size_t b, void *user) {
 static xpi_status replace(const tok_norm *n, const char *s, size_t len, tok_buf *out, int *lead) {
   repl_ctx c = {s, n->str, strlen(n->str), out, 0, 0};
   XPI_TRY(tok_buf_put(out, "", 0));
+  const tok_pattern *p = &n->pat;
+  if (!p->is_regex && p->lit_len) { /* a literal (Llama 2's " " -> "▁"): a plain scan, no callback per match */
+    size_t pos = 0;
+    while (pos < len) {
+      const char *hit = p->lit_len == 1 ? memchr(s + pos, p->literal[0], len - pos)
+                                        : memmem(s + pos, len - pos, p->literal, p->lit_len);
+      if (!hit) break;
+      size_t a = (size_t)(hit - s);
+      if (a == 0 && (!c.clen || tok_utf8_valid_len((const unsigned char *)s, len) < p->lit_len) && lead) *lead = 1;
+      XPI_TRY(tok_buf_put(out, s + pos, a - pos));
+      XPI_TRY(tok_buf_put(out, c.content, c.clen));
+      pos = a + p->lit_len;
+    }
+    return tok_buf_put(out, s + pos, len - pos);
+  }
   XPI_TRY(tok_pattern_each(&n->pat, s, len, repl_cb, &c));
   if (c.lead && lead) *lead = 1;
   return tok_buf_put(out, s + c.prev, len - c.prev);

@@ -34,6 +34,11 @@ xpi_status tok_pre_bytelevel_parse(const cJSON *j, const char *what, tok_pretok 
   const cJSON *ur = cJSON_GetObjectItemCaseSensitive(j, "use_regex");
   p->add_prefix_space = aps ? cJSON_IsTrue(aps) : 1;
   p->use_regex = ur ? cJSON_IsTrue(ur) : 1;
+  for (int b = 0; b < 256; b++) { /* every stand-in is below U+0800: two bytes at most */
+    char c[4];
+    p->bl_map[b][0] = (unsigned char)tok_bytelevel_char((unsigned char)b, c);
+    memcpy(&p->bl_map[b][1], c, 2);
+  }
   if (p->use_regex) {
     p->pat.is_regex = 1;
     return tok_regex_compile(k_gpt2_regex, what, &p->pat.re);
@@ -55,18 +60,25 @@ xpi_status tok_pre_bytelevel_piece(const tok_pretok *p, const char *s, size_t n,
     if (p->use_regex) st = tok_split_piece(&p->pat, NULL, NULL, SPLIT_ISOLATED, 0, s, n, at_start, 0, &parts);
     else st = tok_pieces_add(&parts, s, n, at_start);
   }
-  tok_buf mapped = {0};
+  unsigned char *mapped = NULL;
+  size_t cap = 0;
   for (size_t i = 0; !st && i < parts.n; i++) {
-    mapped.len = 0;
     const unsigned char *u = (const unsigned char *)parts.text.p + parts.v[i].off;
-    for (size_t k = 0; !st && k < parts.v[i].len; k++) {
-      char c[4];
-      size_t l = tok_bytelevel_char(u[k], c);
-      st = tok_buf_put(&mapped, c, l);
+    size_t len = parts.v[i].len, m = 0;
+    if (2 * len > cap) {
+      unsigned char *nm = realloc(mapped, cap = 2 * len + 16);
+      if (!nm) { st = tok_oom(); break; }
+      mapped = nm;
     }
-    if (!st) st = tok_pieces_add(out, mapped.p, mapped.len, parts.v[i].at_start);
+    for (size_t k = 0; k < len; k++) {
+      const unsigned char *e = p->bl_map[u[k]];
+      mapped[m] = e[1];
+      mapped[m + 1] = e[2];
+      m += e[0];
+    }
+    st = tok_pieces_add(out, (const char *)mapped, m, parts.v[i].at_start);
   }
-  tok_buf_free(&mapped);
+  free(mapped);
   tok_pieces_free(&parts);
   tok_buf_free(&pre);
   return st;
