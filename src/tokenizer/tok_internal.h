@@ -64,8 +64,9 @@ void tok_pairmap_free(tok_pairmap *m);
 
 /* ---- pieces: spans of one text buffer, the unit pre-tokenizers work on */
 /* at_start: the piece begins at original offset 0 of the input, as tokenizers' offsets_original().0 == 0
- * (Metaspace's prepend_scheme "first"): a whole segment at the input's start counts even when the normalizer
- * deleted leading characters; a slice of it only when the normalizer did not (lead_deleted). */
+ * (Metaspace's prepend_scheme "first"): the segment starts the input, the normalizer did not delete its first
+ * characters, and the piece starts the segment. lead_deleted: set when the pieces' text lost its first characters
+ * to the normalizer (the encoder folds it into at_start; the split engine takes it for callers that do not). */
 typedef struct tok_span { size_t off, len; int at_start; } tok_span;
 typedef struct tok_pieces { tok_buf text; tok_span *v; size_t n, cap; int lead_deleted; } tok_pieces;
 xpi_status tok_pieces_add(tok_pieces *p, const char *s, size_t n, int at_start);
