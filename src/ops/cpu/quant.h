@@ -11,13 +11,14 @@
  *
  * Choice of d (stored as a half):
  *   Q8: d = amax/127 rounded UP to a half (so no quant needs clamping), q = round(w/d).
- *   Q4: start from d0 = -m/8, m the element of largest magnitude with its sign (as Q4_0), rounded away from
- *       zero; also try the least-squares scale for the quants that d0 gives, and keep the scale
- *       with the smallest squared block error; q = clamp(round(w/d), -8, 7) + 8. Load-time only.
+ *   Q4: d0 = -m/8, m the element of largest magnitude with its sign (as Q4_0), rounded away from zero, or
+ *       the scale that minimizes the block's squared error weighted by importance (rms + |w|), searched over
+ *       the least-squares scales of five quant grids around d0's (quant.c, q4_best_scale; as llama.cpp's
+ *       k-quants search); q = clamp(round(w/d), -8, 7) + 8. Load-time only.
  * Error bounds, amax = max |w| over the block, h = 2^-24 (smallest half step):
  *   Q8, per element:  |w - d*q| <= d/2,   d <= amax/127 * (1 + 2^-10) + h   (about 0.4% of amax)
- *   Q4, per block:    RMS(w - d*(q-8)) <= |d0| <= amax/8 * (1 + 2^-10) + h   (d0 is a candidate, and with it
- *                     every element is within |d0|); typically about amax/20.
+ *   Q4, per block:    RMS(w - d*(q-8)) <= |d0| <= amax/8 * (1 + 2^-10) + h   (with d0 every element is within
+ *                     |d0|, and a searched scale is kept only within this bound); typically about amax/20.
  * Matmul semantics, the same for every path (the scalar reference, the decode GEMV, the prefill GEMM): the
  * activations are rounded to int8 per 32-column block (dx = amax_x/127, xq = round(x/dx) to nearest even,
  * |x - dx*xq| <= dx/2) and each output is
