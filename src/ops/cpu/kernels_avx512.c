@@ -1,126 +1,181 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
- *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
- *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (gemm_q.h).
- * Everything else (the bf16/f32/f16 GEMM and GEMV, the int8 GEMM's driver, vector kernels) is the AVX2 table's,
- * which every AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
- * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
- * activations rounded to bf16) is the step left for AVX512_BF16 CPUs.
- * bf16 decode is memory-bound, and the AVX2 GEMV's four-stream reading is what sets its speed (kernels_avx2.c). */
+ *  - the q8/q4 decode GEMV on 512-bit vectors with vpdpbusd (below),
+ *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (q256.h, EVEX-encoded on ymm),
+ *  - the bf16 prefill GEMM with vdpbf16ps (gemm_bf16_avx512.c).
+ * Everything else (the f32/f16 GEMM and GEMV, the bf16 GEMV, vector kernels) is the AVX2 table's, which every
+ * AVX-512 CPU also runs: bf16 decode is bound by memory, and the AVX2 GEMV's four-stream reading is what sets
+ * its speed (kernels_avx2.c).
+ *
+ * Why the decode GEMV here was once 1.6-3.8x slower than the AVX2 one (measured on an Emerald Rapids Xeon, one
+ * thread, q4 1.96 vs 7.44 GB/s, q8 6.06 vs 10.66): per 32-weight block it converted the block's half scale with
+ * the portable bit-twiddling xpi_f16_to_f32 (branches, ~20 scalar instructions; twice per block for q4, for the
+ * offset correction too), summed q4's correction in one scalar add chain, kept one vector accumulator (one FMA
+ * latency per block), and did not prefetch. perf (cpu-clock samples) put most of its time on those scalar
+ * instructions. It never used a zmm register, so the AVX-512 frequency licence was not the cause. The kernel
+ * below converts 8 scales with one vcvtph2ps, keeps two accumulators, prefetches as the AVX2 GEMV, and reads
+ * 64 bytes per vpdpbusd. */
 #include <immintrin.h>
 #include <pthread.h>
 #include <string.h>
 
-#include "ops/cpu/cpu_isa.h"
-#include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/gemm_q.h"
-#include "ops/cpu/quant.h"
+#define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_epi32(acc, u8, s8)
+#include "ops/cpu/q256.h"
 
 #define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
+#define NT 4    /* decode: tokens per pass over the rows */
 
-/* ------------------------------------------------------------------ q8/q4 decode GEMV with VNNI */
-static inline __m256i q4_unpack(const uint8_t *p) {
-  __m128i v = _mm_loadu_si128((const __m128i *)p);
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+/* ------------------------------------------------------------------ q8/q4 decode GEMV, 512-bit */
+/* Activations of a q4 dot in quad order: for blocks 4p..4p+3 the 128 bytes are [elements 0-15 of each of the
+ * four blocks | elements 16-31 of each], matching one 64-byte load of four q4 blocks split into low and high
+ * nibbles (each 128-bit lane one block). Blocks after the last full quad keep block order. */
+static void q4_quad_order(int8_t *xp, const int8_t *xq, int64_t nb) {
+  for (int64_t p = 0; p + 4 <= nb; p += 4)
+    for (int j = 0; j < 4; j++) {
+      memcpy(xp + p * 32 + j * 16, xq + (p + j) * 32, 16);
+      memcpy(xp + p * 32 + 64 + j * 16, xq + (p + j) * 32 + 16, 16);
+    }
+  for (int64_t b = nb & ~(int64_t)3; b < nb; b++) memcpy(xp + b * 32, xq + b * 32, 32);
 }
 
-static float q_dot(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const int8_t *xq, const uint8_t *xa,
-                   const float *dx, const float *sx, int64_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  float corr = 0;
-  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  for (int64_t b8 = 0; b8 < nb; b8 += 8) {
-    const int64_t cnt = nb - b8 < 8 ? nb - b8 : 8;
-    float sc[8];
-    for (int64_t k = 0; k < cnt; k++) sc[k] = xpi_f16_to_f32(d[b8 + k]) * dx[b8 + k];
-    for (int64_t k = 0; k < cnt; k++) {
-      const int64_t b = b8 + k;
-      const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * XPI_QK));
-      __m256i p;
-      if (dt == XPI_DT_Q8) /* |x| (unsigned) times w with x's sign: x*w without saturation */
-        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * XPI_QK)),
-                                _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + b * bs)), x));
-      else
-        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_unpack(q + b * bs), x);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(sc[k]), acc);
-      if (dt == XPI_DT_Q4) corr += xpi_f16_to_f32(d[b]) * sx[b];
-    }
+static inline int32_t hsum_epi32(__m256i c) {
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  return _mm_cvtsi128_si32(s4);
+}
+
+/* One q4 row over nb blocks: sum_b d[b]*dx[b]*(int dot of block b) - 8*sum_b d[b]*sx[b]. Scales of 8 blocks are
+ * spread over the 16 int32 lanes (4 per block) by a permute. */
+static inline float q4_row(const uint8_t *q, const uint16_t *d, const int8_t *xp, const float *dx, const float *sx,
+                           int64_t nb) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i i1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  __m256 corr = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(dx + b)));
+    corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);
+#define Q4_QUAD(k, idx, acc)                                                                                 \
+  do {                                                                                                       \
+    const __m512i v = _mm512_loadu_si512((const void *)(q + (b + (k)) * 16));                                 \
+    const int8_t *xx = xp + (b + (k)) * 32;                                                                  \
+    __m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v, m4), _mm512_loadu_si512(xx)); \
+    c = _mm512_dpbusd_epi32(c, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_loadu_si512(xx + 64));   \
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc), acc);                         \
+  } while (0)
+    Q4_QUAD(0, i0, acc0);
+    Q4_QUAD(4, i1, acc1);
+#undef Q4_QUAD
   }
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s) - 8.0f * corr;
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)), cs = q256_hsum(corr);
+  for (; b < nb; b++) { /* tail blocks: block order from the last full quad on, else quad order */
+    const __m128i v = _mm_loadu_si128((const __m128i *)(q + b * 16));
+    const __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+    const int64_t p = b & ~(int64_t)3;
+    const __m256i x = p + 4 <= nb ? _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(xp + p * 32 + 64 + (b - p) * 16)),
+                                                     _mm_loadu_si128((const __m128i *)(xp + p * 32 + (b - p) * 16)))
+                                  : _mm256_loadu_si256((const __m256i *)(xp + b * 32));
+    const float dd = _cvtsh_ss(d[b]);
+    r += dd * dx[b] * (float)hsum_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x));
+    cs += dd * sx[b];
+  }
+  return r - 8.0f * cs;
+}
+
+/* One q8 row: |x| (unsigned) times w carrying x's sign; AVX-512 has no vpsignb, so w is negated under a mask
+ * of x's sign bits (xn: one bit per byte of x, made once per call). Exact, as |x|, |w| <= 127. */
+static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa, const uint64_t *xn,
+                           const float *dx, int64_t nb) {
+  const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i i1 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m512i i2 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
+  const __m512i i3 = _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m512 sc = _mm512_castps256_ps512(
+        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b))), _mm256_loadu_ps(dx + b)));
+#define Q8_PAIR(k, idx, acc)                                                                                \
+  do {                                                                                                      \
+    const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                \
+    const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(xn[(b + (k)) / 2]), zero, w);                   \
+    const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(xa + (b + (k)) * 32)), ws); \
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc), acc);                       \
+  } while (0)
+    Q8_PAIR(0, i0, acc0);
+    Q8_PAIR(2, i1, acc1);
+    Q8_PAIR(4, i2, acc0);
+    Q8_PAIR(6, i3, acc1);
+#undef Q8_PAIR
+  }
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  for (; b < nb; b++) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(q + b * 32));
+    const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[b / 2] >> (32 * (b & 1))), _mm256_setzero_si256(), w);
+    const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * 32)), ws);
+    r += _cvtsh_ss(d[b]) * dx[b] * (float)hsum_epi32(c);
+  }
+  return r;
 }
 
 static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
                    int64_t r0, int64_t r1, int64_t cols) {
-  int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
-  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC];
-  float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
+  _Alignas(64) int8_t xq[NT][CC];
+  _Alignas(64) uint8_t xa[NT][CC]; /* q8: |xq|; q4: xq in quad order */
+  uint64_t xn[NT][CC / 64];        /* q8: sign bits of xq */
+  float dx[NT][CC / XPI_QK], sx[NT][CC / XPI_QK];
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  for (int64_t c0 = 0; c0 < cols; c0 += CC) {
-    const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK;
-    for (int32_t t = 0; t < n; t++) xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
-    for (int64_t r = r0; r < r1; r++) {
-      const uint8_t *q = (const uint8_t *)W + r * rb + cb * bs;
-      const uint16_t *d = (const uint16_t *)aux + r * nb + cb;
-      for (int32_t t = 0; t < n; t++) {
-        float s = q_dot(dt, q, d, xq[t], xa[t], dx[t], sx[t], xpi_q_nblocks(cw));
-        float *y = Y + (int64_t)t * ldy + r;
-        *y = c0 == 0 ? s : *y + s;
+  const uint8_t *qs = W;
+  const uint16_t *d = aux;
+  for (int32_t t0 = 0; t0 < n; t0 += NT) {
+    const int32_t nt = n - t0 < NT ? n - t0 : NT;
+    for (int64_t c0 = 0; c0 < cols; c0 += CC) {
+      const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
+      const int64_t ahead = (4096 + nbc * bs - 1) / (nbc * bs);
+      for (int32_t t = 0; t < nt; t++) {
+        xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
+        if (dt == XPI_DT_Q4) q4_quad_order((int8_t *)xa[t], xq[t], nbc);
+        else
+          for (int64_t o = 0; o < nbc * XPI_QK; o += 64) /* nbc * 32 bytes: the last group may be 32 */
+            xn[t][o / 64] = o + 64 <= nbc * XPI_QK
+                                ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_load_si512((const void *)(xq[t] + o))))
+                                : (uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(_mm256_load_si256((const __m256i *)(xq[t] + o))));
+      }
+      for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *q = qs + r * rb + cb * bs;
+        const uint16_t *dr = d + r * nb + cb;
+        if (r + ahead < r1) { /* the row ~4 KiB ahead, as the AVX2 GEMV */
+          const char *qn = (const char *)(q + ahead * rb);
+          for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
+          _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
+        }
+        for (int32_t t = 0; t < nt; t++) {
+          const float v = dt == XPI_DT_Q8 ? q8_row((const int8_t *)q, dr, xa[t], xn[t], dx[t], nbc)
+                                          : q4_row(q, dr, (const int8_t *)xa[t], dx[t], sx[t], nbc);
+          float *y = Y + (int64_t)(t0 + t) * ldy + r;
+          *y = c0 == 0 ? v : *y + v;
+        }
       }
     }
   }
 }
 
-/* ------------------------------------------------------------------ q8/q4 prefill GEMM microkernels with VNNI */
-/* The AVX2 GEMM's driver and layouts (gemm_q.h), with vpdpbusd: one instruction multiplies 8 rows x 4 columns
- * by a token and adds into int32, where AVX2 needs maddubs then an add (Q4: int16 sums widened per block;
- * Q8: madd, then add). Q8 keeps the sign trick (|w| times x with w's sign). */
-static inline __attribute__((always_inline)) void gq_ukr_vnni(xpi_dtype dt, const int8_t *a, const float *dx,
-                                                              const float *c8, const int8_t *P, const float *D,
-                                                              int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
-  __m256 f[XPI_GQ_MR];
-  for (int t = 0; t < XPI_GQ_MR; t++) f[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < kb; b++) {
-    const int8_t *pb = P + b * (XPI_QK / 4) * XPI_GQ_NR * 4, *ab = a + b * (XPI_QK / 4) * XPI_GQ_MR * 4;
-    __m256i c[XPI_GQ_MR];
-    for (int t = 0; t < XPI_GQ_MR; t++) c[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int j = 0; j < XPI_QK / 4; j++) {
-      const __m256i p = _mm256_load_si256((const __m256i *)(pb + j * XPI_GQ_NR * 4));
-      const __m256i pa = dt == XPI_DT_Q4 ? p : _mm256_abs_epi8(p);
-#pragma GCC unroll 8
-      for (int t = 0; t < XPI_GQ_MR; t++) {
-        const __m256i x = xpi_gq_bcast4(ab + (j * XPI_GQ_MR + t) * 4);
-        c[t] = _mm256_dpbusd_epi32(c[t], pa, dt == XPI_DT_Q4 ? x : _mm256_sign_epi8(x, p));
-      }
-    }
-    const __m256 dw = _mm256_load_ps(D + b * XPI_GQ_NR);
-#pragma GCC unroll 8
-    for (int t = 0; t < XPI_GQ_MR; t++) f[t] = xpi_gq_scale(f[t], dw, c[t], dx, c8, b, t);
-  }
-  xpi_gq_store(Y, ldy, f, nt, nr);
+static void gemv_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                    int64_t r1, int64_t cols) {
+  gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
-XPI_GQ_UKR(gq_q4, gq_ukr_vnni, XPI_DT_Q4)
-XPI_GQ_UKR(gq_q8, gq_ukr_vnni, XPI_DT_Q8)
+static void gemv_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                    int64_t r1, int64_t cols) {
+  gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
+}
 
 /* ------------------------------------------------------------------ table */
-/* Prefill runs the int8 GEMM with the VNNI microkernels; decode, or a GEMM whose buffer cannot be allocated,
- * the VNNI GEMV (a few tokens at a time). */
-static void mm_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                 int64_t r0, int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q(gq_q8, gq_q4, dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
-  xpi_cpu_gemv_chunks(gemv_q, dt, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                  int64_t r1, int64_t cols) {
-  mm_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                  int64_t r1, int64_t cols) {
-  mm_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
+XPI_GQ_GEMM(gemm_vnni, "avx512-int8", q256_ukr_q8, q256_ukr_q4)
 
 static xpi_cpu_kernels k_avx512;
 static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
@@ -130,8 +185,9 @@ static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
 static void build_table(void) {
   xpi_cpu_kernels k = *xpi_cpu_kernels_avx2();
   k.isa = "avx512";
-  k.mm[XPI_DT_Q8] = mm_q8;
-  k.mm[XPI_DT_Q4] = mm_q4;
+  k.gemv[XPI_DT_Q8] = gemv_q8, k.gemv[XPI_DT_Q4] = gemv_q4;
+  k.gemv_isa[XPI_DT_Q8] = k.gemv_isa[XPI_DT_Q4] = "avx512";
+  k.gemm[XPI_DT_Q8] = &gemm_vnni_q8, k.gemm[XPI_DT_Q4] = &gemm_vnni_q4;
   k_avx512 = k;
 }
 
