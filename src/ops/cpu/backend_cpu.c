@@ -386,6 +386,16 @@ static void cpu_destroy(xpi_backend *be) {
   free(be);
 }
 
+static void cpu_describe(const xpi_backend *be, xpi_dtype wdt, char *out, size_t cap) {
+  const xpi_cpu_kernels *k = ((const cpu_impl *)be->impl)->k;
+  if (wdt < 0 || wdt >= 8 || !k->gemv[wdt]) {
+    snprintf(out, cap, "%s", k->isa);
+    return;
+  }
+  snprintf(out, cap, "%s (%s: decode %s, prefill %s)", k->isa, xpi_dtype_name(wdt), k->gemv_isa[wdt],
+           k->gemm[wdt] ? k->gemm[wdt]->name : k->gemv_isa[wdt]);
+}
+
 static const xpi_backend_ops k_cpu_ops = {
   .name = "cpu",
   .destroy = cpu_destroy,
@@ -424,6 +434,7 @@ xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **o
   be->ops = &k_cpu_ops;
   be->impl = im;
   be->use_kernels = cfg ? cfg->use_kernels : 1;
+  be->describe = cpu_describe;
   snprintf(be->device, sizeof be->device, "cpu");
   im->k = be->use_kernels ? xpi_cpu_kernels_best() : xpi_cpu_kernels_scalar();
   im->ws = xpi_cpu_mm_ws_create(); /* may be NULL: then each matmul allocates its own */

@@ -1,12 +1,220 @@
+/* AMX (Sapphire Rapids and later Xeons): the prefill GEMMs of bf16 and q8/q4 weights on the tile unit; the rest
+ * is the AVX-512 table's. The GEMM bodies are amx_gemm.h's (also run on an emulation of the tile instructions by
+ * the tests), the layouts amx_layout.h's; this file maps the tile operations to the instructions and packs with
+ * AVX-512 (the reference packers in amx_layout.c are plain C, too slow for the product's once-per-matmul packing:
+ * they are the tests' oracle for these).
+ *
+ * bf16: tdpbf16ps multiplies bf16 pairs and accumulates in f32. The weight rows are the A tiles, read straight
+ * from the weight matrix (16 rows x 32 columns, one 64-byte row each), so the weights need no packing; each
+ * activation is XPI_AMX_BF16_TERMS bf16 terms (amx_layout.h says why two), each a B tile multiplied by the same
+ * weight tiles.
+ *
+ * q8/q4: tdpbssd multiplies int8 and sums exactly in int32, as the AVX2 and VNNI GEMMs (quant.h's semantics).
+ * One tile product covers one 32-column block, whose scales differ per block, so after each block the int32
+ * tiles are stored and scaled into f32 sums by AVX-512: sum += d_w * dx * isum. q8 weight rows are the A tiles
+ * as stored; q4 rows are unpacked to int8 (quant - 8) once per panel, so no offset correction is needed. */
+#include <immintrin.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/cpu/amx_layout.h"
 #include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/quant.h"
+
+/* Tile configuration (palette 1). */
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} __attribute__((packed, aligned(64))) tilecfg;
+
+static void amx_config(int a_colsb, int b_rows) {
+  tilecfg c;
+  memset(&c, 0, sizeof c);
+  c.palette = 1;
+  for (int t = 0; t < 4; t++) c.rows[t] = 16, c.colsb[t] = 64;
+  for (int t = 4; t < 6; t++) c.rows[t] = 16, c.colsb[t] = (uint16_t)a_colsb;
+  for (int t = 6; t < 8; t++) c.rows[t] = (uint8_t)b_rows, c.colsb[t] = 64;
+  /* not _tile_loadconfig: GCC 12 does not see that its builtin reads the whole 64 bytes, and drops the stores
+   * of rows and colsb above (the tiles then stay unconfigured: tilezero raises #UD) */
+  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+/* S[r][t] += D[r] * dx[t] * C[r][t] over a 16 x 16 tile (C int32 rows of 16, S f32 rows of 32). */
+static inline void amx_scale(float *S, const int32_t *C, const float *D, const float *dx) {
+  const __m512 vdx = _mm512_loadu_ps(dx);
+  for (int r = 0; r < 16; r++) {
+    const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(C + r * 16)));
+    _mm512_store_ps(S + r * 32, _mm512_fmadd_ps(v, _mm512_mul_ps(vdx, _mm512_set1_ps(D[r])), _mm512_load_ps(S + r * 32)));
+  }
+}
+
+/* q4 (or ragged q8) panel rows [r, r+nr) into pw[b][32][32] int8, zero padded (amx_layout.h). */
+static void amx_i8_weights(xpi_dtype dt, int8_t *pw, const void *W, int64_t r, int nr, int64_t nb) {
+  const int64_t rb = xpi_q_row_bytes(dt, nb * XPI_QK);
+  const __m128i m4 = _mm_set1_epi8(0x0f), eight = _mm_set1_epi8(8);
+  for (int i = 0; i < 2 * XPI_AMX_TR; i++) {
+    const uint8_t *row = (const uint8_t *)W + (r + i) * rb;
+    for (int64_t b = 0; b < nb; b++) {
+      int8_t *o = pw + (b * 2 * XPI_AMX_TR + i) * XPI_QK;
+      if (i >= nr) memset(o, 0, XPI_QK);
+      else if (dt == XPI_DT_Q8) memcpy(o, row + b * XPI_QK, XPI_QK);
+      else {
+        const __m128i v = _mm_loadu_si128((const __m128i *)(row + b * 16));
+        _mm_storeu_si128((__m128i *)o, _mm_sub_epi8(_mm_and_si128(v, m4), eight));
+        _mm_storeu_si128((__m128i *)(o + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(v, 4), m4), eight));
+      }
+    }
+  }
+}
+
+/* Scales of rows [r, r+nr) into D[b][32] f32: 16 rows' halves gathered, converted 16 at a time. */
+static void amx_i8_scales(float *D, const void *d, int64_t r, int nr, int64_t nb) {
+  const uint16_t *h = d;
+  for (int64_t b = 0; b < nb; b++)
+    for (int g = 0; g < 2; g++) {
+      _Alignas(32) uint16_t tmp[16];
+      for (int i = 0; i < 16; i++) tmp[i] = g * 16 + i < nr ? h[(r + g * 16 + i) * nb + b] : 0;
+      _mm512_storeu_ps(D + b * 2 * XPI_AMX_TR + g * 16, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)tmp)));
+    }
+}
+
+/* Y[t*ldy + r] = C[r*ldc + t] for r < nr, t < nt (nr, nt <= 16): a full block by a 16 x 16 transpose in
+ * registers (scalar stores of 256 results cost more than a third of the int8 tile products they follow). */
+static void amx_store_block(float *Y, int64_t ldy, const float *C, int ldc, int nr, int nt) {
+  if (nr < 16 || nt < 16) {
+    for (int t = 0; t < nt; t++)
+      for (int r = 0; r < nr; r++) Y[t * ldy + r] = C[r * ldc + t];
+    return;
+  }
+  __m512 v[16], u[16];
+  for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_ps(C + r * ldc);
+  for (int i = 0; i < 16; i += 2) { /* 2x2 blocks of 32-bit elements */
+    u[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+    u[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) /* 4x4 blocks */
+    for (int j = 0; j < 2; j++) {
+      v[i + j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i + j]), _mm512_castps_pd(u[i + j + 2])));
+      v[i + j + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i + j]), _mm512_castps_pd(u[i + j + 2])));
+    }
+  for (int i = 0; i < 16; i += 8) /* 128-bit lanes: 8x8 */
+    for (int j = 0; j < 4; j++) {
+      u[i + j] = _mm512_shuffle_f32x4(v[i + j], v[i + j + 4], 0x88);
+      u[i + j + 4] = _mm512_shuffle_f32x4(v[i + j], v[i + j + 4], 0xdd);
+    }
+  for (int j = 0; j < 8; j++) { /* 16x16 */
+    v[j] = _mm512_shuffle_f32x4(u[j], u[j + 8], 0x88);
+    v[j + 8] = _mm512_shuffle_f32x4(u[j], u[j + 8], 0xdd);
+  }
+  /* v[k] now holds column col[k] of C (the unpacks leave columns 1 and 2 of each group of 4 swapped) */
+  static const int col[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+  for (int k = 0; k < 16; k++) _mm512_storeu_ps(Y + col[k] * ldy, v[k]);
+}
+
+#define AMX_STORE_BLOCK amx_store_block
+#define AMX_CONFIG(a, b) amx_config(a, b)
+#define AMX_ZERO(t) _tile_zero(t)
+#define AMX_LOAD(t, p, s) _tile_loadd(t, p, s)
+#define AMX_STORE(t, p, s) _tile_stored(t, p, s)
+#define AMX_DPBF16(c, a, b) _tile_dpbf16ps(c, a, b)
+#define AMX_DPBSSD(c, a, b) _tile_dpbssd(c, a, b)
+#define AMX_RELEASE() _tile_release()
+#define AMX_SCALE(S, C, D, dx) amx_scale(S, C, D, dx)
+#define AMX_BF16_WEIGHTS xpi_amx_bf16_weights
+#define AMX_I8_WEIGHTS amx_i8_weights
+#define AMX_I8_SCALES amx_i8_scales
+#include "ops/cpu/amx_gemm.h"
+
+/* ------------------------------------------------------------------ packing (AVX-512) */
+
+/* amx_layout.h's bf16 layout: per token, 32 columns at a time are rounded to bf16 (vcvtne2ps2bf16: round to
+ * nearest even, as xpi_f32_to_bf16 for finite values), the remainder rounded again for the next term, and each
+ * column pair stored to its row of the B tile (64 bytes apart). */
+void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  for (int64_t t = t0; t < te; t++) {
+    uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    for (int64_t c = 0; c < kp; c += 32) {
+      __m512 lo = _mm512_setzero_ps(), hi = lo;
+      if (t < n) {
+        const int64_t m = cols - c;
+        const __mmask16 k0 = m >= 16 ? 0xffff : m > 0 ? (__mmask16)((1u << m) - 1) : 0;
+        const __mmask16 k1 = m >= 32 ? 0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
+        lo = _mm512_maskz_loadu_ps(k0, X + t * cols + c);
+        hi = _mm512_maskz_loadu_ps(k1, X + t * cols + c + 16);
+      }
+      for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+        const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo); /* columns c..c+31 in order */
+        _Alignas(64) uint32_t pairs[16];
+        _mm512_store_si512((void *)pairs, (__m512i)h);
+        uint32_t *o = panel + (s * kp / 2 + c / 2) * XPI_AMX_TT;
+        for (int j = 0; j < 16; j++) o[j * XPI_AMX_TT] = pairs[j];
+        if (s + 1 < XPI_AMX_BF16_TERMS) { /* the remainders (exact), for the next term */
+          const __m512i hv = (__m512i)h;
+          lo = _mm512_sub_ps(lo, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16)));
+          hi = _mm512_sub_ps(hi, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16)));
+        }
+      }
+    }
+  }
+}
+
+/* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
+ * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. */
+void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t nb = xpi_q_nblocks(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  int8_t *xq = aligned_alloc(64, (size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 64);
+  if (!xq) { /* a few KiB; if even that fails, the reference packer needs nothing */
+    xpi_amx_i8_pack_ref(P, X, n, cols, t0, t1);
+    return;
+  }
+  uint8_t *xa = (uint8_t *)xq + nb * XPI_QK;
+  float *dxt = (float *)(xa + nb * XPI_QK), *sx = dxt + nb;
+  for (int64_t t = t0; t < te; t++) {
+    uint32_t *panel = (uint32_t *)xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    float *dx = (float *)xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    if (t < n) xpi_quant_act_avx2(xq, xa, dxt, sx, X + t * cols, cols);
+    else memset(xq, 0, (size_t)nb * XPI_QK), memset(dxt, 0, (size_t)nb * sizeof(float));
+    const uint32_t *g = (const uint32_t *)xq;
+    for (int64_t i = 0; i < nb * 8; i++) panel[i * XPI_AMX_TT] = g[i];
+    for (int64_t b = 0; b < nb; b++) dx[b * XPI_AMX_TT] = dxt[b];
+  }
+  free(xq);
+}
+
+/* ------------------------------------------------------------------ descriptors and table */
+
+static void q8_run(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux, int64_t cols,
+                   int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
+  amx_i8_run(XPI_DT_Q8, Y, ldy, P, n, W, aux, cols, r0, r1, t0, t1, scratch);
+}
+static void q4_run(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux, int64_t cols,
+                   int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
+  amx_i8_run(XPI_DT_Q4, Y, ldy, P, n, W, aux, cols, r0, r1, t0, t1, scratch);
+}
+
+static const xpi_cpu_gemm gemm_bf16 = {"amx-bf16x" XPI_AMX_TERMS_STR, 2 * XPI_AMX_TT, 2 * XPI_AMX_TR,
+                                       xpi_amx_bf16_pack_bytes, xpi_amx_bf16_pack, amx_bf16_scratch_bytes, amx_bf16_run,
+                                       8 * XPI_AMX_BF16_TERMS};
+static const xpi_cpu_gemm gemm_q8 = {"amx-int8", 2 * XPI_AMX_TT, 2 * XPI_AMX_TR, xpi_amx_i8_pack_bytes,
+                                     xpi_amx_i8_pack, amx_i8_scratch_bytes, q8_run, 0};
+static const xpi_cpu_gemm gemm_q4 = {"amx-int8", 2 * XPI_AMX_TT, 2 * XPI_AMX_TR, xpi_amx_i8_pack_bytes,
+                                     xpi_amx_i8_pack, amx_i8_scratch_bytes, q4_run, 0};
+
 static xpi_cpu_kernels k_amx;
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;
+
 static void build_table(void) {
   xpi_cpu_kernels k = *xpi_cpu_kernels_avx512();
   k.isa = "amx";
+  k.gemm[XPI_DT_BF16] = &gemm_bf16;
+  k.gemm[XPI_DT_Q8] = &gemm_q8;
+  k.gemm[XPI_DT_Q4] = &gemm_q4;
   k_amx = k;
 }
+
 const xpi_cpu_kernels *xpi_cpu_kernels_amx(void) {
   pthread_once(&k_once, build_table);
   return &k_amx;
