@@ -391,6 +391,7 @@ int main(void) {
     /* prefill blocking: several 128-row groups with a ragged last panel, several 1024-column chunks with a
      * ragged last one, token counts that leave a partial 6-token panel */
     mm_case(k, XPI_DT_BF16, 300, 2100, 13);
+    mm_case(k, XPI_DT_BF16, 70, 130, 40); /* full 16 x 16 tiles of tokens and rows, ragged around them */
     mm_case(k, XPI_DT_F16, 129, 1537, 6);
     mm_case(k, XPI_DT_F32, 161, 260, 5);
     mm_case(k, XPI_DT_Q8, 200, 544, 25);

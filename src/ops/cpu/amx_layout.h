@@ -68,7 +68,7 @@ void xpi_amx_i8_weights_ref(xpi_dtype dt, int8_t *pw, const void *W, int64_t r, 
 /* Their scales (halves d[row][b]) into D[b][32] f32, zero padded. */
 void xpi_amx_i8_scales(float *D, const void *d, int64_t r, int nr, int64_t nb);
 
-/* ---- the AMX table's packers (kernels_amx.c: AVX-512 + AVX512_BF16; call only where the CPU has AVX-512):
+/* ---- the packers the AMX and AVX-512 GEMMs run (kernels_avx512.c; call only where the CPU has AVX-512):
  * the same bytes as the references above, except that bf16 rounding flushes f32 subnormals to zero */
 void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);

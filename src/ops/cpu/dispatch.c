@@ -98,7 +98,7 @@ const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa) {
 static const xpi_cpu_isa k_pref_gemv_q[] = {XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemv_dense[] = {XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_q[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
-static const xpi_cpu_isa k_pref_gemm_bf16[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVX2, PREF_END};
+static const xpi_cpu_isa k_pref_gemm_bf16[] = {XPI_ISA_AMX, XPI_ISA_AVX2, PREF_END}; /* not avx512: see below */
 static const xpi_cpu_isa k_pref_gemm_dense[] = {XPI_ISA_AVX512, XPI_ISA_AVX2, PREF_END};
 
 static const xpi_cpu_kernels *first_of(const xpi_cpu_isa *pref) {

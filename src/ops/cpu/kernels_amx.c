@@ -1,8 +1,8 @@
 /* AMX (Sapphire Rapids and later Xeons): the prefill GEMMs of bf16 and q8/q4 weights on the tile unit; the rest
  * is the AVX-512 table's. The GEMM bodies are amx_gemm.h's (also run on an emulation of the tile instructions by
- * the tests), the layouts amx_layout.h's; this file maps the tile operations to the instructions and packs with
- * AVX-512 (the reference packers in amx_layout.c are plain C, too slow for the product's once-per-matmul packing:
- * they are the tests' oracle for these).
+ * the tests), the layouts amx_layout.h's; this file maps the tile operations to the instructions. The activations
+ * are packed by kernels_avx512.c's AVX-512 packers (the reference packers in amx_layout.c are plain C, too slow
+ * for the product's once-per-matmul packing: they are the tests' oracle for those).
  *
  * bf16: tdpbf16ps multiplies bf16 pairs and accumulates in f32. The weight rows are the A tiles, read straight
  * from the weight matrix (16 rows x 32 columns, one 64-byte row each), so the weights need no packing; each
@@ -21,6 +21,7 @@
 #include "ops/cpu/amx_layout.h"
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/quant.h"
+#include "ops/cpu/simd_avx512.h"
 
 /* Tile configuration (palette 1). */
 typedef struct {
@@ -88,29 +89,10 @@ static void amx_store_block(float *Y, int64_t ldy, const float *C, int ldc, int 
       for (int r = 0; r < nr; r++) Y[t * ldy + r] = C[r * ldc + t];
     return;
   }
-  __m512 v[16], u[16];
+  __m512 v[16];
   for (int r = 0; r < 16; r++) v[r] = _mm512_loadu_ps(C + r * ldc);
-  for (int i = 0; i < 16; i += 2) { /* 2x2 blocks of 32-bit elements */
-    u[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
-    u[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) /* 4x4 blocks */
-    for (int j = 0; j < 2; j++) {
-      v[i + j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(u[i + j]), _mm512_castps_pd(u[i + j + 2])));
-      v[i + j + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(u[i + j]), _mm512_castps_pd(u[i + j + 2])));
-    }
-  for (int i = 0; i < 16; i += 8) /* 128-bit lanes: 8x8 */
-    for (int j = 0; j < 4; j++) {
-      u[i + j] = _mm512_shuffle_f32x4(v[i + j], v[i + j + 4], 0x88);
-      u[i + j + 4] = _mm512_shuffle_f32x4(v[i + j], v[i + j + 4], 0xdd);
-    }
-  for (int j = 0; j < 8; j++) { /* 16x16 */
-    v[j] = _mm512_shuffle_f32x4(u[j], u[j + 8], 0x88);
-    v[j + 8] = _mm512_shuffle_f32x4(u[j], u[j + 8], 0xdd);
-  }
-  /* v[k] now holds column col[k] of C (the unpacks leave columns 1 and 2 of each group of 4 swapped) */
-  static const int col[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
-  for (int k = 0; k < 16; k++) _mm512_storeu_ps(Y + col[k] * ldy, v[k]);
+  xpi_tr16(v);
+  for (int t = 0; t < 16; t++) _mm512_storeu_ps(Y + t * ldy, v[t]);
 }
 
 #define AMX_STORE_BLOCK amx_store_block
@@ -126,63 +108,6 @@ static void amx_store_block(float *Y, int64_t ldy, const float *C, int ldc, int 
 #define AMX_I8_WEIGHTS amx_i8_weights
 #define AMX_I8_SCALES amx_i8_scales
 #include "ops/cpu/amx_gemm.h"
-
-/* ------------------------------------------------------------------ packing (AVX-512) */
-
-/* amx_layout.h's bf16 layout: per token, 32 columns at a time are rounded to bf16 (vcvtne2ps2bf16: round to
- * nearest even, as xpi_f32_to_bf16 for finite values), the remainder rounded again for the next term, and each
- * column pair stored to its row of the B tile (64 bytes apart). */
-void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
-  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
-  for (int64_t t = t0; t < te; t++) {
-    uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
-    for (int64_t c = 0; c < kp; c += 32) {
-      __m512 lo = _mm512_setzero_ps(), hi = lo;
-      if (t < n) {
-        const int64_t m = cols - c;
-        const __mmask16 k0 = m >= 16 ? 0xffff : m > 0 ? (__mmask16)((1u << m) - 1) : 0;
-        const __mmask16 k1 = m >= 32 ? 0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
-        lo = _mm512_maskz_loadu_ps(k0, X + t * cols + c);
-        hi = _mm512_maskz_loadu_ps(k1, X + t * cols + c + 16);
-      }
-      for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
-        const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo); /* columns c..c+31 in order */
-        _Alignas(64) uint32_t pairs[16];
-        _mm512_store_si512((void *)pairs, (__m512i)h);
-        uint32_t *o = panel + (s * kp / 2 + c / 2) * XPI_AMX_TT;
-        for (int j = 0; j < 16; j++) o[j * XPI_AMX_TT] = pairs[j];
-        if (s + 1 < XPI_AMX_BF16_TERMS) { /* the remainders (exact), for the next term */
-          const __m512i hv = (__m512i)h;
-          lo = _mm512_sub_ps(lo, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16)));
-          hi = _mm512_sub_ps(hi, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16)));
-        }
-      }
-    }
-  }
-}
-
-/* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
- * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. */
-void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
-  const int64_t nb = xpi_q_nblocks(cols), te = t1 == n ? xpi_amx_np(n) : t1;
-  int8_t *xq = aligned_alloc(64, (size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 64);
-  if (!xq) { /* a few KiB; if even that fails, the reference packer needs nothing */
-    xpi_amx_i8_pack_ref(P, X, n, cols, t0, t1);
-    return;
-  }
-  uint8_t *xa = (uint8_t *)xq + nb * XPI_QK;
-  float *dxt = (float *)(xa + nb * XPI_QK), *sx = dxt + nb;
-  for (int64_t t = t0; t < te; t++) {
-    uint32_t *panel = (uint32_t *)xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
-    float *dx = (float *)xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
-    if (t < n) xpi_quant_act_avx2(xq, xa, dxt, sx, X + t * cols, cols);
-    else memset(xq, 0, (size_t)nb * XPI_QK), memset(dxt, 0, (size_t)nb * sizeof(float));
-    const uint32_t *g = (const uint32_t *)xq;
-    for (int64_t i = 0; i < nb * 8; i++) panel[i * XPI_AMX_TT] = g[i];
-    for (int64_t b = 0; b < nb; b++) dx[b * XPI_AMX_TT] = dxt[b];
-  }
-  free(xq);
-}
 
 /* ------------------------------------------------------------------ descriptors and table */
 

@@ -1,7 +1,7 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
  *  - the q8/q4 decode GEMV on 512-bit vectors with vpdpbusd (below),
  *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (q256.h, EVEX-encoded on ymm),
- *  - the bf16 prefill GEMM with vdpbf16ps (gemm_bf16_avx512.c).
+ *  - the bf16 prefill GEMM with vdpbf16ps (below), and the AVX-512 packers of its and the AMX GEMMs' activations.
  * Everything else (the f32/f16 GEMM and GEMV, the bf16 GEMV, vector kernels) is the AVX2 table's, which every
  * AVX-512 CPU also runs: bf16 decode is bound by memory, and the AVX2 GEMV's four-stream reading is what sets
  * its speed (kernels_avx2.c).
@@ -16,10 +16,13 @@
  * 64 bytes per vpdpbusd. */
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_epi32(acc, u8, s8)
 #include "ops/cpu/q256.h"
+#include "ops/cpu/amx_layout.h"
+#include "ops/cpu/simd_avx512.h"
 
 #define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
 #define NT 4    /* decode: tokens per pass over the rows */
@@ -174,6 +177,121 @@ static void gemv_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void
   gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 
+/* ------------------------------------------------------------------ bf16-term and int8 packers (amx_layout.h) */
+
+/* amx_layout.h's bf16 layout: per token, 32 columns at a time are rounded to bf16 (vcvtne2ps2bf16: round to
+ * nearest even, as xpi_f32_to_bf16 for finite values), the remainder rounded again for the next term, and each
+ * column pair stored to its row of the B tile (64 bytes apart). */
+void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  for (int64_t t = t0; t < te; t++) {
+    uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    for (int64_t c = 0; c < kp; c += 32) {
+      __m512 lo = _mm512_setzero_ps(), hi = lo;
+      if (t < n) {
+        const int64_t m = cols - c;
+        const __mmask16 k0 = m >= 16 ? 0xffff : m > 0 ? (__mmask16)((1u << m) - 1) : 0;
+        const __mmask16 k1 = m >= 32 ? 0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
+        lo = _mm512_maskz_loadu_ps(k0, X + t * cols + c);
+        hi = _mm512_maskz_loadu_ps(k1, X + t * cols + c + 16);
+      }
+      for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+        const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo); /* columns c..c+31 in order */
+        _Alignas(64) uint32_t pairs[16];
+        _mm512_store_si512((void *)pairs, (__m512i)h);
+        uint32_t *o = panel + (s * kp / 2 + c / 2) * XPI_AMX_TT;
+        for (int j = 0; j < 16; j++) o[j * XPI_AMX_TT] = pairs[j];
+        if (s + 1 < XPI_AMX_BF16_TERMS) { /* the remainders (exact), for the next term */
+          const __m512i hv = (__m512i)h;
+          lo = _mm512_sub_ps(lo, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16)));
+          hi = _mm512_sub_ps(hi, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16)));
+        }
+      }
+    }
+  }
+}
+
+/* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
+ * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. */
+void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t nb = xpi_q_nblocks(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  int8_t *xq = aligned_alloc(64, (size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 64);
+  if (!xq) { /* a few KiB; if even that fails, the reference packer needs nothing */
+    xpi_amx_i8_pack_ref(P, X, n, cols, t0, t1);
+    return;
+  }
+  uint8_t *xa = (uint8_t *)xq + nb * XPI_QK;
+  float *dxt = (float *)(xa + nb * XPI_QK), *sx = dxt + nb;
+  for (int64_t t = t0; t < te; t++) {
+    uint32_t *panel = (uint32_t *)xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    float *dx = (float *)xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    if (t < n) xpi_quant_act_avx2(xq, xa, dxt, sx, X + t * cols, cols);
+    else memset(xq, 0, (size_t)nb * XPI_QK), memset(dxt, 0, (size_t)nb * sizeof(float));
+    const uint32_t *g = (const uint32_t *)xq;
+    for (int64_t i = 0; i < nb * 8; i++) panel[i * XPI_AMX_TT] = g[i];
+    for (int64_t b = 0; b < nb; b++) dx[b * XPI_AMX_TT] = dxt[b];
+  }
+  free(xq);
+}
+
+
+/* ------------------------------------------------------------------ bf16 prefill GEMM with vdpbf16ps */
+/* vdpbf16ps multiplies pairs of bf16 and adds both products into f32 lanes: 32 multiply-adds an instruction, twice
+ * an f32 FMA's. The activations are amx_layout.h's bf16 terms (panels of 16 tokens, column pairs, packed by
+ * xpi_amx_bf16_pack above) for the same numerics as the AMX GEMM: two terms, 16 significant bits of each
+ * activation (one term, bf16 activations, moves the goldens' logits beyond their tolerance; amx_layout.h). Each
+ * term is one more vdpbf16ps per pair, so with two terms the multiply rate is an f32 FMA's.
+ * Weights: per panel of 16 rows, P[kk][16][2] bf16 (a zmm per column pair, lane i = row i: vdpbf16ps's first
+ * operand), made with 16 x 16 transposes of 32-bit pairs. Microkernel: 16 rows x 16 tokens, one accumulator per
+ * token, a broadcast of the token's pair per term. */
+static void bf16_panel(uint32_t *P, const uint16_t *W, int64_t r, int nr, int64_t cols) {
+  const int64_t kp = xpi_amx_kp(cols);
+  for (int64_t c = 0; c < kp; c += 32) {
+    const int64_t m = cols - c; /* columns left: a ragged last chunk is zero padded (never read past a row) */
+    const __mmask32 k = m >= 32 ? 0xffffffffu : (__mmask32)((1u << m) - 1);
+    __m512 v[16];
+    for (int i = 0; i < 16; i++)
+      v[i] = i < nr ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(k, W + (r + i) * cols + c)) : _mm512_setzero_ps();
+    xpi_tr16(v); /* v[j] = column pair j of the 16 rows */
+    for (int j = 0; j < 16; j++) _mm512_store_ps((float *)(P + (c / 2 + j) * 16), v[j]);
+  }
+}
+
+static void bf16_ukr(const uint32_t *P, const uint32_t *A, int64_t kp2, float *Y, int64_t ldy, int nt, int nr) {
+  __m512 c[16];
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; t++) c[t] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < kp2; kk++) {
+    const __m512bh w = (__m512bh)_mm512_load_si512((const void *)(P + kk * 16));
+    for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+      const uint32_t *a = A + (s * kp2 + kk) * 16;
+#pragma GCC unroll 16
+      for (int t = 0; t < 16; t++) c[t] = _mm512_dpbf16_ps(c[t], w, (__m512bh)_mm512_set1_epi32((int)a[t]));
+    }
+  }
+  const __mmask16 rm = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+  for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(Y + t * ldy, rm, c[t]);
+}
+
+static size_t bf16_scratch_bytes(int64_t cols) { return (size_t)xpi_amx_kp(cols) * 16 * sizeof(uint16_t); }
+
+static void bf16_run(float *Y, int64_t ldy, const void *Pa, int32_t n, const void *W, const void *aux, int64_t cols,
+                     int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
+  (void)aux, (void)n;
+  const int64_t kp2 = xpi_amx_kp(cols) / 2;
+  uint32_t *P = scratch;
+  for (int64_t r = r0; r < r1; r += 16) {
+    const int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
+    bf16_panel(P, W, r, nr, cols);
+    for (int32_t t = t0; t < t1; t += 16)
+      bf16_ukr(P, (const uint32_t *)xpi_amx_bf16_panel(Pa, cols, t / 16), kp2, Y + (int64_t)t * ldy + r, ldy,
+               t1 - t < 16 ? t1 - t : 16, nr);
+  }
+}
+
+static const xpi_cpu_gemm gemm_bf16 = {"avx512-bf16x" XPI_AMX_TERMS_STR, 16, 16, xpi_amx_bf16_pack_bytes,
+                                       xpi_amx_bf16_pack, bf16_scratch_bytes, bf16_run, 8 * XPI_AMX_BF16_TERMS};
+
 /* ------------------------------------------------------------------ table */
 XPI_GQ_GEMM(gemm_vnni, "avx512-int8", q256_ukr_q8, q256_ukr_q4)
 
@@ -188,6 +306,7 @@ static void build_table(void) {
   k.gemv[XPI_DT_Q8] = gemv_q8, k.gemv[XPI_DT_Q4] = gemv_q4;
   k.gemv_isa[XPI_DT_Q8] = k.gemv_isa[XPI_DT_Q4] = "avx512";
   k.gemm[XPI_DT_Q8] = &gemm_vnni_q8, k.gemm[XPI_DT_Q4] = &gemm_vnni_q4;
+  k.gemm[XPI_DT_BF16] = &gemm_bf16;
   k_avx512 = k;
 }
 
