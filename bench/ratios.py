@@ -16,8 +16,10 @@ names = {"BF16": "bf16", "Q8_0": "q8", "Q4_0": "q4"}
 ll = defaultdict(dict)  # (threads, test, depth, quant) -> {round: tok/s}
 xp = defaultdict(dict)  # (isa, threads, test, depth, quant) -> {round: (tok/s, gb/s)}
 kernels = {}            # (isa, quant) -> what ran
+llama_build = "?"
 for line in open(f"{out}/llamacpp.jsonl"):
     j = json.loads(line)
+    llama_build = f"{j.get('build_commit', '?')} (build {j.get('build_number', '?')}), cpu_info {j.get('cpu_info', '?')}"
     q = next((v for k, v in names.items() if k in j.get("model_type", "")), j.get("model_type", ""))
     test = f"pp{j['n_prompt']}" if j["n_gen"] == 0 else f"tg{j['n_gen']}"
     ll[(j["n_threads"], test, j.get("n_depth", 0), q)][j["round"]] = j["avg_ts"]
@@ -54,12 +56,12 @@ field = lambda k: next((l.split(":", 1)[1].strip() for l in meta.splitlines() if
 isas = sorted({k[0] for k in xp}, key=lambda i: ["auto", "scalar", "avx2", "avxvnni", "avx512", "amx"].index(i)
               if i in ["auto", "scalar", "avx2", "avxvnni", "avx512", "amx"] else 99)
 threads = sorted({k[0] for k in ll})
-tests = sorted({(k[1], k[2], k[3]) for k in ll}, key=lambda k: (k[1], k[0][:2] != "pp", ["bf16", "q8", "q4"].index(k[2])
+tests = sorted({(k[1], k[2], k[3]) for k in ll} | {(k[2], k[3], k[4]) for k in xp}, key=lambda k: (k[1], k[0][:2] != "pp", ["bf16", "q8", "q4"].index(k[2])
                                                                    if k[2] in ["bf16", "q8", "q4"] else 9))
 print(f"# {label}: xpuinfer vs llama.cpp on the CPU, every kernel table\n")
 print(f"- CPU: {field('Model name')} ({field('CPU(s)')} CPUs); flags with amx/avx512: "
       f"{' '.join(f for f in field('Flags').split() if 'amx' in f or 'avx512' in f or 'vnni' in f) or '-'}")
-print(f"- xpuinfer: {field('xpuinfer commit')}; llama.cpp: {field('llama.cpp')}")
+print(f"- xpuinfer: {field('xpuinfer commit')}; llama.cpp: {field('llama.cpp')}, {llama_build}")
 load = next((l.strip() for l in meta.splitlines() if "load average" in l), "?")
 print(f"- date: {field('date')}; at the start: {load}")
 print(f"- command: `{field('command')}`")
@@ -79,6 +81,10 @@ for t in threads:
     for test, depth, q in tests:
         key = (t, test, depth, q)
         if key not in ll:
+            if any((i,) + key in xp for i in isas):
+                print(f"| {test} {q} | no result (llama-bench failed) | " + " | ".join(
+                    f"{med([v[0] for v in xp[(i,) + key].values()]):.1f}" if (i,) + key in xp else "-" for i in isas) + " | - | - |")
+                misses.append(f"{t} threads {test} {q}: no llama.cpp result")
             continue
         cells, rounds_txt = [], ""
         for isa in isas:

@@ -27,7 +27,7 @@ mkdir -p "$OUT"
 {
   echo "date: $(date -u +%FT%TZ)"
   echo "xpuinfer commit: ${XPI_COMMIT:-$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here/.." diff --quiet 2>/dev/null || echo ' (with uncommitted changes)')}"
-  echo "llama.cpp: $("$LB" --version 2>&1 | grep -m1 -i version || echo unknown)"
+  echo "llama.cpp: $LB"
   echo "command: ROUNDS=$ROUNDS THREADS=\"$THREADS\" TABLES=\"$TABLES\" QUANTS=\"$QUANTS\" PP=$PP TG=$TG DEPTH=$DEPTH KV=$KV bench/vs_llamacpp.sh $*"
   lscpu | grep -E 'Model name|^CPU\(s\)|Thread\(s\) per core|Flags' || true
   echo "nproc: $(nproc)"; uptime
@@ -39,14 +39,14 @@ for r in $(seq "$ROUNDS"); do
     for q in $QUANTS; do
       ours=${q%%:*}; theirs=${q##*:}
       echo "round $r threads $t $ours/$theirs $(date -u +%T)" >&2
-      "$LB" -m "$G/q06-$theirs.gguf" -t "$t" -p "$PP" -n "$TG" -r 1 -o jsonl 2>/dev/null | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
+      { "$LB" -m "$G/q06-$theirs.gguf" -t "$t" -p "$PP" -n "$TG" -r 1 -o jsonl 2>/dev/null || echo "llama-bench failed: $theirs, $t threads" >&2; } | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
       "$XPI" bench -m "$M" --quant "$ours" --kv-dtype "$KV" -t "$t" -p "$PP" -n "$TG" -r 1 --cpu-isa "$isas" --json | sed "s/^{/{\"round\": $r, /" >> "$OUT/xpuinfer.jsonl"
     done
     if [ "$DEPTH" != 0 ]; then
       for q in $DEPTH_QUANTS; do
         ours=${q%%:*}; theirs=${q##*:}
         echo "round $r threads $t depth $DEPTH $ours/$theirs $(date -u +%T)" >&2
-        "$LB" -m "$G/q06-$theirs.gguf" -t "$t" -p 0 -n "$TG" -d "$DEPTH" -r 1 -o jsonl 2>/dev/null | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
+        { "$LB" -m "$G/q06-$theirs.gguf" -t "$t" -p 0 -n "$TG" -d "$DEPTH" -r 1 -o jsonl 2>/dev/null || echo "llama-bench failed: $theirs, depth $DEPTH" >&2; } | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
         "$XPI" bench -m "$M" --quant "$ours" --kv-dtype "$KV" -t "$t" -p 0 -n "$TG" -d "$DEPTH" -r 1 --cpu-isa auto --json | sed "s/^{/{\"round\": $r, /" >> "$OUT/xpuinfer.jsonl"
       done
     fi
