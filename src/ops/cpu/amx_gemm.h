@@ -15,7 +15,7 @@
 #include "ops/cpu/amx_layout.h"
 #include "ops/cpu/quant.h"
 
-/* scratch: a ragged weight panel (32 rows x kp bf16) and the four result tiles (f32) */
+/* scratch: the weight panel in tile order (32 rows x kp bf16) and the four result tiles (f32) */
 static size_t amx_bf16_scratch_bytes(int64_t cols) {
   return (size_t)2 * XPI_AMX_TR * (size_t)xpi_amx_kp(cols) * 2 + 4 * 256 * sizeof(float);
 }
@@ -29,12 +29,7 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
   AMX_CONFIG(64, 16);
   for (int64_t r = r0; r < r1; r += 2 * XPI_AMX_TR) {
     const int nr = r1 - r < 2 * XPI_AMX_TR ? (int)(r1 - r) : 2 * XPI_AMX_TR;
-    const uint16_t *w = (const uint16_t *)W + r * cols;
-    int64_t ws = cols * 2; /* bytes from one weight row to the next */
-    if (nr < 2 * XPI_AMX_TR || kp != cols) { /* ragged: a zero-padded copy (never reads past the matrix) */
-      AMX_BF16_WEIGHTS(pad, W, r, nr, cols);
-      w = pad, ws = kp * 2;
-    }
+    AMX_BF16_WEIGHTS(pad, W, r, nr, cols); /* tile order, zero padded (amx_layout.h) */
     for (int32_t t = t0; t < t1; t += 2 * XPI_AMX_TT) {
       const uint16_t *b0 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
       const uint16_t *b1 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT + 1); /* past n: zero padding */
@@ -43,8 +38,8 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
       AMX_ZERO(2);
       AMX_ZERO(3);
       for (int64_t k = 0; k < kc; k++) {
-        AMX_LOAD(4, w + k * 32, ws);
-        AMX_LOAD(5, (const char *)(w + k * 32) + 16 * ws, ws);
+        AMX_LOAD(4, pad + k * 2 * XPI_AMX_TR * 32, 64);
+        AMX_LOAD(5, pad + (k * 2 * XPI_AMX_TR + 16) * 32, 64);
         for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
           AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
           AMX_LOAD(7, b1 + (s * kc + k) * 16 * 32, 64);

@@ -28,9 +28,14 @@ void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int
 }
 
 void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols) {
-  const int64_t kp = xpi_amx_kp(cols);
-  memset(pad, 0, (size_t)(2 * XPI_AMX_TR * kp) * sizeof(uint16_t));
-  for (int i = 0; i < nr; i++) memcpy(pad + i * kp, (const uint16_t *)W + (r + i) * cols, (size_t)cols * sizeof(uint16_t));
+  const int64_t kc = xpi_amx_kp(cols) / 32;
+  for (int64_t k = 0; k < kc; k++)
+    for (int i = 0; i < 2 * XPI_AMX_TR; i++) {
+      uint16_t *o = pad + (k * 2 * XPI_AMX_TR + i) * 32;
+      const int64_t m = i < nr ? (cols - k * 32 < 32 ? cols - k * 32 : 32) : 0;
+      if (m > 0) memcpy(o, (const uint16_t *)W + (r + i) * cols + k * 32, (size_t)m * sizeof(uint16_t));
+      memset(o + (m > 0 ? m : 0), 0, (size_t)(32 - (m > 0 ? m : 0)) * sizeof(uint16_t));
+    }
 }
 
 size_t xpi_amx_i8_pack_bytes(int32_t n, int64_t cols) {

@@ -10,7 +10,10 @@
  * bf16 activations, for token panel p (16 tokens), term s, column pair kk, token t, element e (0, 1):
  *   P[p][s][kk][t][e] = term s of x[16p + t][2kk + e] as bf16        (columns padded to kp = 32k, tokens to
  *                                                                     a multiple of 32, with zeros)
- * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. Terms: x = sum of the
+ * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. The weight panel of 32 rows is
+ * copied in tile order too (xpi_amx_bf16_weights): tile loads of 16 rows a matrix row apart (2 KiB for 1024
+ * columns, a stride at which all 16 lines fall in 2 of L1's 64 sets) ran at a fraction of the contiguous ones.
+ * Terms: x = sum of the
  * XPI_AMX_BF16_TERMS terms up to 2^-(8 * terms) |x|: h_0 = bf16(x), h_1 = bf16(x - h_0), ... (round to
  * nearest even; x - h_0 is exact in f32). Two terms keep 16 significant bits of x. One term (bf16 activations,
  * as llama.cpp's BF16 and torch's bf16 matmuls) moves a 0.6B model's logits by ~1e-2 against transformers' f32
@@ -50,7 +53,8 @@ static inline const uint16_t *xpi_amx_bf16_panel(const void *P, int64_t cols, in
 }
 /* Tokens [t0, t1) of X (t0 a multiple of 32), and the zero padding after n when t1 == n. */
 void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
-/* Rows [r, r+nr) of the bf16 weight matrix into pad[32][kp], zero padded (a ragged panel). */
+/* Rows [r, r+nr) of the bf16 weight matrix in tile order, pad[k][32 rows][32 columns] for each 32-column chunk k
+ * (an A tile is then 1 KiB contiguous), zero padded past nr rows and cols columns. */
 void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols);
 
 /* ---- int8 */
