@@ -54,7 +54,7 @@ static void make(mat *m, xpi_dtype dt, int64_t rows, int64_t cols) {
     if (xpi_quantize_rows(dt, m->w, m->d, v, XPI_DT_F32, rows, cols) != XPI_OK) abort();
   } else {
     const size_t es = dt == XPI_DT_F32 ? 4 : 2;
-    m->w = aligned_alloc(64, (size_t)(rows * cols) * es + 64);
+    m->w = aligned_alloc(64, ((size_t)(rows * cols) * es + 127) & ~(size_t)63);
     for (int64_t i = 0; i < rows * cols; i++) {
       if (dt == XPI_DT_F32) memcpy((char *)m->w + 4 * i, &v[i], 4);
       else {

@@ -70,7 +70,7 @@ size_t xpi_gemm_q_pack_bytes(int32_t n, int64_t cols) {
 void xpi_gemm_q_pack(xpi_dtype dt, void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
   const qacts A = acts_of(P, n, cols);
   const int32_t np = (n + QMR - 1) / QMR * QMR, te = t1 == n ? np : t1;
-  int8_t *xq = aligned_alloc(64, (size_t)A.kp * 2 + (size_t)A.nb * 2 * sizeof(float) + 64);
+  int8_t *xq = aligned_alloc(64, ((size_t)A.kp * 2 + (size_t)A.nb * 2 * sizeof(float) + 127) & ~(size_t)63);
   if (!xq) { /* cannot happen in practice (a few KiB); quantize in place, one block at a time */
     for (int32_t t = t0; t < te; t++) {
       const int64_t p = t / QMR, i = t % QMR;

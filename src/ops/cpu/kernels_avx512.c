@@ -215,7 +215,7 @@ void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t
  * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. */
 void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
   const int64_t nb = xpi_q_nblocks(cols), te = t1 == n ? xpi_amx_np(n) : t1;
-  int8_t *xq = aligned_alloc(64, (size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 64);
+  int8_t *xq = aligned_alloc(64, ((size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 127) & ~(size_t)63);
   if (!xq) { /* a few KiB; if even that fails, the reference packer needs nothing */
     xpi_amx_i8_pack_ref(P, X, n, cols, t0, t1);
     return;
