@@ -16,10 +16,9 @@
  * Terms: x = sum of the
  * XPI_AMX_BF16_TERMS terms up to 2^-(8 * terms) |x|: h_0 = bf16(x), h_1 = bf16(x - h_0), ... (round to
  * nearest even; x - h_0 is exact in f32). Two terms keep 16 significant bits of x. One term (bf16 activations,
- * as llama.cpp's BF16 and torch's bf16 matmuls) moves a 0.6B model's logits by ~1e-2 against transformers' f32
- * math on the same bf16 weights, beyond the goldens' 1e-3; two terms stay within it (bench note
- * 2026-12-01-cpu-xeon-tables.md), and cost 1.3-1.5x one term's time, not 2x, as the weight tiles are loaded once
- * for both.
+ * as llama.cpp's BF16 and torch's bf16 matmuls) moved the tiny goldens' logits by up to 1.48e-3 against
+ * transformers' f32 math on the same bf16 weights, beyond their 1e-3 tolerance; two terms by 6.5e-6, as f32 math
+ * (bench/2026-12-01-cpu-xeon-tables.md). The second term doubles the tile products, not the weight tile loads.
  *
  * int8 activations (quant.h's per-32-column blocks), for token panel p, block b, 4-column group g, token t:
  *   P[p][b][g][t][0..4) = xq[16p + t][32b + 4g .. 32b + 4g + 4)      (512 bytes per B tile)

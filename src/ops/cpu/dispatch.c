@@ -91,15 +91,21 @@ const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa) {
 }
 
 /* ------------------------------------------------------------------ the "auto" table */
-/* Preference per kernel, best first (scalar is the implicit last). Measured on an Emerald Rapids Xeon
- * (bench/2026-12-01-cpu-xeon-tables.md): int8 decode GEMV, one thread, weights in L3: AVX-512 1.14x, AVX-VNNI 1.12x
- * the AVX2 one (from memory all equal: bound by bandwidth); the prefill GEMMs: see that note. */
+/* Preference per kernel, best first (scalar is the implicit last), from bench/kernel_bench.c on one core of a
+ * 16-core Xeon with AMX (bench/2026-12-01-cpu-xeon-tables.md), GB/s for decode from memory, GMAC/s for prefill:
+ *   decode q4   avx512 13.2, avxvnni 12.6, avx2 12.5      decode q8   avx512 12.9, avxvnni 12.2, avx2 11.7
+ *   decode bf16 12.7 for every table (they all run the AVX2 four-stream GEMV)
+ *   prefill q4  amx 195, avxvnni 97, avx512 96, avx2 89    prefill q8  amx 185, avxvnni 64, avx512 63, avx2 47
+ *   prefill bf16 amx 164 (150 on another instance after the tile-order weights, against 100 before), avx2 38.5,
+ *                avx512 20.3: vdpbf16ps with two bf16 terms per activation is half the AVX2 f32 GEMM's speed
+ *                there, so it is not in the list (one term would be twice as fast but fails the goldens).
+ * (AVX-VNNI beats AVX-512 by 1-2% in prefill there, within noise; AVX-512's 512-bit GEMV is ahead in decode.) */
 #define PREF_END XPI_ISA_SCALAR
 static const xpi_cpu_isa k_pref_gemv_q[] = {XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemv_dense[] = {XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_q[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
-static const xpi_cpu_isa k_pref_gemm_bf16[] = {XPI_ISA_AMX, XPI_ISA_AVX2, PREF_END}; /* not avx512: see below */
-static const xpi_cpu_isa k_pref_gemm_dense[] = {XPI_ISA_AVX512, XPI_ISA_AVX2, PREF_END};
+static const xpi_cpu_isa k_pref_gemm_bf16[] = {XPI_ISA_AMX, XPI_ISA_AVX2, PREF_END};
+static const xpi_cpu_isa k_pref_gemm_dense[] = {XPI_ISA_AVX2, PREF_END};
 
 static const xpi_cpu_kernels *first_of(const xpi_cpu_isa *pref) {
   for (; *pref != PREF_END; pref++) {
