@@ -93,7 +93,7 @@ int main(void) {
     CHECK(xpi_pool_size(p) == n, "pool of %d reports %d threads", n, xpi_pool_size(p));
     /* back to back: workers are still spinning when the next job comes */
     CHECK(run_jobs(p, 20000, 0) == 0, "n=%d: a back-to-back job missed or repeated a worker", n);
-    CHECK(run_jobs_n(p, 4000, 0) == 0, "n=%d: a job on fewer workers ran on the wrong ones", n);
+    CHECK(run_jobs_n(p, 2000, 0) == 0, "n=%d: a job on fewer workers ran on the wrong ones", n);
     CHECK(run_jobs_n(p, 12, 5000) == 0, "n=%d: after a long gap, a job on fewer workers ran on the wrong ones", n);
     /* gaps of 3-5 ms: workers have gone to sleep (their spin is 2 ms) and must be woken */
     CHECK(run_jobs(p, 20, 5000) == 0, "n=%d: a job after a long gap missed or repeated a worker", n);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 
@@ -134,6 +135,9 @@ static void build_auto(void) {
     k.gemm[dt] = m->gemm[dt];
   }
   k_auto = k;
+  xpi_log(1, "cpu: auto kernels: bf16 decode %s, prefill %s; q8/q4 decode %s, prefill %s", k.gemv_isa[XPI_DT_BF16],
+          k.gemm[XPI_DT_BF16] ? k.gemm[XPI_DT_BF16]->name : "-", k.gemv_isa[XPI_DT_Q8],
+          k.gemm[XPI_DT_Q8] ? k.gemm[XPI_DT_Q8]->name : "-");
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_best(void) {
@@ -141,13 +145,21 @@ const xpi_cpu_kernels *xpi_cpu_kernels_best(void) {
   int want = -1;
   for (int i = 0; env && i < XPI_ISA_COUNT; i++)
     if (strcmp(env, k_names[i]) == 0) want = i;
+  if (env && *env && want < 0 && strcmp(env, "auto") != 0)
+    xpi_log(2, "XPI_CPU_ISA='%s' is not one of auto, scalar, avx2, avxvnni, avx512, amx; ignored", env);
   if (want < 0) {
     pthread_once(&k_auto_once, build_auto);
     return &k_auto;
   }
   for (int i = want; i >= 0; i--) {
     const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)i);
-    if (k) return k;
+    if (!k) continue;
+    if (i != want)
+      xpi_log(2, "cpu: %s kernels (XPI_CPU_ISA=%s, but this CPU or OS lacks it: AVX2 needs FMA + F16C, AVX-VNNI "
+                 "AVX2 + AVX-VNNI, AVX-512 F/BW/VL/DQ + BF16 + VNNI, AMX AVX-512 + AMX tile/bf16/int8 and the tile "
+                 "state granted by the OS)",
+              k_names[i], k_names[want]);
+    return k;
   }
   return xpi_cpu_kernels_scalar();
 }
