@@ -15,10 +15,14 @@
  * columns, a stride at which all 16 lines fall in 2 of L1's 64 sets) ran at a fraction of the contiguous ones.
  * Terms: x = sum of the
  * XPI_AMX_BF16_TERMS terms up to 2^-(8 * terms) |x|: h_0 = bf16(x), h_1 = bf16(x - h_0), ... (round to
- * nearest even; x - h_0 is exact in f32). Two terms keep 16 significant bits of x. One term (bf16 activations,
+ * nearest even; x - h_0 is exact in f32). Three terms hold x exactly (24 bits; 8 per term; only values below
+ * bf16's normal range, 2^-126, are lost), so each product w * h_s is exact and the GEMM is f32 math in another
+ * summation order. Two terms keep 16 significant bits. One term (bf16 activations,
  * as llama.cpp's BF16 and torch's bf16 matmuls) moved the tiny goldens' logits by up to 1.48e-3 against
- * transformers' f32 math on the same bf16 weights, beyond their 1e-3 tolerance; two terms by 6.5e-6, as f32 math
- * (bench/2026-12-01-cpu-xeon-tables.md). The second term doubles the tile products, not the weight tile loads.
+ * transformers' f32 math on the same bf16 weights, beyond their 1e-3 tolerance; two terms by 6.5e-6, but the
+ * trained tinyfortunes model's logits by 2.0e-4 between a chunked and a whole prompt (decode's GEMV is exact f32),
+ * where f32 GEMMs differ by 1.1-1.6e-5; three terms: 5.1e-6 and 1.1e-5, the f32 figures
+ * (bench/2026-12-01-cpu-xeon-tables.md). Each term is one more tile product with the same weight tiles.
  *
  * int8 activations (quant.h's per-32-column blocks), for token panel p, block b, 4-column group g, token t:
  *   P[p][b][g][t][0..4) = xq[16p + t][32b + 4g .. 32b + 4g + 4)      (512 bytes per B tile)
@@ -36,7 +40,7 @@
 
 #define XPI_AMX_TR 16         /* weight rows per A tile */
 #define XPI_AMX_TT 16         /* tokens per B tile */
-#define XPI_AMX_BF16_TERMS 2  /* bf16 terms per activation (see above) */
+#define XPI_AMX_BF16_TERMS 3  /* bf16 terms per activation (see above) */
 #define XPI_AMX_STR_(x) #x
 #define XPI_AMX_STR(x) XPI_AMX_STR_(x)
 #define XPI_AMX_TERMS_STR XPI_AMX_STR(XPI_AMX_BF16_TERMS)

@@ -97,9 +97,9 @@ const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa) {
  *   decode q4   avx512 13.2, avxvnni 12.6, avx2 12.5      decode q8   avx512 12.9, avxvnni 12.2, avx2 11.7
  *   decode bf16 12.7 for every table (they all run the AVX2 four-stream GEMV)
  *   prefill q4  amx 195, avxvnni 97, avx512 96, avx2 89    prefill q8  amx 185, avxvnni 64, avx512 63, avx2 47
- *   prefill bf16 amx 164 (150 on another instance after the tile-order weights, against 100 before), avx2 38.5,
- *                avx512 20.3: vdpbf16ps with two bf16 terms per activation is half the AVX2 f32 GEMM's speed
- *                there, so it is not in the list (one term would be twice as fast but fails the goldens).
+ *   prefill bf16 amx 104-108 (three bf16 terms per activation, amx_layout.h; 145-164 with two), avx2 35-38.5,
+ *                avx512 12.5-12.8 (vdpbf16ps, three terms; 20.3 with two): not in the list (one term would be
+ *                faster but fails the goldens).
  * (AVX-VNNI beats AVX-512 by 1-2% in prefill there, within noise; AVX-512's 512-bit GEMV is ahead in decode.) */
 #define PREF_END XPI_ISA_SCALAR
 static const xpi_cpu_isa k_pref_gemv_q[] = {XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};

@@ -5,9 +5,8 @@
  * for the product's once-per-matmul packing: they are the tests' oracle for those).
  *
  * bf16: tdpbf16ps multiplies bf16 pairs and accumulates in f32. The weight rows are the A tiles, read straight
- * from the weight matrix (16 rows x 32 columns, one 64-byte row each), so the weights need no packing; each
- * activation is XPI_AMX_BF16_TERMS bf16 terms (amx_layout.h says why two), each a B tile multiplied by the same
- * weight tiles.
+ * from a copy of each 32-row weight panel in tile order; each activation is XPI_AMX_BF16_TERMS bf16 terms
+ * (three: exact, amx_layout.h says why), each a B tile multiplied by the same weight tiles.
  *
  * q8/q4: tdpbssd multiplies int8 and sums exactly in int32, as the AVX2 and VNNI GEMMs (quant.h's semantics).
  * One tile product covers one 32-column block, whose scales differ per block, so after each block the int32

@@ -239,9 +239,10 @@ void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t
 /* ------------------------------------------------------------------ bf16 prefill GEMM with vdpbf16ps */
 /* vdpbf16ps multiplies pairs of bf16 and adds both products into f32 lanes: 32 multiply-adds an instruction, twice
  * an f32 FMA's. The activations are amx_layout.h's bf16 terms (panels of 16 tokens, column pairs, packed by
- * xpi_amx_bf16_pack above) for the same numerics as the AMX GEMM: two terms, 16 significant bits of each
- * activation (one term, bf16 activations, moves the goldens' logits beyond their tolerance; amx_layout.h). Each
- * term is one more vdpbf16ps per pair, so with two terms the multiply rate is an f32 FMA's.
+ * xpi_amx_bf16_pack above) for the same numerics as the AMX GEMM: XPI_AMX_BF16_TERMS terms, the activations
+ * exact (one term, bf16 activations, moves the goldens' logits beyond their tolerance; amx_layout.h). Each term
+ * is one more vdpbf16ps per pair: with two terms the multiply rate is an f32 FMA's, and it measured half the
+ * AVX2 f32 GEMM's speed on a Xeon; so this is the forced avx512 table's kernel only (dispatch.c).
  * Weights: per panel of 16 rows, P[kk][16][2] bf16 (a zmm per column pair, lane i = row i: vdpbf16ps's first
  * operand), made with 16 x 16 transposes of 32-bit pairs. Microkernel: 16 rows x 16 tokens, one accumulator per
  * token, a broadcast of the token's pair per term. */
