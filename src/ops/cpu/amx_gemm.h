@@ -15,6 +15,15 @@
 #include "ops/cpu/amx_layout.h"
 #include "ops/cpu/quant.h"
 
+/* The 2 x 2 blocks of 16 x 16 results (weight rows x tokens) into Y: block (i, j) at C + i * bo + j * bt, its
+ * rows ldc apart; the first nr rows and nt tokens are valid. */
+static void amx_store_2x2(float *Y, int64_t ldy, const float *C, int ldc, int bo, int bt, int nr, int nt) {
+  for (int q = 0; q < 4; q++) {
+    const int i = q >> 1, j = q & 1, vr = nr - 16 * i < 16 ? nr - 16 * i : 16, vt = nt - 16 * j < 16 ? nt - 16 * j : 16;
+    if (vr > 0 && vt > 0) AMX_STORE_BLOCK(Y + (int64_t)(16 * j) * ldy + 16 * i, ldy, C + i * bo + j * bt, ldc, vr, vt);
+  }
+}
+
 /* scratch: the weight panel in tile order (32 rows x kp bf16) and the four result tiles (f32) */
 static size_t amx_bf16_scratch_bytes(int64_t cols) {
   return (size_t)2 * XPI_AMX_TR * (size_t)xpi_amx_kp(cols) * 2 + 4 * 256 * sizeof(float);
@@ -53,11 +62,7 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
       AMX_STORE(1, C + 256, 64);
       AMX_STORE(2, C + 512, 64);
       AMX_STORE(3, C + 768, 64);
-      for (int q = 0; q < 4; q++) { /* tile q: rows 16 (q / 2), tokens 16 (q % 2) */
-        const int rr = (q >> 1) * 16, tt = (q & 1) * 16;
-        const int vr = nr - rr < 16 ? nr - rr : 16, vt = t1 - (t + tt) < 16 ? t1 - (t + tt) : 16;
-        if (vr > 0 && vt > 0) AMX_STORE_BLOCK(Y + (int64_t)(t + tt) * ldy + r + rr, ldy, C + q * 256, 16, vr, vt);
-      }
+      amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, C, 16, 512, 256, nr, t1 - t); /* tile q at C + 256 q */
     }
   }
   AMX_RELEASE();
@@ -101,28 +106,24 @@ static void amx_i8_run(xpi_dtype dt, float *Y, int64_t ldy, const void *P, int32
         AMX_LOAD(6, b0 + b * 512, 64);
         AMX_LOAD(7, b1 + b * 512, 64);
         AMX_ZERO(0);
-      AMX_ZERO(1);
-      AMX_ZERO(2);
-      AMX_ZERO(3);
+        AMX_ZERO(1);
+        AMX_ZERO(2);
+        AMX_ZERO(3);
         AMX_DPBSSD(0, 4, 6);
         AMX_DPBSSD(1, 4, 7);
         AMX_DPBSSD(2, 5, 6);
         AMX_DPBSSD(3, 5, 7);
         AMX_STORE(0, C, 64);
-      AMX_STORE(1, C + 256, 64);
-      AMX_STORE(2, C + 512, 64);
-      AMX_STORE(3, C + 768, 64);
+        AMX_STORE(1, C + 256, 64);
+        AMX_STORE(2, C + 512, 64);
+        AMX_STORE(3, C + 768, 64);
         const float *db = D + b * 2 * XPI_AMX_TR;
         AMX_SCALE(S, C, db, dx0 + b * 16);
         AMX_SCALE(S + 16, C + 256, db, dx1 + b * 16);
         AMX_SCALE(S + 16 * 32, C + 512, db + 16, dx0 + b * 16);
         AMX_SCALE(S + 16 * 32 + 16, C + 768, db + 16, dx1 + b * 16);
       }
-      const int vt = t1 - t < 2 * XPI_AMX_TT ? t1 - t : 2 * XPI_AMX_TT;
-      for (int q = 0; q < 4; q++) {
-        const int rr = (q >> 1) * 16, tt = (q & 1) * 16, qr = nr - rr < 16 ? nr - rr : 16, qt = vt - tt < 16 ? vt - tt : 16;
-        if (qr > 0 && qt > 0) AMX_STORE_BLOCK(Y + (int64_t)(t + tt) * ldy + r + rr, ldy, S + rr * 32 + tt, 32, qr, qt);
-      }
+      amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, S, 32, 16 * 32, 16, nr, t1 - t);
     }
   }
   AMX_RELEASE();

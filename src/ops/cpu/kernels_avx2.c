@@ -463,14 +463,7 @@ static void gemv_bf16_t(float *Y, int64_t ldy, const float *X, int32_t n, const 
   (void)aux;
   gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
 }
-static void gemv_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  q256_gemv(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void gemv_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  q256_gemv(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
+Q256_GEMV(gemv, q256_prep, q256_row)
 
 /* ------------------------------------------------------------------ vector kernels */
 static float dot_avx2(const float *a, const float *b, int64_t n) {

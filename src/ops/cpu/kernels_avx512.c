@@ -25,8 +25,6 @@
 #include "ops/cpu/amx_layout.h"
 #include "ops/cpu/simd_avx512.h"
 
-#define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
-#define NT 4    /* decode: tokens per pass over the rows */
 
 /* ------------------------------------------------------------------ q8/q4 decode GEMV, 512-bit */
 /* Activations of a q4 dot in quad order: for blocks 4p..4p+3 the 128 bytes are [elements 0-15 of each of the
@@ -126,57 +124,22 @@ static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa
   return r;
 }
 
-static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                   int64_t r0, int64_t r1, int64_t cols) {
-  _Alignas(64) int8_t xq[NT][CC];
-  _Alignas(64) uint8_t xa[NT][CC]; /* q8: |xq|; q4: xq in quad order */
-  uint64_t xn[NT][CC / 64];        /* q8: sign bits of xq */
-  float dx[NT][CC / XPI_QK], sx[NT][CC / XPI_QK];
-  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
-  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  const uint8_t *qs = W;
-  const uint16_t *d = aux;
-  for (int32_t t0 = 0; t0 < n; t0 += NT) {
-    const int32_t nt = n - t0 < NT ? n - t0 : NT;
-    for (int64_t c0 = 0; c0 < cols; c0 += CC) {
-      const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
-      const int64_t ahead = (4096 + nbc * bs - 1) / (nbc * bs);
-      for (int32_t t = 0; t < nt; t++) {
-        xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
-        if (dt == XPI_DT_Q4) q4_quad_order((int8_t *)xa[t], xq[t], nbc);
-        else
-          for (int64_t o = 0; o < nbc * XPI_QK; o += 64) /* nbc * 32 bytes: the last group may be 32 */
-            xn[t][o / 64] = o + 64 <= nbc * XPI_QK
-                                ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_load_si512((const void *)(xq[t] + o))))
-                                : (uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(_mm256_load_si256((const __m256i *)(xq[t] + o))));
-      }
-      for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *q = qs + r * rb + cb * bs;
-        const uint16_t *dr = d + r * nb + cb;
-        if (r + ahead < r1) { /* the row ~4 KiB ahead, as the AVX2 GEMV */
-          const char *qn = (const char *)(q + ahead * rb);
-          for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
-          _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
-        }
-        for (int32_t t = 0; t < nt; t++) {
-          const float v = dt == XPI_DT_Q8 ? q8_row((const int8_t *)q, dr, xa[t], xn[t], dx[t], nbc)
-                                          : q4_row(q, dr, (const int8_t *)xa[t], dx[t], sx[t], nbc);
-          float *y = Y + (int64_t)(t0 + t) * ldy + r;
-          *y = c0 == 0 ? v : *y + v;
-        }
-      }
-    }
+/* q4 activations in quad order; q8's sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32) */
+static inline void prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
+  if (dt == XPI_DT_Q4) {
+    q4_quad_order((int8_t *)A->xa[t], A->xq[t], nbc);
+    return;
   }
+  for (int64_t o = 0; o < nbc * XPI_QK; o += 64)
+    A->xn[t][o / 64] = o + 64 <= nbc * XPI_QK
+                           ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_load_si512((const void *)(A->xq[t] + o))))
+                           : (uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(_mm256_load_si256((const __m256i *)(A->xq[t] + o))));
 }
-
-static void gemv_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  gemv_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
+static inline float row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t, int64_t nbc) {
+  return dt == XPI_DT_Q8 ? q8_row((const int8_t *)q, d, A->xa[t], A->xn[t], A->dx[t], nbc)
+                         : q4_row(q, d, (const int8_t *)A->xa[t], A->dx[t], A->sx[t], nbc);
 }
-static void gemv_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  gemv_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
+Q256_GEMV(gemv, prep, row)
 
 /* ------------------------------------------------------------------ bf16-term and int8 packers (amx_layout.h) */
 
@@ -303,13 +266,8 @@ static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
 /* Built once from the AVX2 table (a constant initializer cannot copy another table's pointers). Only called
  * on CPUs with AVX-512 (the copy may use ZMM registers). */
 static void build_table(void) {
-  xpi_cpu_kernels k = *xpi_cpu_kernels_avx2();
-  k.isa = "avx512";
-  k.gemv[XPI_DT_Q8] = gemv_q8, k.gemv[XPI_DT_Q4] = gemv_q4;
-  k.gemv_isa[XPI_DT_Q8] = k.gemv_isa[XPI_DT_Q4] = "avx512";
-  k.gemm[XPI_DT_Q8] = &gemm_vnni_q8, k.gemm[XPI_DT_Q4] = &gemm_vnni_q4;
-  k.gemm[XPI_DT_BF16] = &gemm_bf16;
-  k_avx512 = k;
+  k_avx512 = q256_table(xpi_cpu_kernels_avx2(), "avx512", gemv_q8, gemv_q4, &gemm_vnni_q8, &gemm_vnni_q4);
+  k_avx512.gemm[XPI_DT_BF16] = &gemm_bf16;
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_avx512(void) {

@@ -7,26 +7,14 @@
 #define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_avx_epi32(acc, u8, s8)
 #include "ops/cpu/q256.h"
 
-static void gemv_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  q256_gemv(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void gemv_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                    int64_t r1, int64_t cols) {
-  q256_gemv(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
+Q256_GEMV(gemv, q256_prep, q256_row)
 XPI_GQ_GEMM(gemm_vnni, "avxvnni-int8", q256_ukr_q8, q256_ukr_q4)
 
 static xpi_cpu_kernels k_avxvnni;
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;
 
 static void build_table(void) {
-  xpi_cpu_kernels k = *xpi_cpu_kernels_avx2();
-  k.isa = "avxvnni";
-  k.gemv[XPI_DT_Q8] = gemv_q8, k.gemv[XPI_DT_Q4] = gemv_q4;
-  k.gemv_isa[XPI_DT_Q8] = k.gemv_isa[XPI_DT_Q4] = "avxvnni";
-  k.gemm[XPI_DT_Q8] = &gemm_vnni_q8, k.gemm[XPI_DT_Q4] = &gemm_vnni_q4;
-  k_avxvnni = k;
+  k_avxvnni = q256_table(xpi_cpu_kernels_avx2(), "avxvnni", gemv_q8, gemv_q4, &gemm_vnni_q8, &gemm_vnni_q4);
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_avxvnni(void) {

@@ -3,7 +3,8 @@
  *  - AVX-VNNI (kernels_avxvnni.c, VEX) and AVX-512 VNNI (kernels_avx512.c, EVEX on ymm): one vpdpbusd.
  * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2, then includes this once.
  * It gets:
- *   q256_gemv()         the decode GEMV (cpu_kernels.h's xpi_cpu_mm_fn contract with the dtype first, any n),
+ *   Q256_GEMV(NAME, q256_prep, q256_row)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
+ *                       driver that kernels_avx512.c's 512-bit rows share,
  *   q256_ukr_q8/_q4     with VNNI only: the int8 prefill GEMM's microkernels (gemm_q.h's contract).
  * Include only from files compiled with AVX2 (and the VNNI flavour's flags). */
 #include <immintrin.h>
@@ -65,7 +66,7 @@ static inline float q256_q8_row(const int8_t *q, const uint16_t *d, const int8_t
 /* Activations of a q4 dot in pair order: for blocks 2p, 2p+1 the 64 bytes are [2p: 0-15 | 2p+1: 0-15 |
  * 2p: 16-31 | 2p+1: 16-31], matching one 32-byte load of two q4 blocks split into low and high nibbles. A last
  * odd block keeps block order. */
-static __attribute__((unused)) void q256_pair_order(int8_t *xp, const int8_t *xq, int64_t nb) {
+static inline void q256_pair_order(int8_t *xp, const int8_t *xq, int64_t nb) {
   int64_t p = 0;
   for (; p + 1 < nb; p += 2) {
     memcpy(xp + p * 32, xq + p * 32, 16);
@@ -129,13 +130,25 @@ static inline float q256_q4_row(const uint8_t *q, const uint16_t *d, const int8_
   return r;
 }
 
-/* Y[t*ldy + r] for rows [r0, r1), any n (Q256_NT tokens per pass over the rows, each row read once per pass
- * and used for all its tokens while it sits in L1). */
-static __attribute__((unused)) void q256_gemv(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                      const void *aux, int64_t r0, int64_t r1, int64_t cols) {
-  int8_t xq[Q256_NT][Q256_CC];
-  uint8_t xa[Q256_NT][Q256_CC]; /* q8: |xq|; q4: xq in pair order */
+/* The decode GEMV's driver, shared with kernels_avx512.c's 512-bit rows: per Q256_NT tokens and Q256_CC columns,
+ * the tokens are quantized (xq, |xq| in xa, dx, sx), PREP lays them out for the row kernel, and ROW computes one
+ * row's dot for one token. Each row is read once per pass and used for all its tokens while it sits in L1. PREP
+ * and ROW are constants at every call site, so this always-inlined driver calls them directly. */
+typedef struct {
+  _Alignas(64) int8_t xq[Q256_NT][Q256_CC];
+  _Alignas(64) uint8_t xa[Q256_NT][Q256_CC]; /* q8: |xq|; q4: xq in the row kernel's order */
+  uint64_t xn[Q256_NT][Q256_CC / 64];        /* q8 (512-bit rows): the sign bits of xq */
   float dx[Q256_NT][Q256_CC / XPI_QK], sx[Q256_NT][Q256_CC / XPI_QK];
+} q256_acts;
+typedef void (*q256_prep_fn)(xpi_dtype dt, q256_acts *A, int t, int64_t nbc);
+typedef float (*q256_row_fn)(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t,
+                             int64_t nbc);
+
+static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn prep, q256_row_fn row, xpi_dtype dt,
+                                                                   float *Y, int64_t ldy, const float *X, int32_t n,
+                                                                   const void *W, const void *aux, int64_t r0,
+                                                                   int64_t r1, int64_t cols) {
+  q256_acts A;
   const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
   const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
   const uint8_t *qs = W;
@@ -147,8 +160,8 @@ static __attribute__((unused)) void q256_gemv(xpi_dtype dt, float *Y, int64_t ld
       const int64_t cw = cols - c0 < Q256_CC ? cols - c0 : Q256_CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
       const int64_t ahead = (4096 + nbc * bs - 1) / (nbc * bs);
       for (int32_t t = 0; t < nt; t++) {
-        xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
-        if (dt == XPI_DT_Q4) q256_pair_order((int8_t *)xa[t], xq[t], nbc);
+        xpi_quant_act_avx2(A.xq[t], A.xa[t], A.dx[t], A.sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
+        prep(dt, &A, t, nbc);
       }
       for (int64_t r = r0; r < r1; r++) {
         const uint8_t *q = qs + r * rb + cb * bs;
@@ -160,14 +173,45 @@ static __attribute__((unused)) void q256_gemv(xpi_dtype dt, float *Y, int64_t ld
           _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
         }
         for (int32_t t = 0; t < nt; t++) {
-          const float v = dt == XPI_DT_Q8 ? q256_q8_row((const int8_t *)q, dr, xq[t], xa[t], dx[t], nbc)
-                                          : q256_q4_row(q, dr, (const int8_t *)xa[t], dx[t], sx[t], nbc);
+          const float v = row(dt, q, dr, &A, t, nbc);
           float *y = Y + (int64_t)(t0 + t) * ldy + r;
           *y = c0 == 0 ? v : *y + v;
         }
       }
     }
   }
+}
+
+/* Defines the xpi_cpu_mm_fn pair NAME##_q8 / NAME##_q4 over the driver with PREP and ROW. */
+#define Q256_GEMV(NAME, PREP, ROW)                                                                               \
+  static void NAME##_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,          \
+                        int64_t r0, int64_t r1, int64_t cols) {                                                   \
+    q256_gemv_driver(PREP, ROW, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);                                    \
+  }                                                                                                               \
+  static void NAME##_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,          \
+                        int64_t r0, int64_t r1, int64_t cols) {                                                   \
+    q256_gemv_driver(PREP, ROW, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);                                    \
+  }
+
+/* The 256-bit rows: q4 activations in pair order, q8 as quantized. */
+static inline void q256_prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
+  if (dt == XPI_DT_Q4) q256_pair_order((int8_t *)A->xa[t], A->xq[t], nbc);
+}
+static inline float q256_row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t,
+                             int64_t nbc) {
+  return dt == XPI_DT_Q8 ? q256_q8_row((const int8_t *)q, d, A->xq[t], A->xa[t], A->dx[t], nbc)
+                         : q256_q4_row(q, d, (const int8_t *)A->xa[t], A->dx[t], A->sx[t], nbc);
+}
+
+/* Builds a table from base with the q8/q4 kernels replaced (the AVX-VNNI and AVX-512 tables). */
+static inline xpi_cpu_kernels q256_table(const xpi_cpu_kernels *base, const char *isa, xpi_cpu_mm_fn gemv8,
+                                         xpi_cpu_mm_fn gemv4, const xpi_cpu_gemm *gemm8, const xpi_cpu_gemm *gemm4) {
+  xpi_cpu_kernels k = *base;
+  k.isa = isa;
+  k.gemv[XPI_DT_Q8] = gemv8, k.gemv[XPI_DT_Q4] = gemv4;
+  k.gemv_isa[XPI_DT_Q8] = k.gemv_isa[XPI_DT_Q4] = isa;
+  k.gemm[XPI_DT_Q8] = gemm8, k.gemm[XPI_DT_Q4] = gemm4;
+  return k;
 }
 
 /* ------------------------------------------------------------------ int8 GEMM microkernels (VNNI) */
