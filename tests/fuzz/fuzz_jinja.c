@@ -1,8 +1,11 @@
 /* The Jinja engine (src/jinja) on arbitrary bytes: the input is a template, and after a NUL byte the JSON object of
  * its variables (default: a small chat conversation). Parse, then render under small limits. Properties: no
  * crash, hang, leak or undefined behaviour on any input; every failure carries a message; a render's output is
- * valid UTF-8 and within the output limit. Built by libFuzzer (tests/fuzz), and replayed over the seed corpus
- * by tests/jinja/test_fuzz_jinja_corpus (FUZZ_REPLAY_MAIN) in every build. */
+ * valid UTF-8 and within the output limit. Replayed over the seed corpus (corpus/jinja) in every build
+ * (jinja/fuzz_jinja_corpus, FUZZ_REPLAY_MAIN). To fuzz it by hand:
+ *   clang-15 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude -Isrc src/jinja/jj_*.c \
+ *     src/core/status.c tests/fuzz/fuzz_jinja.c -lutf8proc -lm -o fuzz_jinja
+ *   ./fuzz_jinja -dict=tests/fuzz/jinja.dict -max_len=16384 -max_total_time=600 CORPUS_COPY/ */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
