@@ -148,7 +148,7 @@ fail:
 static void common_opts(CURL *h, const char *url, resp_headers *hdr, char *errbuf) {
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "libxpuinfer/" "0.1.0");
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "libxpuinfer/" XPI_VERSION_STRING);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, hdr);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);

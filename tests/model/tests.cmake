@@ -3,7 +3,7 @@ set_tests_properties(model/test_goldens_big PROPERTIES FIXTURES_REQUIRED random_
 set_tests_properties(model/test_device_map PROPERTIES FIXTURES_REQUIRED random_models)
 # examples/simple.c runs on the bundled model; its output must contain the golden greedy continuation.
 add_test(NAME model/example_simple
-  COMMAND example_simple ${CMAKE_SOURCE_DIR}/examples/models/tinyfortunes "A computer" 16)
+  COMMAND example_simple ${PROJECT_SOURCE_DIR}/examples/models/tinyfortunes "A computer" 16)
 set_tests_properties(model/example_simple PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.")
 if(TARGET ze_zesim)

@@ -35,8 +35,8 @@ foreach(t ${XPI_XPU_INTEL_TESTS})
       "ZESIM_OPENCL_ENGINE=intel"
       "OCL_ICD_FILENAMES=${XPI_INTEL_OPENCL_LIBDIR}/libintelocl.so"
       "LD_LIBRARY_PATH=${XPI_INTEL_OPENCL_LIBDIR}"
-      "ZESIM_CACHE_DIR=${CMAKE_BINARY_DIR}/zesim-cache"
-      "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
+      "ZESIM_CACHE_DIR=${PROJECT_BINARY_DIR}/zesim-cache"
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
   endif()
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};${env}" LABELS xpu_intel TIMEOUT 900
                        SKIP_RETURN_CODE 77)
@@ -55,5 +55,5 @@ endif()
 # suppressions, set once that test exists.
 if(XPI_INTEL_OPENCL_LIBDIR AND TARGET test_zesim)
   cmake_language(DEFER CALL set_property TEST zesim/test_zesim_intel APPEND PROPERTY ENVIRONMENT
-                 "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
+                 "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
 endif()
