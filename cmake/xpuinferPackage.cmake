@@ -6,10 +6,11 @@
 #   xpuinfer         the CLI
 set(CPACK_PACKAGE_NAME xpuinfer)
 set(CPACK_PACKAGE_VENDOR "libxpuinfer")
-set(CPACK_PACKAGE_CONTACT "libxpuinfer maintainers <libxpuinfer@users.noreply.github.com>")
+# Who builds the packages signs them: -DXPUINFER_PACKAGE_CONTACT="Name <email>" (the default is a placeholder).
+set(XPUINFER_PACKAGE_CONTACT "libxpuinfer developers <libxpuinfer@invalid>" CACHE STRING "Maintainer of the .deb packages")
+set(CPACK_PACKAGE_CONTACT "${XPUINFER_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
-set(CPACK_PACKAGE_HOMEPAGE_URL "${PROJECT_HOMEPAGE_URL}")
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES OFF) # keep symbols: dh-style -dbgsym packages are out of scope
