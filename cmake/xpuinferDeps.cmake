@@ -6,7 +6,7 @@
 # name static libraries that Debian's libcurl4-openssl-dev does not bring, and libcurl is linked shared anyway.
 set(XPI_PKG_DEPS
   "CJSON:libcjson:libcjson-dev:libcjson1:requires"
-  "CURL:libcurl:libcurl4-openssl-dev:libcurl4:-lcurl"
+  "CURL:libcurl:libcurl4-openssl-dev | libcurl-dev:libcurl4:-lcurl"
   "CRYPTO:libcrypto:libssl-dev:libssl3:requires" # SHA-256 of downloaded weights (libcurl exposes none)
   "PCRE2:libpcre2-8:libpcre2-dev:libpcre2-8-0:requires"
   "UTF8PROC:libutf8proc:libutf8proc-dev:libutf8proc2:requires")

@@ -44,11 +44,15 @@ install)
   done
   [ "$(readlink "$prefix/lib/libxpuinfer.so")" = libxpuinfer.so.0 ] || fail "libxpuinfer.so does not link to the SONAME"
   readelf -d "$prefix/lib/libxpuinfer.so.$XPI_VERSION" | grep -q 'SONAME.*\[libxpuinfer.so.0\]' || fail "SONAME is not libxpuinfer.so.0"
-  # Relocatable: the prefix moved elsewhere still works (the .pc and CMake files find it from where they are).
-  mv "$prefix" "$work/moved" && mv "$work/moved" "$prefix"
-  clean_run "$prefix/bin/xpuinfer" generate -m "$model" -p "A computer" -n 16 --device cpu >"$work/cli.out" 2>"$work/cli.err" ||
-    { cat "$work/cli.err" >&2; fail "the installed CLI failed"; }
+  # Relocatable: moved elsewhere, the CLI finds its library ($ORIGIN) and the .pc file its prefix (${pcfiledir}).
+  moved=$work/moved-prefix
+  mv "$prefix" "$moved"
+  clean_run "$moved/bin/xpuinfer" generate -m "$model" -p "A computer" -n 16 --device cpu >"$work/cli.out" 2>"$work/cli.err" ||
+    { cat "$work/cli.err" >&2; fail "the installed CLI failed (moved prefix)"; }
   expect_golden "$work/cli.out"
+  inc=$(PKG_CONFIG_PATH=$moved/lib/pkgconfig pkg-config --variable=includedir xpuinfer)
+  [ -f "$inc/xpuinfer.h" ] || fail "xpuinfer.pc of a moved prefix points at $inc"
+  mv "$moved" "$prefix"
   ;;
 symbols)
   # Global defined symbols (nm: T/D/B/R/... upper case, not U/w/V/v weak undefined): only the xpi_ API.
