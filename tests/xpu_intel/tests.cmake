@@ -1,6 +1,6 @@
-# The XPU tests a second time, on zesim over Intel's CPU OpenCL runtime (intel-opencl-rt from PyPI; scripts/setup.sh
-# installs it into .venv-iocl and the top-level CMakeLists.txt sets XPI_INTEL_OPENCL_LIBDIR when it finds it).
-# zesim reports sub-group sizes 8/16/32 on every device, so the backend always tries the Intel-tuned tier; PoCL
+# The XPU tests a second time, on zesim over Intel's CPU OpenCL runtime (intel-opencl-rt from PyPI; scripts/setup.sh --test
+# installs it into .venv-iocl and tests/CMakeLists.txt sets XPI_INTEL_OPENCL_LIBDIR when it finds it).
+# zesim reports sub-group sizes 8/16/32 by default, so the backend always tries the Intel-tuned tier; PoCL
 # cannot build it (no cl_intel_subgroups) and the xpu/ tests run the portable tier, while this engine builds and
 # runs it. test_xpu_intel_tier fails unless the tuned tier was really selected (xpi_xpu_tier + its kernels), and
 # the op test fails if it prints "kernel tier: portable". Without the runtime every test here is skipped (77)
@@ -21,7 +21,7 @@ set(iocl_skip "")
 if(NOT TARGET ze_zesim)
   set(iocl_skip "the software Level Zero device (tools/zesim, target ze_zesim) is not in this tree")
 elseif(NOT XPI_INTEL_OPENCL_LIBDIR OR NOT EXISTS "${XPI_INTEL_OPENCL_LIBDIR}/libintelocl.so")
-  set(iocl_skip "Intel's CPU OpenCL runtime was not found (XPI_INTEL_OPENCL_LIBDIR='${XPI_INTEL_OPENCL_LIBDIR}'): run scripts/setup.sh (pip-installs intel-opencl-rt into .venv-iocl) and re-run cmake, or configure with -DXPI_INTEL_OPENCL_LIBDIR=<venv>/lib")
+  set(iocl_skip "Intel's CPU OpenCL runtime was not found (XPI_INTEL_OPENCL_LIBDIR='${XPI_INTEL_OPENCL_LIBDIR}'): run scripts/setup.sh --test (pip-installs intel-opencl-rt into .venv-iocl) and re-run cmake, or configure with -DXPI_INTEL_OPENCL_LIBDIR=<venv>/lib")
   message(STATUS "xpu_intel tests will be skipped: ${iocl_skip}")
 endif()
 
