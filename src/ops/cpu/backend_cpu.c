@@ -378,10 +378,12 @@ static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int3
   (void)be;
   for (int32_t r = 0; r < rows; r++) {
     const float *p = x + (size_t)r * cols;
-    int32_t best = 0;
-    for (int32_t c = 1; c < cols; c++)
+    int32_t best = 0, finite = 1;
+    for (int32_t c = 0; c < cols; c++) {
+      finite &= p[c] - p[c] == 0.0f; /* false for NaN and +-Inf */
       if (p[c] > p[best]) best = c;
-    out[r] = best;
+    }
+    out[r] = finite ? best : -1;
   }
   return XPI_OK;
 }
