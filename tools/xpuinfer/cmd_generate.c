@@ -11,7 +11,7 @@
 #define CMD "generate"
 
 static void help(void) {
-  printf("usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE) [options]\n"
+  printf("usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE | --messages FILE) [options]\n"
          "\n"
          "Generates a continuation of each prompt and streams it to stdout, one line per prompt. The text stops\n"
          "before an end-of-sequence token or a --stop string (neither is printed).\n"
@@ -19,7 +19,10 @@ static void help(void) {
          "  -p, --prompt TEXT        the prompt; - reads it from stdin (all of it, trailing newlines removed)\n"
          "  -f, --file FILE          one prompt per line (empty lines skipped); - reads the lines from stdin\n"
          "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
-         "      --chat               wrap the prompt as a user message with the chat template\n"
+         "      --chat               wrap the prompt as a user message with the model's chat template\n"
+         "      --messages FILE      a whole conversation (implies --chat; - reads stdin): a JSON array of\n"
+         "                           messages, or {\"messages\": [...], \"tools\": [...], ...} whose other keys are\n"
+         "                           template variables\n"
          "      --json               one JSON object per prompt: prompt, text, prompt_ids, ids,\n"
          "                           finish_reason (length, stop or cancelled)\n"
          "      --logprobs N         with --json: the N best log-probabilities of each generated token\n" CLI_GEN_HELP
@@ -59,7 +62,8 @@ static int on_token(const xpi_token_event *ev, void *user) {
 
 typedef struct opts {
   cli_gen g;
-  const char *prompt, *file;
+  const char *prompt, *file, *messages_file;
+  char *messages; /* --messages: the conversation (JSON) */
   int no_special, chat, json;
   long long logprobs;
 } opts;
@@ -69,11 +73,11 @@ static int prepare(const xpi_tokenizer *tok, const opts *o, const char *prompt, 
   if (!o->chat) return cli_tokenize(CMD, tok, prompt, strlen(prompt), !o->no_special, ids, n);
   xpi_chat_message msgs[2];
   size_t nm = 0;
-  if (o->g.system) msgs[nm++] = (xpi_chat_message){"system", o->g.system};
-  msgs[nm++] = (xpi_chat_message){"user", prompt};
+  if (o->g.system) msgs[nm++] = (xpi_chat_message){.role = "system", .content = o->g.system};
+  msgs[nm++] = (xpi_chat_message){.role = "user", .content = prompt};
   char *text;
   size_t len;
-  if (cli_render_chat(CMD, tok, msgs, nm, !o->g.no_think, &text, &len)) return 1;
+  if (cli_render_chat(CMD, tok, o->messages ? NULL : msgs, nm, o->messages, &o->g, &text, &len)) return 1;
   int rc = cli_tokenize(CMD, tok, text, len, 0, ids, n); /* a rendered template has its special tokens */
   free(text);
   return rc;
@@ -182,12 +186,13 @@ int cmd_generate(int argc, char **argv) {
   opts o;
   memset(&o, 0, sizeof o);
   cli_gen_init(&o.g);
-  cli_opt t[CLI_GEN_MAX_OPTS + 8];
+  cli_opt t[CLI_GEN_MAX_OPTS + 9];
   size_t n = cli_gen_table(&o.g, t);
   t[n++] = (cli_opt){"-p", "--prompt", CLI_STR, &o.prompt, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){"-f", "--file", CLI_STR, &o.file, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--no-special", CLI_FLAG, &o.no_special, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--chat", CLI_FLAG, &o.chat, 0, 0, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--messages", CLI_STR, &o.messages_file, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--json", CLI_FLAG, &o.json, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--logprobs", CLI_INT, &o.logprobs, 1, 1000, 0, 0, 0, NULL};
   int rc = cli_parse(CMD, argc, argv, t, n, NULL, 0, NULL);
@@ -197,9 +202,15 @@ int cmd_generate(int argc, char **argv) {
   }
   if (rc) return rc;
   if (!o.g.model) return cli_usage_error(CMD, "-m MODEL is required");
-  if (!o.prompt == !o.file) return cli_usage_error(CMD, "give exactly one of -p TEXT and -f FILE");
+  if (o.messages_file) o.chat = 1;
+  if (o.messages_file ? o.prompt || o.file || o.g.system : !o.prompt == !o.file)
+    return cli_usage_error(CMD, o.messages_file ? "--messages gives the whole conversation: no -p, -f or --system"
+                                                : "give exactly one of -p TEXT, -f FILE and --messages FILE");
   if (o.logprobs && !o.json) return cli_usage_error(CMD, "--logprobs needs --json");
   if (o.g.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
+  if (!o.chat && cli_chat_given(&o.g.chat))
+    return cli_usage_error(CMD, "--chat-template, --template-name, --tools, --var and --now need --chat (or --messages)");
+  if (o.messages_file && !(o.messages = cli_read_file(CMD, "--messages", o.messages_file, NULL))) return 1;
 
   char *stdin_prompt = NULL;
   FILE *prompts = NULL;
@@ -217,11 +228,14 @@ int cmd_generate(int argc, char **argv) {
     xpi_gen_options go;
     cli_gen_options(&o.g, m, &go);
     go.logprobs = (int32_t)o.logprobs;
-    rc = o.prompt ? run_prompt(m, r, &o, &go, o.prompt) : run_file(m, r, &o, &go, prompts);
+    rc = o.prompt || o.messages ? run_prompt(m, r, &o, &go, o.prompt ? o.prompt : o.messages)
+                                : run_file(m, r, &o, &go, prompts);
   }
   if (prompts && prompts != stdin) fclose(prompts);
   free(stdin_prompt);
   xpi_request_free(r);
   xpi_model_free(m);
+  free(o.messages);
+  cli_gen_free(&o.g);
   return rc;
 }
