@@ -237,7 +237,7 @@ typedef struct xpi_model_info {
   int32_t bos_id;            /* -1 if none */
   uint64_t weight_bytes;     /* bytes of weights as used by the backend */
   char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
-                              * matmuls run on, e.g. "auto (bf16: decode avx2, prefill amx-bf16x2)"; XPU: "" */
+                              * matmuls run on, e.g. "auto (bf16: decode avx2, prefill amx-bf16x3)"; XPU: "" */
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 
