@@ -29,9 +29,15 @@ extern "C" {
 #define XPI_API
 #endif
 
+/* The project's one version: CMake reads these three lines (project(VERSION), xpuinfer.pc, the CMake package,
+ * the .deb), xpi_version() and `xpuinfer --version` print them. */
 #define XPI_VERSION_MAJOR 0
 #define XPI_VERSION_MINOR 1
 #define XPI_VERSION_PATCH 0
+#define XPI_VERSION_STR_(a, b, c) #a "." #b "." #c
+#define XPI_VERSION_XSTR_(a, b, c) XPI_VERSION_STR_(a, b, c)
+/* "MAJOR.MINOR.PATCH" of this header; xpi_version() gives the linked library's. */
+#define XPI_VERSION_STRING XPI_VERSION_XSTR_(XPI_VERSION_MAJOR, XPI_VERSION_MINOR, XPI_VERSION_PATCH)
 
 /* ------------------------------------------------------------------ status */
 typedef enum xpi_status {
@@ -230,6 +236,8 @@ typedef struct xpi_model_info {
   int32_t eos_ids[8]; int32_t n_eos;
   int32_t bos_id;            /* -1 if none */
   uint64_t weight_bytes;     /* bytes of weights as used by the backend */
+  char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
+                              * matmuls run on, e.g. "auto (bf16: decode avx2, prefill amx-bf16x3)"; XPU: "" */
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 

@@ -134,6 +134,8 @@ struct xpi_backend {
   char device[64];        /* "cpu", "xpu:0" */
   int use_kernels;        /* 1: fused/fast kernels, 0: plain reference path */
   void *impl;             /* backend private state */
+  /* which kernels compute a weight dtype (for xpi_model_info.kernels), or NULL */
+  void (*describe)(const struct xpi_backend *be, xpi_dtype wdt, char *out, size_t cap);
 };
 
 /* Backend constructors. */
@@ -143,6 +145,6 @@ typedef struct xpi_backend_config {
   int use_kernels;
 } xpi_backend_config;
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out);
-xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out); /* src/ops/xpu */
+/* xpi_backend_xpu_create: runtime/xpu.h (the XPU seam; src/ops/xpu or a CPU-only build's stub). */
 
 #endif /* XPI_OPS_H */
