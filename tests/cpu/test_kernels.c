@@ -130,10 +130,24 @@ static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_
   free(wv); free(wbuf); free(dq); free(xbuf); free(Y); free(Yr);
 }
 
-/* Q8/Q4 element error bounds of quant.h, and the SIMD activation quantization equals the scalar one. */
-static void quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float scale) {
+/* Weight shapes for the format bounds: uniform; heavy-tailed (a ratio of uniforms, like trained weights' tails,
+ * where Q4's scale search moves furthest from the max-based scale); a block-wide outlier over small values. */
+enum { W_UNIFORM, W_HEAVY, W_OUTLIER };
+static float wsample(int shape, int64_t i) {
+  if (shape == W_HEAVY) {
+    const float u = frand(), v = fabsf(frand()) + 0.05f;
+    return u / v * 0.05f;
+  }
+  if (shape == W_OUTLIER) return i % 32 == 7 ? (i & 64 ? -1.0f : 1.0f) : frand() * 0.03f;
+  return frand();
+}
+
+/* Q8/Q4 element error bounds of quant.h, and the SIMD activation quantization equals the scalar one. Returns
+ * how many Q4 blocks got a scale other than the max-based d0 (the search's: the bound must hold for it too). */
+static int64_t quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float scale, int shape) {
   float *wv = malloc(sizeof(float) * (size_t)(rows * cols)), *deq = malloc(sizeof(float) * (size_t)cols);
-  for (int64_t i = 0; i < rows * cols; i++) wv[i] = frand() * scale;
+  int64_t searched = 0;
+  for (int64_t i = 0; i < rows * cols; i++) wv[i] = wsample(shape, i) * scale;
   if (rows * cols > 5) wv[5] = 0.0f;
   unsigned char *qs = malloc((size_t)(rows * xpi_q_row_bytes(dt, cols)));
   uint16_t *d = malloc(sizeof(uint16_t) * (size_t)(rows * xpi_q_nblocks(cols)));
@@ -162,6 +176,12 @@ static void quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float sc
         }
       }
       if (dt == XPI_DT_Q4) { /* block RMS error (over all 32 slots; padding is exact) <= dmax */
+        float m = 0; /* d0 = -m/8 rounded away from zero, m the first element of largest magnitude */
+        for (int64_t c = b * XPI_QK; c < cols && c < (b + 1) * XPI_QK; c++)
+          if (fabsf(wv[r * cols + c]) == amax) { m = wv[r * cols + c]; break; }
+        uint16_t h0 = xpi_f32_to_f16(-m / 8.0f);
+        if (fabsf(xpi_f16_to_f32(h0)) < fabsf(-m / 8.0f)) h0++;
+        searched += amax > 0 && d[r * xpi_q_nblocks(cols) + b] != h0;
         bad = sqrt(sse / XPI_QK) > dmax * (1 + 1e-6);
         CHECK(!bad, "q4 row %lld block %lld: RMS error %g > bound %g", (long long)r, (long long)b, sqrt(sse / XPI_QK), dmax);
       }
@@ -181,6 +201,7 @@ static void quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float sc
     free(a); free(b); free(xa); free(dxa); free(dxb); free(sxa); free(sxb);
   }
   free(wv); free(deq); free(qs); free(d);
+  return searched;
 }
 
 static void vec_cases(const xpi_cpu_kernels *k) {
@@ -346,9 +367,20 @@ int main(void) {
   static const int64_t cols_s[] = {1, 7, 31, 32, 33, 100, 257};
   static const int32_t n_s[] = {1, 3, 17};
   for (int dt = XPI_DT_Q8; dt <= XPI_DT_Q4; dt++) {
-    quant_format_case((xpi_dtype)dt, 9, 100, 1.0f);
-    quant_format_case((xpi_dtype)dt, 3, 4097, 0.02f);
-    quant_format_case((xpi_dtype)dt, 4, 64, 1e-6f); /* scales in the half subnormal range */
+    int64_t searched = 0, blocks = 0;
+    for (int shape = W_UNIFORM; shape <= W_OUTLIER; shape++) {
+      searched += quant_format_case((xpi_dtype)dt, 9, 100, 1.0f, shape);
+      searched += quant_format_case((xpi_dtype)dt, 3, 4097, 0.02f, shape);
+      searched += quant_format_case((xpi_dtype)dt, 4, 64, 1e-6f, shape); /* scales in the half subnormal range */
+      searched += quant_format_case((xpi_dtype)dt, 64, 1024, 0.05f, shape);
+      blocks += 9 * 4 + 3 * 129 + 4 * 2 + 64 * 32;
+    }
+    /* the search must be exercised: measured: 78% of these blocks take a searched scale */
+    if (dt == XPI_DT_Q4) {
+      printf("q4: %lld of %lld blocks with a searched scale\n", (long long)searched, (long long)blocks);
+      CHECK(searched >= blocks / 3, "q4: only %lld of %lld blocks took a searched scale", (long long)searched,
+            (long long)blocks);
+    }
   }
   CHECK_OK(xpi_pool_create(3, &g_pool));
   g_ws = xpi_cpu_mm_ws_create();

@@ -27,17 +27,17 @@ static inline int32_t round_clamp(float v, int32_t lo, int32_t hi) {
 }
 
 /* Sums of a Q4 block's quants v_j = clamp(round(x_j * inv), -8, 7) under importance weights w: s[0] = sum w x v,
- * s[1] = sum w v^2, and unweighted s[2] = sum x v, s[3] = sum v^2. The error of scale d with these quants is
- * sum w x^2 - 2 d s[0] + d^2 s[1] (weighted), sum x^2 - 2 d s[2] + d^2 s[3] (not). The search runs this five
- * times per block and is most of a q4 load, so it is written in GCC vector extensions (4 floats: SSE2 on any
- * x86-64), which plain C with its NaN-exact compares does not become: rounding by the 1.5 * 2^23 trick (to
- * nearest even: ties do not matter to a search), the clamp as bit selects, lanes summed in a fixed order. */
+ * s[1] = sum w v^2; the weighted error of scale d with these quants is sum w x^2 - 2 d s[0] + d^2 s[1]. The
+ * search runs this five times per block and is most of a q4 load, so it is written in GCC vector extensions
+ * (4 floats: SSE2 on any x86-64), which plain C with its NaN-exact compares does not become: rounding by the
+ * 1.5 * 2^23 trick (to nearest even: ties do not matter to a search), the clamp as bit selects, lanes summed in
+ * a fixed order. */
 typedef float q4_v4f __attribute__((vector_size(16)));
 typedef int32_t q4_v4i __attribute__((vector_size(16)));
-static void q4_grid_sums(const float *x, const float *w, float inv, float s[4]) {
+static void q4_grid_sums(const float *x, const float *w, float inv, float s[2]) {
   const q4_v4f magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f}, lo = {-8, -8, -8, -8},
                hi = {7, 7, 7, 7};
-  q4_v4f a = {0}, b = {0}, c = {0}, e = {0};
+  q4_v4f a = {0}, b = {0};
   for (int j = 0; j < XPI_QK; j += 4) {
     q4_v4f xv, wv;
     memcpy(&xv, x + j, sizeof xv);
@@ -49,13 +49,30 @@ static void q4_grid_sums(const float *x, const float *w, float inv, float s[4]) 
     v = (q4_v4f)(((q4_v4i)v & ~m) | ((q4_v4i)hi & m));
     a += wv * xv * v;
     b += wv * v * v;
-    c += xv * v;
-    e += v * v;
   }
   s[0] = (a[0] + a[1]) + (a[2] + a[3]);
   s[1] = (b[0] + b[1]) + (b[2] + b[3]);
-  s[2] = (c[0] + c[1]) + (c[2] + c[3]);
-  s[3] = (e[0] + e[1]) + (e[2] + e[3]);
+}
+
+/* Squared error of a Q4 block at scale d with its best quants (x_j / d rounded, clamped to [-8, 7]), summed
+ * directly (no cancellation): what the final quantization at d will give, up to f32 rounding (~1e-6). */
+static float q4_sse(const float *x, float d) {
+  const float inv = 1.0f / d;
+  const q4_v4f magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f}, lo = {-8, -8, -8, -8},
+               hi = {7, 7, 7, 7};
+  q4_v4f acc = {0};
+  for (int j = 0; j < XPI_QK; j += 4) {
+    q4_v4f xv;
+    memcpy(&xv, x + j, sizeof xv);
+    q4_v4f v = (xv * inv + magic) - magic; /* |x / d| < 2^22 here: d is near |d0| >= max|x| / 8 */
+    q4_v4i m = v < lo;
+    v = (q4_v4f)(((q4_v4i)v & ~m) | ((q4_v4i)lo & m));
+    m = v > hi;
+    v = (q4_v4f)(((q4_v4i)v & ~m) | ((q4_v4i)hi & m));
+    const q4_v4f e = xv - d * v;
+    acc += e * e;
+  }
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 #define Q4_GRID_K 2 /* grids -8 + 0.4k, |k| <= Q4_GRID_K (|k| <= 1 was clearly worse: x1.36) */
@@ -69,12 +86,11 @@ static void q4_grid_sums(const float *x, const float *w, float inv, float s[4]) 
  * (bench/2026-12-01-smollm2-quality.md): perplexity x1.26 of bf16's where the unweighted fit of d0's grid alone
  * (the previous choice) gave x1.39 and d0 alone x1.33; finer or wider grids (19 candidates) and other weights
  * (1, x^2, rms^2 + x^2) were not better on four texts. A searched scale is kept only if the block's plain RMS
- * error with it stays within |d0| (quant.h's bound; checked on the candidate's own quants, which the final
- * rounding at that scale can only improve). */
+ * error with it, rounded to a half and with the quants it gives, stays within |d0| (quant.h's bound). */
 static uint16_t q4_best_scale(const float *x, float m) {
   const uint16_t h0 = f16_round_up(-m / 8.0f);
   const float d0 = xpi_f16_to_f32(h0);
-  float w[XPI_QK], s[4];
+  float w[XPI_QK], s[2];
   q4_v4f acc = {0};
   for (int j = 0; j < XPI_QK; j += 4) {
     q4_v4f xv;
@@ -95,7 +111,7 @@ static uint16_t q4_best_scale(const float *x, float m) {
   q4_grid_sums(x, w, 1.0f / d0, s); /* d0's own quants: its exact error, and its grid's fit */
   /* A grid's best error is swx2 - s0^2 / s1: the largest s0^2 / s1 wins (compared cross-multiplied). */
   const float err0 = swx2 - 2 * d0 * s[0] + d0 * d0 * s[1], im = 1.0f / m;
-  float bn = 0, bd = 0, bs[4] = {0}; /* best grid's s0^2, s1 and sums */
+  float bn = 0, bd = 0, bs[2] = {0}; /* best grid's s0^2, s1 and sums */
   for (int k = -Q4_GRID_K; k <= Q4_GRID_K; k++) {
     if (k != 0) q4_grid_sums(x, w, (-8.0f + 0.4f * (float)k) * im, s);
     if (s[1] > 0 && (bd == 0 || s[0] * s[0] * bd > bn * s[1])) {
@@ -104,9 +120,11 @@ static uint16_t q4_best_scale(const float *x, float m) {
     }
   }
   if (bd <= 0 || !(swx2 - bn / bd < err0)) return h0;
-  const float best = bs[0] / bs[1];
-  if (!(sx2 - 2 * best * bs[2] + best * best * bs[3] <= XPI_QK * d0 * d0 * 0.999f)) return h0;
-  return xpi_f32_to_f16(best);
+  const uint16_t h = xpi_f32_to_f16(bs[0] / bs[1]);
+  const float dh = xpi_f16_to_f32(h);
+  /* quant.h's bound, on the scale as stored and the quants it will get; 0.999 covers the f32 sum's rounding */
+  if (!(dh != 0 && q4_sse(x, dh) <= XPI_QK * d0 * d0 * 0.999f)) return h0;
+  return h;
 }
 
 static float load_src(const void *src, xpi_dtype dt, int64_t i) {
