@@ -23,8 +23,9 @@ typedef struct cpu_impl {
 
 struct xpi_kv {
   xpi_dtype dtype;                /* f32, bf16 or f16 */
-  int32_t n_layers, n_ctx, hk, hd;
-  void *k, *v;                    /* [n_layers][hk][n_ctx][hd] each: a head's slots are contiguous */
+  int32_t n_layers, n_blocks, block_size, block_shift, hk, hd;
+  void *k, *v;                    /* [n_layers][n_blocks][hk][block_size][hd] each: a block's rows of one head
+                                   * are contiguous (4-8 KiB runs at head_dim 128) */
 };
 
 static cpu_impl *impl_of(xpi_backend *be) { return (cpu_impl *)be->impl; }
@@ -125,28 +126,33 @@ static void cpu_weight_free(xpi_backend *be, xpi_weight *w) {
 
 /* ------------------------------------------------------------------ KV cache */
 
-static xpi_status cpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_ctx, int32_t hk, int32_t hd,
-                                xpi_dtype dtype, xpi_kv **out) {
+static xpi_status cpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_blocks, int32_t block_size, int32_t hk,
+                                int32_t hd, xpi_dtype dtype, xpi_kv **out) {
   (void)be;
   *out = NULL;
   if (!is_float_dtype(dtype))
     return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: KV cache dtype %s is not supported (f32, bf16, f16)", xpi_dtype_name(dtype));
-  if (n_layers <= 0 || n_ctx <= 0 || hk <= 0 || hd <= 0)
-    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad KV cache shape");
+  if (n_layers <= 0 || n_blocks <= 0 || hk <= 0 || hd <= 0 || block_size <= 0 || block_size > (1 << 16) ||
+      (block_size & (block_size - 1)))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad KV cache shape (block size %d must be a power of two)", block_size);
   size_t esz = xpi_dtype_size(dtype);
-  size_t per = (size_t)n_layers * (size_t)n_ctx;
-  if (per / (size_t)n_ctx != (size_t)n_layers || per > SIZE_MAX / ((size_t)hk * (size_t)hd * esz))
-    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: KV cache of %d layers x %d tokens is too large", n_layers, n_ctx);
-  size_t bytes = per * (size_t)hk * (size_t)hd * esz;
+  size_t per = (size_t)n_layers * (size_t)n_blocks, row = (size_t)block_size * (size_t)hk * (size_t)hd * esz;
+  if (per / (size_t)n_blocks != (size_t)n_layers || per > SIZE_MAX / 2 / row)
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: KV cache of %d layers x %d blocks is too large", n_layers, n_blocks);
+  size_t bytes = per * row;
   xpi_kv *kv = calloc(1, sizeof *kv);
   if (!kv) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: out of memory");
   kv->dtype = dtype;
   kv->n_layers = n_layers;
-  kv->n_ctx = n_ctx;
+  kv->n_blocks = n_blocks;
+  kv->block_size = block_size;
+  while ((1 << kv->block_shift) < block_size) kv->block_shift++;
   kv->hk = hk;
   kv->hd = hd;
-  kv->k = calloc(1, bytes);
-  kv->v = calloc(1, bytes);
+  /* Not cleared: a slot is always written before it is read. Large pools come from mmap, so pages the engine
+   * never hands out cost no memory. */
+  kv->k = malloc(bytes);
+  kv->v = malloc(bytes);
   if (!kv->k || !kv->v) {
     free(kv->k);
     free(kv->v);
@@ -321,29 +327,54 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
 
 /* ------------------------------------------------------------------ attention */
 
-static const void *kv_row(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h) {
-  size_t idx = (((size_t)layer * (size_t)kv->hk + (size_t)h) * (size_t)kv->n_ctx + (size_t)slot) * (size_t)kv->hd;
-  return (const unsigned char *)base + idx * xpi_dtype_size(kv->dtype);
+/* Element offset of (layer, block, head h, row r) in kv->k / kv->v. */
+static size_t kv_off(const xpi_kv *kv, int32_t layer, int32_t block, int32_t h, int32_t r) {
+  return ((((size_t)layer * (size_t)kv->n_blocks + (size_t)block) * (size_t)kv->hk + (size_t)h) *
+              (size_t)kv->block_size + (size_t)r) * (size_t)kv->hd;
+}
+
+/* The map is built by the engine; check it anyway (a bad block id would write outside the pool). */
+static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) {
+  const int64_t max_pos = (int64_t)map->max_blocks * kv->block_size;
+  for (int32_t t = 0; t < n; t++) {
+    if (map->pos[t] < 0 || map->pos[t] >= max_pos || map->seq[t] < 0)
+      return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV block table (%lld positions)", map->pos[t],
+                     (long long)max_pos);
+    /* the blocks token t reads: all of its sequence's up to its position (checked once per run of tokens) */
+    if (t + 1 < n && map->seq[t + 1] == map->seq[t] && map->pos[t + 1] >= map->pos[t]) continue;
+    const int32_t *tbl = map->tables + (size_t)map->seq[t] * (size_t)map->max_blocks;
+    for (int32_t b = 0; b <= map->pos[t] >> kv->block_shift; b++)
+      if (tbl[b] < 0 || tbl[b] >= kv->n_blocks)
+        return xpi_err(XPI_ERR_INTERNAL, "attention: block %d of sequence row %d is %d, outside the pool of %d", b,
+                       map->seq[t], tbl[b], kv->n_blocks);
+  }
+  return XPI_OK;
 }
 
 static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
-                                int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                                int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
                                 float scale, xpi_attn_impl impl) {
   if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
     return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
                    hk, hd, layer);
-  for (int32_t t = 0; t < n; t++)
-    if (pos[t] < 0 || pos[t] >= kv->n_ctx)
-      return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV cache of %d tokens", pos[t], kv->n_ctx);
+  XPI_TRY(check_map(kv, map, n));
   const xpi_cpu_kernels *ks = impl_of(be)->k;
-  for (int32_t t = 0; t < n; t++) /* store this step's keys and values at their slots */
+  const size_t esz = xpi_dtype_size(kv->dtype);
+  const int32_t mask = kv->block_size - 1;
+  for (int32_t t = 0; t < n; t++) { /* store this step's keys and values at their slots */
+    const int32_t p = map->pos[t], blk = map->tables[(size_t)map->seq[t] * (size_t)map->max_blocks + (size_t)(p >> kv->block_shift)];
     for (int32_t h = 0; h < hk; h++) {
-      store_elems(ks, (void *)kv_row(kv, kv->k, layer, pos[t], h), kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
-      store_elems(ks, (void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
+      const size_t off = kv_off(kv, layer, blk, h, p & mask) * esz;
+      store_elems(ks, (unsigned char *)kv->k + off, kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
+      store_elems(ks, (unsigned char *)kv->v + off, kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
     }
-  const xpi_cpu_kv_layer layer_kv = {kv_row(kv, kv->k, layer, 0, 0), kv_row(kv, kv->v, layer, 0, 0), kv->dtype, hk,
-                                     hd, (int64_t)kv->n_ctx * hd, hd};
-  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, pos, n, hq, scale, impl, 0);
+  }
+  const size_t l0 = kv_off(kv, layer, 0, 0, 0) * esz;
+  const xpi_cpu_kv_layer layer_kv = {(unsigned char *)kv->k + l0, (unsigned char *)kv->v + l0, kv->dtype, hk, hd,
+                                     (int64_t)kv->block_size * hd, hd, (int64_t)hk * kv->block_size * hd,
+                                     kv->block_shift};
+  const xpi_cpu_attn_batch batch = {map->pos, map->seq, map->tables, map->max_blocks};
+  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, &batch, n, hq, scale, impl, 0);
 }
 
 /* ------------------------------------------------------------------ elementwise */

@@ -1,0 +1,50 @@
+/* What one sequence gives back while it generates, apart from the model: streaming detokenization, stop
+ * tokens, stop strings, the token budget and the finish reason. It knows nothing of requests or KV caches, so
+ * the engine keeps one per sequence and pushes each sequence's sampled tokens into it.
+ *
+ * Semantics (the contract of xpi_request_generate):
+ * - Every pushed token counts toward max_new_tokens; the push that reaches it finishes with LENGTH.
+ * - A stop token (an eos id, unless ignore_eos) finishes with STOP.
+ * - Stop strings are matched on the decoded text; the token whose text completes one finishes with STOP.
+ * - A character split over tokens is emitted once complete; at the end, an incomplete one decodes as
+ *   tokenizers' decode would (U+FFFD).
+ * - xpi_seq_output_cancel finishes with CANCELLED. */
+#ifndef XPI_GENERATE_SEQ_OUTPUT_H
+#define XPI_GENERATE_SEQ_OUTPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "xpuinfer.h"
+
+typedef struct xpi_seq_output {
+  /* read-only for callers */
+  int finished;                /* no more tokens may be pushed */
+  xpi_finish_reason reason;    /* valid once finished */
+  int32_t n_generated;         /* tokens pushed */
+  /* private */
+  xpi_detok_stream *ds;
+  int32_t max_new_tokens, n_eos;
+  int32_t *eos;                /* copies: the options may go away while the sequence lives */
+  char **stops;
+  size_t n_stops;
+  char *text;                  /* decoded text so far */
+  size_t len, cap, piece_at;   /* piece_at: where the last push's piece starts */
+} xpi_seq_output;
+
+/* Copies what it needs from o. eos: the stop token ids. A max_new_tokens of 0 finishes at once (LENGTH). On
+ * error nothing is left to free. */
+xpi_status xpi_seq_output_init(xpi_seq_output *so, const xpi_tokenizer *tok, const int32_t *eos, int32_t n_eos,
+                               const xpi_gen_options *o);
+void xpi_seq_output_free(xpi_seq_output *so);
+
+/* One generated token. *piece (valid until the next call) gets the text that became final. Check
+ * so->finished afterwards. Pushing into a finished sequence is XPI_ERR_INVALID_ARGUMENT. */
+xpi_status xpi_seq_output_push(xpi_seq_output *so, int32_t id, const char **piece, size_t *piece_len);
+
+/* Finishes with CANCELLED unless already finished. */
+void xpi_seq_output_cancel(xpi_seq_output *so);
+
+/* The text returned so far (the final text once finished). Not NUL-terminated. */
+const char *xpi_seq_output_text(const xpi_seq_output *so, size_t *len);
+
+#endif
