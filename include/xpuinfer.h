@@ -48,7 +48,9 @@ typedef enum xpi_status {
   XPI_ERR_AUTH = 10,             /* 401/403 from the Hub: gated or private repository */
   XPI_ERR_NOT_FOUND = 11,        /* repository, revision or file does not exist (or not in offline cache) */
   XPI_ERR_CANCELLED = 12,        /* a callback asked to stop */
-  XPI_ERR_INTERNAL = 13          /* a bug in libxpuinfer; the message says where */
+  XPI_ERR_INTERNAL = 13,         /* a bug in libxpuinfer; the message says where */
+  XPI_ERR_NUMERIC = 14           /* NaN or infinity in the logits; the message names the step and the first layer
+                                    whose output held one (usually broken weights) */
 } xpi_status;
 
 /* The message of the last failing call on this thread ("" if none). Valid until the next call on this thread. */
@@ -351,6 +353,7 @@ typedef struct xpi_engine_stats {
   int32_t kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_blocks_free; /* used: held by sequences;
                                       * cached: kept for the prefix cache, reclaimable; free: empty */
   int32_t block_size;
+  uint64_t kv_pool_bytes;            /* what the pool takes over all backends, its spare block included */
   uint64_t sequences_submitted, sequences_finished;
   uint64_t prompt_tokens;            /* prompt tokens of admitted sequences */
   uint64_t prompt_tokens_cached;     /* of those, found in the prefix cache instead of computed */

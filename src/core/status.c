@@ -56,6 +56,7 @@ const char *xpi_status_name(xpi_status s) {
     case XPI_ERR_NOT_FOUND: return "XPI_ERR_NOT_FOUND";
     case XPI_ERR_CANCELLED: return "XPI_ERR_CANCELLED";
     case XPI_ERR_INTERNAL: return "XPI_ERR_INTERNAL";
+    case XPI_ERR_NUMERIC: return "XPI_ERR_NUMERIC";
   }
   return "XPI_ERR_UNKNOWN";
 }

@@ -150,6 +150,7 @@ xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, x
     return s;
   }
   e->stats.block_size = o.block_size;
+  e->stats.kv_pool_bytes = (uint64_t)(n_blocks + 1) * (uint64_t)o.block_size * xpi_graph_kv_bytes_per_token(e->g);
   *out = e;
   return XPI_OK;
 }
@@ -368,6 +369,17 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   *next_tok = -1;
   if (s->out.finished) return; /* max_new_tokens 0: the prompt only */
   float *lg = e->out_logits[r];
+  int finite = 1;
+  if (s->device_greedy) finite = e->argmax[r] >= 0; /* the device's argmax is -1 for a non-finite row */
+  else
+    for (int32_t i = 0; i < e->vocab && finite; i++) finite = lg[i] - lg[i] == 0;
+  if (!finite) { /* this sequence's numbers broke (the rows of a batch are independent): it ends alone */
+    char msg[160];
+    snprintf(msg, sizeof msg, "the logits of generated token %d (position %d) hold a NaN or an infinity",
+             s->out.n_generated + 1, e->out_pos[r]);
+    xpi_seq_fail(s, XPI_ERR_NUMERIC, msg);
+    return;
+  }
   if (s->logprobs > 0) xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
   int32_t id = s->device_greedy ? e->argmax[r] : xpi_sampler_sample(&s->smp, lg, s->tokens, s->n_tok);
   const char *piece = "";

@@ -405,15 +405,32 @@ static xpi_status cpu_add(xpi_backend *be, float *x, const float *y, int64_t cou
   return XPI_OK;
 }
 
-static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
-  (void)be;
-  for (int32_t r = 0; r < rows; r++) {
-    const float *p = x + (size_t)r * cols;
-    int32_t best = 0;
-    for (int32_t c = 1; c < cols; c++)
+typedef struct {
+  int32_t *out;
+  const float *x;
+  int32_t rows, cols;
+} argmax_job;
+
+static void argmax_run(void *ctx, int ith, int nth) {
+  argmax_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->rows, ith, nth, 1, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    const float *p = j->x + (size_t)r * (size_t)j->cols;
+    int32_t best = 0, finite = 1;
+    for (int32_t c = 0; c < j->cols; c++) {
+      finite &= p[c] - p[c] == 0; /* false for NaN and infinities */
       if (p[c] > p[best]) best = c;
-    out[r] = best;
+    }
+    j->out[r] = finite ? best : -1;
   }
+}
+
+/* Rows in parallel (a batched decode step takes one per sequence). */
+static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
+  argmax_job j = {out, x, rows, cols};
+  if (rows == 1) argmax_run(&j, 0, 1);
+  else xpi_pool_run(impl_of(be)->pool, argmax_run, &j);
   return XPI_OK;
 }
 
