@@ -9,7 +9,9 @@
 #include "core/status.h"
 #include "engine/engine_internal.h"
 
-#define REQUEST_POOL_CONTEXTS 8 /* the request engine's default pool: this many default-size contexts at most */
+#define REQUEST_POOL_CONTEXTS 8 /* the request engine's pool: half the free memory, at most this many contexts of
+                                 * min(max_position_embeddings, 4096) positions */
+#define REQUEST_STEP_TOKENS 256 /* prefill chunks as before the engine: activations of 64 KiB a token (Qwen3-0.6B) */
 
 void xpi_request_options_default(xpi_request_options *o) {
   memset(o, 0, sizeof *o);
@@ -22,14 +24,10 @@ xpi_status xpi_request_engine(xpi_model *m, xpi_engine **out) {
   if (!m->req_engine) {
     int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
     int32_t ctx = max_pos < 4096 ? max_pos : 4096;
-    int64_t tokens = 0;
-    s = xpi_engine_default_pool_tokens(m, &tokens);
     xpi_engine_options o;
     xpi_engine_options_default(&o);
-    if (tokens > (int64_t)REQUEST_POOL_CONTEXTS * ctx) tokens = (int64_t)REQUEST_POOL_CONTEXTS * ctx;
-    if (tokens < ctx + 2 * o.block_size) tokens = ctx + 2 * o.block_size; /* at least one default context */
-    o.kv_pool_tokens = tokens;
-    if (s == XPI_OK) s = xpi_engine_create(m, &o, &m->req_engine);
+    o.step_tokens = REQUEST_STEP_TOKENS;
+    s = xpi_engine_create_capped(m, &o, (int64_t)REQUEST_POOL_CONTEXTS * ctx, &m->req_engine);
     if (s != XPI_OK) s = xpi_err_prefix(s, "creating the engine of the model's requests: ");
   }
   *out = m->req_engine;

@@ -53,16 +53,14 @@ static xpi_status check_options(const xpi_model *m, xpi_engine_options *o) {
   return XPI_OK;
 }
 
-/* Blocks of the pool (the usable ones; the graph adds a spare block for padding, counted in the budget). */
+/* Blocks of the pool (the usable ones; the graph adds a spare block for padding, counted in the budget), or 0
+ * for the default, sized from free memory by the graph state. */
 static xpi_status pool_blocks(const xpi_model *m, const xpi_engine_options *o, int32_t *n_blocks) {
   const uint64_t per_tok = xpi_graph_kv_bytes_per_token(&m->graph);
   int64_t tokens = o->kv_pool_tokens;
   if (o->kv_pool_bytes > 0) tokens = (int64_t)((uint64_t)o->kv_pool_bytes / per_tok);
-  if (tokens == 0) {
-    XPI_TRY(xpi_engine_default_pool_tokens(m, &tokens));
-    int64_t cap = (int64_t)o->max_seqs * (o->max_seq_len < DEFAULT_POOL_CTX ? o->max_seq_len : DEFAULT_POOL_CTX);
-    if (tokens > cap) tokens = cap;
-  }
+  *n_blocks = 0;
+  if (tokens == 0 && o->kv_pool_bytes == 0) return XPI_OK;
   int64_t blocks = tokens / o->block_size - 1;
   if (blocks > INT32_MAX / 2) blocks = INT32_MAX / 2;
   if (blocks < 1)
@@ -95,6 +93,11 @@ static void engine_release(xpi_engine *e) {
 }
 
 xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, xpi_engine **out) {
+  return xpi_engine_create_capped(model, opts, -1, out);
+}
+
+xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
+                                    xpi_engine **out) {
   if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_create: out is NULL");
   *out = NULL;
   if (!model) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_create: model is NULL");
@@ -108,6 +111,10 @@ xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, x
   XPI_TRY(check_options(model, &o));
   int32_t n_blocks = 0;
   XPI_TRY(pool_blocks(model, &o, &n_blocks));
+  if (max_pool_tokens < 0) /* default cap: max_seqs sequences of up to DEFAULT_POOL_CTX positions */
+    max_pool_tokens = (int64_t)o.max_seqs * (o.max_seq_len < DEFAULT_POOL_CTX ? o.max_seq_len : DEFAULT_POOL_CTX);
+  int64_t cap = max_pool_tokens / o.block_size - 1;
+  if (cap > INT32_MAX / 2) cap = INT32_MAX / 2;
   xpi_engine *e = calloc(1, sizeof *e);
   if (!e) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_init(&e->mu, NULL);
@@ -116,16 +123,18 @@ xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, x
   e->g = &model->graph;
   e->o = o;
   e->vocab = model->cfg.vocab_size;
-  e->n_blocks = n_blocks;
   e->max_blocks = (o.max_seq_len + o.block_size - 1) / o.block_size;
   e->next_id = 1;
   const int32_t T = o.step_tokens, S = o.max_seqs;
   /* decode steps of up to max_seqs sequences replay as one bucket; lm_head takes as many rows at once */
   int32_t max_out = 16;
   while (max_out < S && max_out < 256) max_out <<= 1;
-  xpi_graph_limits lim = {T, S, e->max_blocks, n_blocks, o.block_size, max_out};
+  xpi_graph_limits lim = {T, S, e->max_blocks, n_blocks, (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out};
   xpi_status s = xpi_graph_state_create(e->g, &lim, &e->gs);
-  if (s == XPI_OK) s = xpi_kv_blocks_create(n_blocks, o.block_size, o.prefix_caching, &e->bm);
+  if (s == XPI_OK) {
+    e->n_blocks = n_blocks = xpi_graph_state_limits(e->gs)->n_blocks;
+    s = xpi_kv_blocks_create(n_blocks, o.block_size, o.prefix_caching, &e->bm);
+  }
   if (s == XPI_OK) {
     e->chunks = calloc((size_t)S, sizeof *e->chunks);
     e->ids = calloc((size_t)T, sizeof *e->ids);
@@ -150,7 +159,7 @@ xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, x
     return s;
   }
   e->stats.block_size = o.block_size;
-  e->stats.kv_pool_bytes = (uint64_t)(n_blocks + 1) * (uint64_t)o.block_size * xpi_graph_kv_bytes_per_token(e->g);
+  e->stats.kv_pool_bytes = xpi_graph_state_kv_bytes(e->gs);
   *out = e;
   return XPI_OK;
 }
@@ -212,7 +221,8 @@ static xpi_status check_room(const xpi_engine *e, const xpi_seq *s, int64_t need
   const int64_t pool = (int64_t)e->n_blocks * e->o.block_size;
   if (need > s->max_len)
     return xpi_err(XPI_ERR_CONTEXT_LENGTH,
-                   "%s needs %lld positions, but a sequence holds %d: shorten the prompt or lower max_new_tokens",
+                   "%s needs %lld positions, but the context of a sequence holds %d: shorten the prompt or lower "
+                   "max_new_tokens",
                    what, (long long)need, s->max_len);
   if (need > pool)
     return xpi_err(XPI_ERR_CONTEXT_LENGTH,

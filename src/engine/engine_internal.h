@@ -163,8 +163,8 @@ void xpi_engine_lock(xpi_engine *e);
 void xpi_engine_unlock(xpi_engine *e);
 void xpi_engine_wake(xpi_engine *e);
 
-/* Default KV pool in positions for an engine (kv_budget.c): half of the memory free on each backend after the
- * weights, divided by what a position takes there, the smallest over the backends. */
-xpi_status xpi_engine_default_pool_tokens(const xpi_model *m, int64_t *tokens);
+/* xpi_engine_create with the default pool (sized from free memory) capped at max_pool_tokens. */
+xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
+                                    xpi_engine **out);
 
 #endif

@@ -32,6 +32,7 @@ struct xpi_graph_state {
   int32_t *host_in;                         /* padded inputs of a replayed step: ids, pos, seq [max_out each] */
   void *rec[N_BUCKETS];                     /* recorded decode steps of 2^i sequences (single backend with
                                              * capture): layers + lm_head + argmax of every row */
+  uint64_t kv_bytes;
 };
 
 xpi_status xpi_graph_split(int32_t n_layers, const double *weight, int n_dev, int32_t *first) {
@@ -128,12 +129,41 @@ static void *balloc(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
 
 const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st) { return &st->lim; }
 
+uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st) { return st->kv_bytes; }
+
+/* Bytes of one pool block on device d (its layers). */
+static uint64_t block_bytes(const xpi_graph *g, int d, int32_t block_size) {
+  const xpi_config *c = g->cfg;
+  return 2ull * (uint64_t)(g->layer_dev[d + 1] - g->layer_dev[d]) * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim *
+         xpi_dtype_size(g->kv_dtype) * (uint64_t)block_size;
+}
+
+/* The default pool: half of what every backend with layers has free, the smallest share over them. */
+static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim, int32_t *n_blocks) {
+  int64_t best = -1;
+  for (int d = 0; d < g->n_backends; d++) {
+    uint64_t per = block_bytes(g, d, lim->block_size), avail = 0;
+    if (per == 0) continue;
+    xpi_backend *be = g->backends[d];
+    XPI_TRY(be->ops->free_memory(be, &avail));
+    int64_t b = (int64_t)(avail / 2 / per) - 1; /* the spare block */
+    if (best < 0 || b < best) best = b;
+  }
+  if (best > lim->max_pool_blocks) best = lim->max_pool_blocks;
+  if (best < 1)
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "no room for a KV pool: half of the free memory holds no block of %d positions",
+                   lim->block_size);
+  *n_blocks = (int32_t)best;
+  return XPI_OK;
+}
+
 xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *lim, xpi_graph_state **out) {
   *out = NULL;
   const xpi_config *c = g->cfg;
-  if (lim->max_tokens <= 0 || lim->max_rows <= 0 || lim->max_blocks <= 0 || lim->n_blocks <= 0 ||
-      lim->block_size <= 0 || (lim->block_size & (lim->block_size - 1)) || lim->max_out <= 0 ||
-      lim->n_blocks == INT32_MAX || (int64_t)lim->max_blocks * lim->block_size > INT32_MAX ||
+  if (lim->max_tokens <= 0 || lim->max_rows <= 0 || lim->max_blocks <= 0 || lim->n_blocks < 0 ||
+      (lim->n_blocks == 0 && lim->max_pool_blocks <= 0) || lim->block_size <= 0 ||
+      (lim->block_size & (lim->block_size - 1)) || lim->max_out <= 0 || lim->n_blocks == INT32_MAX ||
+      lim->max_pool_blocks == INT32_MAX || (int64_t)lim->max_blocks * lim->block_size > INT32_MAX ||
       (int64_t)(lim->max_rows + 1) * lim->max_blocks > INT32_MAX)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: bad limits (%d tokens, %d rows, %d x %d-position blocks)",
                    lim->max_tokens, lim->max_rows, lim->n_blocks, lim->block_size);
@@ -146,19 +176,13 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   size_t T = (size_t)(lim->max_rows + 1) * (size_t)lim->max_blocks, O = (size_t)lim->max_out;
   size_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
   xpi_status s = XPI_OK;
-  st->host_x = malloc(B * H * sizeof(float));
+  st->host_x = malloc(P * H * sizeof(float));
   st->host_in = malloc(3 * O * sizeof(int32_t));
   int32_t *trash = malloc((size_t)lim->max_blocks * sizeof *trash);
   if (!st->host_x || !st->host_in || !trash) s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-  /* the pool has one block more than the engine hands out: padding tokens of a replayed step write there */
-  for (int32_t i = 0; trash && i < lim->max_blocks; i++) trash[i] = lim->n_blocks;
-  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) {
+  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* the step's buffers first, then the pool */
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be = g->backends[d];
-    int32_t nl = g->layer_dev[d + 1] - g->layer_dev[d];
-    if (nl > 0)
-      s = be->ops->kv_create(be, nl, lim->n_blocks + 1, lim->block_size, c->n_kv_heads, c->head_dim, g->kv_dtype,
-                             &ds->kv);
     ds->ids = balloc(be, P, sizeof(int32_t), &s);
     ds->pos = balloc(be, P, sizeof(int32_t), &s);
     ds->seq = balloc(be, P, sizeof(int32_t), &s);
@@ -172,19 +196,32 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->v = balloc(be, P * K, sizeof(float), &s);
     ds->gate = balloc(be, P * I, sizeof(float), &s);
     ds->up = balloc(be, P * I, sizeof(float), &s);
-    if (s == XPI_OK)
-      s = be->ops->write(be, ds->tables + (size_t)lim->max_rows * lim->max_blocks, trash,
-                         (size_t)lim->max_blocks * sizeof *trash);
     if (d == last_dev(g)) {
       ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
       ds->tok = balloc(be, O, sizeof(int32_t), &s);
     }
   }
+  if (s == XPI_OK && st->lim.n_blocks == 0) s = default_blocks(g, lim, &st->lim.n_blocks);
+  /* the pool has one block more than the engine hands out: padding tokens of a replayed step write there */
+  for (int32_t i = 0; trash && i < lim->max_blocks; i++) trash[i] = st->lim.n_blocks;
+  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) {
+    dev_state *ds = &st->dev[d];
+    xpi_backend *be = ds->be;
+    int32_t nl = g->layer_dev[d + 1] - g->layer_dev[d];
+    if (nl > 0) {
+      s = be->ops->kv_create(be, nl, st->lim.n_blocks + 1, lim->block_size, c->n_kv_heads, c->head_dim, g->kv_dtype,
+                             &ds->kv);
+      st->kv_bytes += (uint64_t)(st->lim.n_blocks + 1) * block_bytes(g, d, lim->block_size);
+    }
+    if (s == XPI_OK)
+      s = be->ops->write(be, ds->tables + (size_t)lim->max_rows * lim->max_blocks, trash,
+                         (size_t)lim->max_blocks * sizeof *trash);
+  }
   free(trash);
   if (s != XPI_OK) {
     xpi_graph_state_free(st);
     return xpi_err_prefix(s, "creating the KV pool (%d blocks of %d positions) and buffers for %d tokens a step: ",
-                          lim->n_blocks, lim->block_size, lim->max_tokens);
+                          st->lim.n_blocks, lim->block_size, lim->max_tokens);
   }
   *out = st;
   return XPI_OK;
@@ -357,7 +394,7 @@ xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_gra
 xpi_status xpi_graph_state_create_single(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out) {
   if (n_ctx <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: context of %d positions", n_ctx);
   int32_t nb = (int32_t)(((int64_t)n_ctx + SINGLE_BLOCK - 1) / SINGLE_BLOCK);
-  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, SINGLE_BLOCK, SINGLE_OUT};
+  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, 0, SINGLE_BLOCK, SINGLE_OUT};
   return xpi_graph_state_create(g, &lim, out);
 }
 

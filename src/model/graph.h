@@ -44,7 +44,9 @@ typedef struct xpi_graph_limits {
   int32_t max_tokens;  /* tokens per step */
   int32_t max_rows;    /* block-table rows (sequences) per step */
   int32_t max_blocks;  /* blocks of the longest sequence: the row stride of the tables */
-  int32_t n_blocks;    /* blocks in the KV pool of every backend (ids 0..n_blocks-1) */
+  int32_t n_blocks;    /* blocks in the KV pool of every backend (ids 0..n_blocks-1); 0: half of what every
+                        * backend has free once the step buffers are allocated, at most max_pool_blocks */
+  int32_t max_pool_blocks;
   int32_t block_size;  /* positions per block, a power of two */
   int32_t max_out;     /* output rows (lm_head) computed at once; decode steps of up to this many sequences are
                         * recorded and replayed per batch-size bucket (1, 2, 4, ...) where the backend can */
@@ -54,7 +56,11 @@ typedef struct xpi_graph_state xpi_graph_state;
 
 xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *lim, xpi_graph_state **out);
 void xpi_graph_state_free(xpi_graph_state *st);
+/* The limits, with n_blocks as allocated. */
 const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st);
+/* Bytes the KV pools take over all backends: n_blocks + 1 blocks (a spare block takes the padding tokens of
+ * replayed steps). */
+uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st);
 
 /* One step. Token i (ids[i]) is at position pos[i] of the sequence whose block table is row seq[i] of tables
  * (n_rows rows of max_blocks entries); its K/V are stored in that table's block, then it attends to its

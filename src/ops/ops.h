@@ -142,6 +142,10 @@ typedef struct xpi_backend_ops {
 
   /* Waits for everything enqueued. */
   xpi_status (*sync)(xpi_backend *be);
+
+  /* Bytes further allocations could still get (the CPU: MemAvailable; an XPU: its memory less what this
+   * process holds there): what default KV pools are sized from. */
+  xpi_status (*free_memory)(xpi_backend *be, uint64_t *bytes);
 } xpi_backend_ops;
 
 struct xpi_backend {

@@ -434,7 +434,7 @@ static void test_errors(xpi_model *m) {
   int32_t bad[] = {32, 5000}, ok[] = {32, 877}, longp[60] = {0};
   CHECK_ERR(xpi_engine_submit(e, bad, 2, &go, on_event, &r, NULL), XPI_ERR_INVALID_ARGUMENT, "token id 5000 at index 1");
   CHECK_ERR(xpi_engine_submit(e, ok, 0, &go, on_event, &r, NULL), XPI_ERR_INVALID_ARGUMENT, "no tokens");
-  CHECK_ERR(xpi_engine_submit(e, longp, 60, &go, on_event, &r, NULL), XPI_ERR_CONTEXT_LENGTH, "a sequence holds 64");
+  CHECK_ERR(xpi_engine_submit(e, longp, 60, &go, on_event, &r, NULL), XPI_ERR_CONTEXT_LENGTH, "context of a sequence holds 64");
   go.top_p = 0;
   CHECK_ERR(xpi_engine_submit(e, ok, 2, &go, on_event, &r, NULL), XPI_ERR_INVALID_ARGUMENT, "top_p");
   go.top_p = 1;

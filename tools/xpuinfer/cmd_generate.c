@@ -1,5 +1,8 @@
 /* xpuinfer generate: load a model, tokenize each prompt like transformers' tokenizer(text) (or render the chat
- * template), generate, and stream the text (or print one JSON object per prompt). Public API only. */
+ * template), run them all through one engine (continuous batching: every prompt of -f at once, as many
+ * together as --parallel and the KV pool allow), and print the texts (or one JSON object per prompt) in input
+ * order. Public API only. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +10,7 @@
 
 #include "cli.h"
 #include "download_progress.h"
+#include "gen.h"
 
 #define CMD "generate"
 
@@ -16,7 +20,12 @@ static void help(void) {
     "\n"
     "  -m, --model DIR|REPO     model folder or Hugging Face repo id (org/name[@rev])\n"
     "  -p, --prompt TEXT        the prompt\n"
-    "  -f, --file FILE          one prompt per line (empty lines skipped)\n"
+    "  -f, --file FILE          one prompt per line (empty lines skipped), all run together; FILE.jsonl (or\n"
+    "                           --jsonl): one JSON object per line with \"prompt\" (a string) or \"messages\"\n"
+    "                           ([{\"role\", \"content\"}], rendered with the chat template) and optionally\n"
+    "                           \"max_tokens\", \"temperature\", \"top_p\", \"seed\", \"stop\" (string or list)\n"
+    "      --jsonl              read FILE as JSON lines whatever its name\n"
+    "      --parallel N         sequences generated at once (default: every prompt, as the KV pool allows)\n"
     "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
     "      --chat               wrap the prompt as a user message with the chat template\n"
     "      --system TEXT        system message (with --chat)\n"
@@ -38,83 +47,21 @@ static void help(void) {
     "      --dtype NAME         auto (as stored), bf16, f16, f32\n"
     "      --quant q8|q4        weight-only quantization at load\n"
     "      --kv-dtype NAME      KV cache dtype: f32 (CPU default), bf16, f16\n"
+    "      --kv-pool SIZE       KV pool in bytes (K, M, G suffixes; default: half the free memory, at most\n"
+    "                           what the sequences need)\n"
+    "      --kv-pool-tokens N   the KV pool in positions instead\n"
+    "      --block-size N       positions per KV block: 16 or 32 (default 32)\n"
+    "      --step-tokens N      tokens per step, decode and prefill chunks together (default 512)\n"
+    "      --no-prefix-cache    do not share the KV blocks of identical prompt prefixes\n"
     "      --no-fused           unfused reference kernels\n"
-    "      --n-ctx N            context size (default min(max_position_embeddings, 4096))\n"
-    "      --json               one JSON object per prompt: prompt, text, prompt_ids, ids, finish_reason\n"
+    "      --n-ctx N            longest sequence, prompt plus new tokens (default max_position_embeddings)\n"
+    "      --json               one JSON object per prompt and line: index, prompt, text, prompt_ids, ids,\n"
+    "                           finish_reason, prompt_tokens, completion_tokens, ttft_s, tok_s; a prompt that\n"
+    "                           cannot run gives {\"index\", \"error\"} and the others go on\n"
     "      --logprobs N         with --json: the N best log-probabilities of each generated token\n"
-    "  -q, --quiet              no timing on stderr\n");
-}
-
-typedef struct buf { char *p; size_t len, cap; } buf;
-
-static int buf_add(buf *b, const char *s, size_t n) {
-  if (b->len + n + 1 > b->cap) {
-    size_t c = b->cap ? b->cap : 256;
-    while (c < b->len + n + 1) c *= 2;
-    char *q = realloc(b->p, c);
-    if (!q) return -1;
-    b->p = q;
-    b->cap = c;
-  }
-  memcpy(b->p + b->len, s, n);
-  b->len += n;
-  b->p[b->len] = 0;
-  return 0;
-}
-
-static int buf_printf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-#include <stdarg.h>
-static int buf_printf(buf *b, const char *fmt, ...) {
-  char tmp[128];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  return n < 0 ? -1 : buf_add(b, tmp, (size_t)n);
-}
-
-/* JSON string (UTF-8 passes through; quotes, backslashes and control characters escaped). */
-static int json_str(buf *b, const char *s, size_t n) {
-  if (buf_add(b, "\"", 1)) return -1;
-  for (size_t i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    int r;
-    if (c == '"') r = buf_add(b, "\\\"", 2);
-    else if (c == '\\') r = buf_add(b, "\\\\", 2);
-    else if (c == '\n') r = buf_add(b, "\\n", 2);
-    else if (c == '\t') r = buf_add(b, "\\t", 2);
-    else if (c == '\r') r = buf_add(b, "\\r", 2);
-    else if (c < 0x20) r = buf_printf(b, "\\u%04x", c);
-    else r = buf_add(b, (const char *)&c, 1);
-    if (r) return -1;
-  }
-  return buf_add(b, "\"", 1);
-}
-
-typedef struct gen_ctx {
-  int json, logprobs;
-  buf text, ids, lp;
-  int n_ids, oom;
-} gen_ctx;
-
-static int on_token(const xpi_token_event *ev, void *user) {
-  gen_ctx *g = user;
-  if (!g->json) {
-    fwrite(ev->text, 1, ev->text_len, stdout);
-    fflush(stdout);
-    return 0;
-  }
-  int r = buf_add(&g->text, ev->text, ev->text_len);
-  r |= buf_printf(&g->ids, "%s%d", g->n_ids ? ", " : "", ev->id);
-  if (g->logprobs) {
-    r |= buf_add(&g->lp, g->n_ids ? ", [" : "[", g->n_ids ? 3 : 1);
-    for (int32_t i = 0; i < ev->n_top; i++)
-      r |= buf_printf(&g->lp, "%s{\"id\": %d, \"logprob\": %.6f}", i ? ", " : "", ev->top[i].id, ev->top[i].logprob);
-    r |= buf_add(&g->lp, "]", 1);
-  }
-  g->n_ids++;
-  if (r) g->oom = 1;
-  return g->oom;
+    "  -q, --quiet              no timing on stderr\n"
+    "\n"
+    "Exit status: 0 when every prompt ran, 1 when one or more failed (after all have run), 2 for bad options.\n");
 }
 
 static double now_s(void) {
@@ -125,88 +72,85 @@ static double now_s(void) {
 
 typedef struct opts {
   const char *model, *prompt, *file, *system;
-  int no_special, chat, no_think, json, quiet, logprobs, n_ctx;
+  int no_special, chat, no_think, json, quiet, logprobs, n_ctx, jsonl, parallel, block, step, no_prefix;
+  long long kv_bytes, kv_tokens;
   const char *stops[64];
   size_t n_stops;
 } opts;
 
-/* Renders (chat) and tokenizes one prompt; *ids malloc'd. */
-static int prepare(const xpi_tokenizer *tok, const opts *o, const char *prompt, int32_t **ids, size_t *n) {
-  char *text = NULL;
-  const char *src = prompt;
-  size_t len = strlen(prompt);
-  xpi_status s;
-  if (o->chat) {
-    xpi_chat_message msgs[2];
-    size_t nm = 0;
-    if (o->system) msgs[nm++] = (xpi_chat_message){"system", o->system};
-    msgs[nm++] = (xpi_chat_message){"user", prompt};
-    s = xpi_apply_chat_template(tok, msgs, nm, 1, !o->no_think, NULL, 0, &len);
-    if (s != XPI_ERR_BUFFER_TOO_SMALL && s != XPI_OK) return cli_fail(CMD, "applying the chat template", s);
-    text = malloc(len + 1);
-    if (!text) return cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
-    s = xpi_apply_chat_template(tok, msgs, nm, 1, !o->no_think, text, len + 1, &len);
-    if (s != XPI_OK) {
-      free(text);
-      return cli_fail(CMD, "applying the chat template", s);
+typedef struct run_state {
+  const opts *o;
+  gen_item *items;
+  int n, stream;          /* stream: one prompt as text, written as it comes */
+  int oom;
+} run_state;
+
+static int on_event(const xpi_seq_event *ev, void *user) {
+  gen_item *it = user;
+  if (ev->token) {
+    const xpi_token_event *t = ev->token;
+    int r = gbuf_add(&it->text, t->text, t->text_len);
+    r |= gbuf_printf(&it->out_ids, "%s%d", it->n_out ? ", " : "", t->id);
+    if (t->n_top > 0) {
+      r |= gbuf_add(&it->lp, it->n_out ? ", [" : "[", it->n_out ? 3 : 1);
+      for (int32_t i = 0; i < t->n_top; i++)
+        r |= gbuf_printf(&it->lp, "%s{\"id\": %d, \"logprob\": %.6f}", i ? ", " : "", t->top[i].id, t->top[i].logprob);
+      r |= gbuf_add(&it->lp, "]", 1);
     }
-    src = text;
+    it->n_out++;
+    if (it->printed == -1) { /* streaming: the text goes out at once */
+      fwrite(t->text, 1, t->text_len, stdout);
+      fflush(stdout);
+    }
+    return r != 0; /* out of memory: end the sequence (reported below) */
   }
-  int add_special = !o->no_special && !o->chat; /* a rendered template already has its special tokens */
-  s = xpi_tokenize(tok, src, len, add_special, NULL, 0, n);
-  if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
-    *ids = malloc((*n ? *n : 1) * sizeof **ids);
-    s = *ids ? xpi_tokenize(tok, src, len, add_special, *ids, *n, n) : XPI_ERR_OUT_OF_MEMORY;
+  it->res = *ev->done;
+  if (ev->done->status != XPI_OK) {
+    size_t n = strlen(ev->done->error);
+    it->error = malloc(n + 1);
+    if (it->error) memcpy(it->error, ev->done->error, n + 1);
+  } else if (ev->done->gen.finish_reason == XPI_FINISH_CANCELLED) {
+    const char *m = "out of memory for the output";
+    it->error = malloc(strlen(m) + 1);
+    if (it->error) strcpy(it->error, m);
   }
-  free(text);
-  if (s != XPI_OK) return cli_fail(CMD, "tokenizing the prompt", s);
+  it->done = 1;
   return 0;
 }
 
-static int run_prompt(xpi_model *m, xpi_request *r, const opts *o, const xpi_gen_options *go, const char *prompt) {
-  int32_t *ids = NULL;
-  size_t n = 0;
-  int rc = prepare(xpi_model_tokenizer(m), o, prompt, &ids, &n);
-  if (rc) return rc;
-  gen_ctx g = {.json = o->json, .logprobs = o->logprobs};
-  xpi_gen_result res = {.struct_size = sizeof res};
-  xpi_request_reset(r);
-  xpi_status s = xpi_request_generate(r, ids, n, go, on_token, &g, &res);
-  if (s == XPI_OK && g.oom) s = XPI_ERR_OUT_OF_MEMORY;
-  if (s != XPI_OK) {
-    rc = cli_fail(CMD, "generating", s);
-  } else if (o->json) {
-    buf out = {0};
-    int e = buf_add(&out, "{\"prompt\": ", 11) | json_str(&out, prompt, strlen(prompt));
-    e |= buf_add(&out, ", \"text\": ", 10) | json_str(&out, g.text.p ? g.text.p : "", g.text.len);
-    e |= buf_add(&out, ", \"prompt_ids\": [", 17);
-    for (size_t i = 0; i < n; i++) e |= buf_printf(&out, "%s%d", i ? ", " : "", ids[i]);
-    e |= buf_add(&out, "], \"ids\": [", 11) | buf_add(&out, g.ids.p ? g.ids.p : "", g.ids.len);
-    e |= buf_printf(&out, "], \"finish_reason\": \"%s\"", res.finish_reason == XPI_FINISH_STOP ? "stop" : "length");
-    if (o->logprobs) e |= buf_add(&out, ", \"logprobs\": [", 15) | buf_add(&out, g.lp.p ? g.lp.p : "", g.lp.len) | buf_add(&out, "]", 1);
-    e |= buf_add(&out, "}", 1);
-    if (e) rc = cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
-    else printf("%s\n", out.p);
-    fflush(stdout);
-    free(out.p);
-  } else {
-    printf("\n");
-    fflush(stdout);
+/* Prints every finished item not yet printed, in input order, up to the first unfinished one. */
+static int flush_done(run_state *rs, int *next) {
+  int failed = 0;
+  while (*next < rs->n && (rs->items[*next].done || rs->items[*next].error)) {
+    gen_item *it = &rs->items[(*next)++];
+    if (rs->o->json) {
+      if (gen_print_json(it, rs->o->logprobs)) rs->oom = 1;
+    } else if (it->error) {
+      if (rs->n == 1 && !rs->o->file) fprintf(stderr, "xpuinfer %s: %s\n", CMD, it->error);
+      else fprintf(stderr, "xpuinfer %s: prompt %d: %s\n", CMD, it->index, it->error);
+    } else {
+      if (!rs->stream) fwrite(it->text.p ? it->text.p : "", 1, it->text.len, stdout);
+      printf("\n");
+      fflush(stdout);
+    }
+    failed += it->error != NULL;
   }
-  if (s == XPI_OK && !o->quiet) {
-    fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); time to first token %.3f s\n", res.n_prompt_tokens,
-            res.prompt_seconds, res.prompt_seconds > 0 ? res.n_prompt_tokens / res.prompt_seconds : 0.0,
-            res.prompt_seconds);
-    int later = res.n_generated > 1 ? res.n_generated - 1 : 0;
-    fprintf(stderr, "generated: %d tokens in %.3f s (%.1f tok/s), finish: %s\n", res.n_generated,
-            res.generate_seconds, res.generate_seconds > 0 ? later / res.generate_seconds : 0.0,
-            res.finish_reason == XPI_FINISH_STOP ? "stop" : "length");
-  }
-  free(g.text.p);
-  free(g.ids.p);
-  free(g.lp.p);
-  free(ids);
-  return rc;
+  return failed;
+}
+
+static int parse_size(const char *v, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (errno || end == v || x <= 0) return 1;
+  double mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1024, end++;
+  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
+  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
+  if (*end == 'i' || *end == 'B') end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
+  if (*end || x * mul > 9.0e18) return 1;
+  *out = (long long)(x * mul);
+  return 0;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -225,10 +169,13 @@ int cmd_generate(int argc, char **argv) {
 #define NEED() do { if (!v) return cli_usage_error(CMD, "%s needs a value", a); i++; } while (0)
 #define INT(dst, lo, hi) do { NEED(); if (cli_parse_int(v, lo, hi, &dst)) return cli_usage_error(CMD, "%s: '%s' is not an integer in [%lld, %lld]", a, v, (long long)(lo), (long long)(hi)); } while (0)
 #define FLT(dst) do { NEED(); if (cli_parse_float(v, &dst)) return cli_usage_error(CMD, "%s: '%s' is not a number", a, v); } while (0)
+    long long t;
     if (ARG("-h") || ARG("--help")) { help(); return 0; }
     else if (ARG("-m") || ARG("--model")) { NEED(); o.model = v; }
     else if (ARG("-p") || ARG("--prompt")) { NEED(); o.prompt = v; }
     else if (ARG("-f") || ARG("--file")) { NEED(); o.file = v; }
+    else if (ARG("--jsonl")) o.jsonl = 1;
+    else if (ARG("--parallel")) { INT(t, 1, 4096); o.parallel = (int)t; }
     else if (ARG("--no-special")) o.no_special = 1;
     else if (ARG("--chat")) o.chat = 1;
     else if (ARG("--system")) { NEED(); o.system = v; }
@@ -244,16 +191,21 @@ int cmd_generate(int argc, char **argv) {
     else if (ARG("--stop")) { NEED(); if (o.n_stops == 64) return cli_usage_error(CMD, "at most 64 --stop strings"); o.stops[o.n_stops++] = v; }
     else if (ARG("--ignore-eos")) ignore_eos = 1;
     else if (ARG("--attn")) { NEED(); mo.attn_implementation = v; }
-    else if (ARG("--threads")) { long long t; INT(t, 0, 1024); mo.n_threads = (int)t; }
+    else if (ARG("--threads")) { INT(t, 0, 1024); mo.n_threads = (int)t; }
     else if (ARG("--device")) { NEED(); mo.device = v; }
     else if (ARG("--device-map")) { NEED(); mo.device_map = v; }
     else if (ARG("--dtype")) { NEED(); mo.dtype = v; }
     else if (ARG("--quant")) { NEED(); mo.quant = v; }
     else if (ARG("--kv-dtype")) { NEED(); mo.kv_dtype = v; }
+    else if (ARG("--kv-pool")) { NEED(); if (parse_size(v, &o.kv_bytes)) return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", v); }
+    else if (ARG("--kv-pool-tokens")) INT(o.kv_tokens, 1, 1LL << 40);
+    else if (ARG("--block-size")) { INT(t, 16, 32); o.block = (int)t; }
+    else if (ARG("--step-tokens")) { INT(t, 1, 65536); o.step = (int)t; }
+    else if (ARG("--no-prefix-cache")) o.no_prefix = 1;
     else if (ARG("--no-fused")) mo.use_kernels = 0;
-    else if (ARG("--n-ctx")) { long long t; INT(t, 1, 1 << 30); o.n_ctx = (int)t; }
+    else if (ARG("--n-ctx")) { INT(t, 1, 1 << 30); o.n_ctx = (int)t; }
     else if (ARG("--json")) o.json = 1;
-    else if (ARG("--logprobs")) { long long t; INT(t, 1, 1000); o.logprobs = (int)t; }
+    else if (ARG("--logprobs")) { INT(t, 1, 1000); o.logprobs = (int)t; }
     else if (ARG("-q") || ARG("--quiet")) o.quiet = 1;
     else return cli_usage_error(CMD, "unknown option '%s'", a);
   }
@@ -261,6 +213,9 @@ int cmd_generate(int argc, char **argv) {
   if (!o.prompt == !o.file) return cli_usage_error(CMD, "give exactly one of -p TEXT and -f FILE");
   if (o.logprobs && !o.json) return cli_usage_error(CMD, "--logprobs needs --json");
   if (o.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
+  if (o.kv_bytes && o.kv_tokens) return cli_usage_error(CMD, "give --kv-pool or --kv-pool-tokens, not both");
+  size_t flen = o.file ? strlen(o.file) : 0;
+  if (flen >= 6 && !strcmp(o.file + flen - 6, ".jsonl")) o.jsonl = 1;
   if (o.quiet) mo.download.quiet = 1;
 
   double t0 = now_s();
@@ -292,34 +247,77 @@ int cmd_generate(int argc, char **argv) {
   go.ignore_eos = ignore_eos;
   go.logprobs = o.logprobs;
 
-  xpi_request_options ro;
-  xpi_request_options_default(&ro);
-  ro.n_ctx = o.n_ctx;
-  xpi_request *r = NULL;
-  s = xpi_request_create(m, &ro, &r);
-  int rc = 0;
+  gen_defaults d = {&go, o.chat, o.no_think, o.no_special, o.system};
+  run_state rs = {.o = &o};
+  int rc = o.file ? gen_read_file(o.file, o.jsonl, &d, &rs.items, &rs.n) : gen_one(o.prompt, &d, &rs.items, &rs.n);
+  if (rc) {
+    gen_items_free(rs.items, rs.n);
+    xpi_model_free(m);
+    return rc;
+  }
+  rs.stream = !o.file && !o.json;
+  xpi_engine_options eo;
+  xpi_engine_options_default(&eo);
+  eo.max_seqs = o.parallel ? o.parallel : rs.n < 1 ? 1 : rs.n < 256 ? rs.n : 256;
+  eo.max_seq_len = o.n_ctx;
+  eo.kv_pool_bytes = o.kv_bytes;
+  eo.kv_pool_tokens = o.kv_tokens;
+  if (o.block) eo.block_size = o.block;
+  if (o.step) eo.step_tokens = o.step;
+  eo.prefix_caching = !o.no_prefix;
+  xpi_engine *e = NULL;
+  s = xpi_engine_create(m, &eo, &e);
   if (s != XPI_OK) {
-    rc = cli_fail(CMD, "creating a request", s);
-  } else if (o.prompt) {
-    rc = run_prompt(m, r, &o, &go, o.prompt);
-  } else {
-    FILE *f = fopen(o.file, "rb");
-    if (!f) {
-      fprintf(stderr, "xpuinfer %s: cannot open %s\n", CMD, o.file);
-      rc = 1;
-    } else {
-      char *line = NULL;
-      size_t cap = 0;
-      ssize_t len;
-      while (rc == 0 && (len = getline(&line, &cap, f)) >= 0) {
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-        if (len > 0) rc = run_prompt(m, r, &o, &go, line);
-      }
-      free(line);
-      fclose(f);
+    rc = cli_fail(CMD, "creating the engine", s);
+    gen_items_free(rs.items, rs.n);
+    xpi_model_free(m);
+    return rc;
+  }
+  const double t1 = now_s();
+  for (int i = 0; i < rs.n; i++) { /* every prompt is queued at once; the engine admits them as memory allows */
+    gen_item *it = &rs.items[i];
+    gen_tokenize(xpi_model_tokenizer(m), &d, it);
+    if (it->error) continue;
+    if (rs.stream) it->printed = -1;
+    s = xpi_engine_submit(e, it->ids, it->n_ids, &it->go, on_event, it, &it->seq);
+    if (s != XPI_OK) {
+      const char *err = xpi_last_error();
+      it->error = malloc(strlen(err) + 1);
+      if (it->error) strcpy(it->error, err);
     }
   }
-  xpi_request_free(r);
+  int next = 0, failed = 0;
+  int32_t pending = 1;
+  failed += flush_done(&rs, &next);
+  while (pending > 0) {
+    s = xpi_engine_step(e, &pending);
+    if (s != XPI_OK && pending == 0) break; /* a failed step ended its batch: reported per prompt */
+    failed += flush_done(&rs, &next);
+  }
+  failed += flush_done(&rs, &next);
+  const double t2 = now_s();
+  if (!o.quiet && rs.n == 1 && !o.file && !rs.items[0].error) {
+    const xpi_gen_result *r = &rs.items[0].res.gen;
+    fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); time to first token %.3f s\n", r->n_prompt_tokens,
+            r->prompt_seconds, r->prompt_seconds > 0 ? r->n_prompt_tokens / r->prompt_seconds : 0.0, r->prompt_seconds);
+    int later = r->n_generated > 1 ? r->n_generated - 1 : 0;
+    fprintf(stderr, "generated: %d tokens in %.3f s (%.1f tok/s), finish: %s\n", r->n_generated, r->generate_seconds,
+            r->generate_seconds > 0 ? later / r->generate_seconds : 0.0,
+            r->finish_reason == XPI_FINISH_STOP ? "stop" : r->finish_reason == XPI_FINISH_CANCELLED ? "cancelled"
+                                                                                              : "length");
+  } else if (!o.quiet && o.file) {
+    xpi_engine_stats st = {.struct_size = sizeof st};
+    xpi_engine_get_stats(e, &st);
+    fprintf(stderr,
+            "%d prompts (%d failed): %llu prompt tokens (%llu from the prefix cache), %llu generated in %.3f s "
+            "(%.1f tok/s), %d at most at once\n",
+            rs.n, failed, (unsigned long long)st.prompt_tokens, (unsigned long long)st.prompt_tokens_cached,
+            (unsigned long long)st.completion_tokens, t2 - t1, t2 > t1 ? (double)st.completion_tokens / (t2 - t1) : 0,
+            eo.max_seqs);
+  }
+  if (rs.oom) fprintf(stderr, "xpuinfer %s: out of memory printing the results\n", CMD);
+  xpi_engine_free(e);
+  gen_items_free(rs.items, rs.n);
   xpi_model_free(m);
-  return rc;
+  return failed || rs.oom ? 1 : 0;
 }

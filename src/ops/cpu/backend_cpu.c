@@ -83,6 +83,22 @@ static xpi_status cpu_sync(xpi_backend *be) {
   return XPI_OK;
 }
 
+/* MemAvailable of /proc/meminfo: the kernel's estimate of what can be allocated without swapping. */
+static xpi_status cpu_free_memory(xpi_backend *be, uint64_t *bytes) {
+  (void)be;
+  *bytes = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return xpi_err(XPI_ERR_IO, "cpu: cannot read /proc/meminfo for the free memory");
+  char line[256];
+  unsigned long long kb = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+  fclose(f);
+  if (!found) return xpi_err(XPI_ERR_IO, "cpu: /proc/meminfo has no MemAvailable line");
+  *bytes = (uint64_t)kb * 1024;
+  return XPI_OK;
+}
+
 /* ------------------------------------------------------------------ weights */
 
 static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
@@ -467,6 +483,7 @@ static const xpi_backend_ops k_cpu_ops = {
   .replay = NULL,
   .graph_free = NULL,
   .sync = cpu_sync,
+  .free_memory = cpu_free_memory,
 };
 
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out) {

@@ -284,6 +284,10 @@ static void xpu_destroy(xpi_backend *be) {
   free(be);
 }
 
+static xpi_status xpu_free_memory_op(xpi_backend *be, uint64_t *bytes) {
+  return xpi_xpu_free_memory(im_of(be)->d->index, bytes);
+}
+
 static const xpi_backend_ops k_xpu_ops = {
   .name = "xpu",
   .destroy = xpu_destroy,
@@ -308,6 +312,7 @@ static const xpi_backend_ops k_xpu_ops = {
   .replay = xpu_replay,
   .graph_free = xpu_graph_free,
   .sync = xpu_sync_op,
+  .free_memory = xpu_free_memory_op,
 };
 
 /* The compute queue group of the device (ordinal 0 where the driver does not say). */
