@@ -10,3 +10,4 @@ if(TARGET ze_zesim)
   set_tests_properties(model/test_xpu_device_map.py PROPERTIES
     ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>")
 endif()
+set_tests_properties(model/test_generate_batch_cli.py PROPERTIES FIXTURES_REQUIRED random_models)
