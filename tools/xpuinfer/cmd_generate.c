@@ -2,7 +2,6 @@
  * template), run them all through one engine (continuous batching: every prompt of -f at once, as many
  * together as --parallel and the KV pool allow), and print the texts (or one JSON object per prompt) in input
  * order. Public API only. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,21 +137,6 @@ static int flush_done(run_state *rs, int *next) {
   return failed;
 }
 
-static int parse_size(const char *v, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (errno || end == v || x <= 0) return 1;
-  double mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
-  if (*end == 'i' || *end == 'B') end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
-  if (*end || x * mul > 9.0e18) return 1;
-  *out = (long long)(x * mul);
-  return 0;
-}
-
 int cmd_generate(int argc, char **argv) {
   opts o = {0};
   xpi_model_options mo;
@@ -197,7 +181,7 @@ int cmd_generate(int argc, char **argv) {
     else if (ARG("--dtype")) { NEED(); mo.dtype = v; }
     else if (ARG("--quant")) { NEED(); mo.quant = v; }
     else if (ARG("--kv-dtype")) { NEED(); mo.kv_dtype = v; }
-    else if (ARG("--kv-pool")) { NEED(); if (parse_size(v, &o.kv_bytes)) return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", v); }
+    else if (ARG("--kv-pool")) { NEED(); if (cli_parse_size(v, &o.kv_bytes)) return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", v); }
     else if (ARG("--kv-pool-tokens")) INT(o.kv_tokens, 1, 1LL << 40);
     else if (ARG("--block-size")) { INT(t, 16, 32); o.block = (int)t; }
     else if (ARG("--step-tokens")) { INT(t, 1, 65536); o.step = (int)t; }
