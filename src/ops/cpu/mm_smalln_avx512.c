@@ -3,7 +3,10 @@
  * Per 16 columns, 4 weight loads (bf16: a zero-extend and a shift; f16: vcvtph2ps) and 6 activation loads feed
  * 24 FMAs, so the loop is bound by the FMA ports, not by loads or conversions. The 4 rows (8-24 KiB of bf16
  * at the 0.6B shape) stay in L1 while every group of 6 tokens passes over them: each weight is read from memory
- * once per call. Each accumulator's 16 lanes are summed at the end of the row. */
+ * once per call. Each accumulator's 16 lanes are summed at the end of the row.
+ * Measured on the Xeon here (AVX512_BF16): bf16 products with vdpbf16ps, the activations split into two bf16
+ * terms (hi + lo, as precise as this), ran at 40% of this kernel's speed - vdpbf16ps issues on one port where
+ * FMAs issue on two. */
 #include <immintrin.h>
 
 #include "ops/cpu/mm_smalln.h"
