@@ -18,6 +18,9 @@ VENV="${XPI_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}"
 if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 "$VENV/bin/python" -c "import tokenizers, numpy, safetensors" 2>/dev/null || \
   "$VENV/bin/pip" install -q "tokenizers==0.23.2" numpy safetensors
+# sentencepiece trains the Unigram models whose real precompiled charsmaps (nmt_nfkc, nfkc_cf) the tokenizer
+# component tests use (tests/tokenizer/test_components.py)
+"$VENV/bin/python" -c "import sentencepiece" 2>/dev/null || "$VENV/bin/pip" install -q "sentencepiece==0.2.3"
 # jinja2 renders the real chat templates as transformers does (tests/tokenizer/test_chat_template.py)
 "$VENV/bin/python" -c "import jinja2" 2>/dev/null || "$VENV/bin/pip" install -q jinja2
 # Intel's CPU OpenCL runtime (not a Debian package; ~0.8 GB, ~90 s to install here): zesim runs the Intel-tuned

@@ -67,7 +67,7 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
   if (!strncmp(dev, "xpu", 3) && (dev[3] == 0 || dev[3] == ':')) {
     int idx;
     xpi_status s = xpi_ze_parse_device(dev, &idx);
-    if (s != XPI_OK) return xpi_err_prefix(s, "device '%s': ", dev);
+    if (s != XPI_OK) return s; /* its message names the device */
     const xpi_ze_device *devs;
     size_t n;
     XPI_TRY(xpi_ze_devices(&devs, &n));
@@ -147,6 +147,21 @@ void xpi_model_free(xpi_model *m) {
   free(m);
 }
 
+/* Checkpoint tensors the graph never reads: a warning, or with strict an error. */
+static xpi_status check_unused(const xpi_model *m, int strict) {
+  char list[1024], layer[48], hint[160] = "";
+  size_t n = xpi_weights_unused(&m->w, &m->cfg, m->st, list, sizeof list);
+  if (n == 0) return XPI_OK;
+  snprintf(layer, sizeof layer, "model.layers.%d.", m->cfg.n_layers);
+  if (strstr(list, layer))
+    snprintf(hint, sizeof hint, " (the checkpoint has more layers than num_hidden_layers = %d in config.json)",
+             m->cfg.n_layers);
+  const char *s = n == 1 ? "" : "s";
+  if (strict) return xpi_err(XPI_ERR_FORMAT, "%zu checkpoint tensor%s the model never reads (strict): %s%s", n, s, list, hint);
+  xpi_log(2, "%s: %zu checkpoint tensor%s the model never reads, ignored: %s%s", m->dir, n, s, list, hint);
+  return XPI_OK;
+}
+
 static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o) {
   size_t len = 0;
   xpi_status s = xpi_hub_download(src, &o->download, NULL, 0, &len);
@@ -182,6 +197,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
   free(layer_be);
   XPI_TRY(s);
+  XPI_TRY(check_unused(m, o->strict));
   m->graph.w = &m->w;
   XPI_TRY(xpi_graph_init(&m->graph));
 
@@ -209,11 +225,16 @@ xpi_status xpi_model_load(const char *path_or_repo, const xpi_model_options *opt
   if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_load: out is NULL");
   *out = NULL;
   if (!path_or_repo || !*path_or_repo) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_load: no model path given");
-  xpi_model_options def;
-  if (!opts) {
-    xpi_model_options_default(&def);
-    opts = &def;
+  xpi_model_options o; /* a caller built against an older header passes a smaller struct: the rest keeps defaults */
+  xpi_model_options_default(&o);
+  if (opts) {
+    if (opts->struct_size < offsetof(xpi_model_options, device))
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT,
+                     "xpi_model_options.struct_size = %zu: fill it with xpi_model_options_default", opts->struct_size);
+    memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+    o.struct_size = sizeof o;
   }
+  opts = &o;
   xpi_model *m = calloc(1, sizeof *m);
   if (!m) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_init(&m->req_mu, NULL);

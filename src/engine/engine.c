@@ -20,6 +20,7 @@
 #define DEFAULT_MAX_SEQS 64
 #define DEFAULT_STEP_TOKENS 512
 #define DEFAULT_POOL_CTX 4096 /* the default pool holds at most max_seqs sequences of this many positions */
+#define XPI_MAX_NUMERIC 8     /* sequences of one step whose non-finite logits are located layer by layer */
 
 void xpi_engine_options_default(xpi_engine_options *o) {
   memset(o, 0, sizeof *o);
@@ -113,7 +114,8 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
   XPI_TRY(pool_blocks(model, &o, &n_blocks));
   if (max_pool_tokens < 0) /* default cap: max_seqs sequences of up to DEFAULT_POOL_CTX positions */
     max_pool_tokens = (int64_t)o.max_seqs * (o.max_seq_len < DEFAULT_POOL_CTX ? o.max_seq_len : DEFAULT_POOL_CTX);
-  int64_t cap = max_pool_tokens / o.block_size - 1;
+  int64_t cap = (max_pool_tokens + o.block_size - 1) / o.block_size; /* the default is no budget: the spare block
+                                                                          * comes on top */
   if (cap > INT32_MAX / 2) cap = INT32_MAX / 2;
   xpi_engine *e = calloc(1, sizeof *e);
   if (!e) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
@@ -260,6 +262,7 @@ static xpi_status enqueue(xpi_engine *e, xpi_seq *s, const int32_t *ids, int32_t
   free(s->error);
   s->error = NULL;
   atomic_store(&s->cancel, 0);
+  s->numeric = 0;
   s->t_submit = xpi_now_s();
   s->t_start = s->t_first = s->t_last = 0;
   s->order = e->next_order++;
@@ -276,11 +279,9 @@ xpi_status xpi_engine_submit(xpi_engine *e, const int32_t *ids, size_t n, const 
   if (seq_id) *seq_id = 0;
   if (!e || (!ids && n)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_submit: NULL argument");
   if (n == 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_submit: the prompt has no tokens");
-  xpi_gen_options def;
-  if (!opts) {
-    xpi_gen_options_default(&def);
-    opts = &def;
-  }
+  xpi_gen_options resolved;
+  XPI_TRY(xpi_gen_options_resolve(opts, &resolved));
+  opts = &resolved;
   XPI_TRY(check_ids(e, ids, n));
   xpi_seq *s = seq_new(e, e->o.max_seq_len);
   if (!s) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
@@ -383,11 +384,9 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   if (s->device_greedy) finite = e->argmax[r] >= 0; /* the device's argmax is -1 for a non-finite row */
   else
     for (int32_t i = 0; i < e->vocab && finite; i++) finite = lg[i] - lg[i] == 0;
-  if (!finite) { /* this sequence's numbers broke (the rows of a batch are independent): it ends alone */
-    char msg[160];
-    snprintf(msg, sizeof msg, "the logits of generated token %d (position %d) hold a NaN or an infinity",
-             s->out.n_generated + 1, e->out_pos[r]);
-    xpi_seq_fail(s, XPI_ERR_NUMERIC, msg);
+  if (!finite) { /* this sequence's numbers broke (the rows of a batch are independent): it ends alone, once
+                   * located (locate_numeric) */
+    s->numeric = 1;
     return;
   }
   if (s->logprobs > 0) xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
@@ -404,6 +403,31 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   s->t_last = now;
   push_event(e, s, id, piece, plen);
   if (!s->out.finished) *next_tok = id;
+}
+
+/* The first position of s to run again when its logits were not finite: the current job's first (its
+ * prompt) at step 0, else the token of this step; but never inside a block another sequence holds too. */
+static int32_t numeric_start(const xpi_engine *e, const xpi_seq *s) {
+  int32_t start = s->out.n_generated == 0 ? s->gen_start - s->n_prompt : s->n_tok - 1;
+  const int32_t bs = e->o.block_size;
+  for (int32_t b = start / bs; b < s->n_blocks && xpi_kv_blocks_refs(e->bm, s->blocks[b]) > 1; b++) start = (b + 1) * bs;
+  return start < s->n_tok ? start : s->n_tok - 1;
+}
+
+/* Where the non-finite logits of s came from (the step's positions from start run again alone, layer by
+ * layer): its error. No lock held; the graph state is the stepping thread's. */
+static void locate_numeric(xpi_engine *e, xpi_seq *s, int32_t start) {
+  xpi_status st = xpi_graph_locate_nonfinite(e->g, e->gs, s->tokens + start, s->n_tok - start, start, s->blocks,
+                                             s->n_blocks);
+  if (st == XPI_ERR_NUMERIC) {
+    const int32_t step = s->out.n_generated;
+    if (step == 0)
+      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d): ", s->gen_start - s->n_prompt,
+                     s->n_tok - 1);
+    else
+      xpi_err_prefix(st, "generation step %d (token position %d): ", step, s->n_tok - 1);
+  }
+  xpi_seq_fail(s, st, xpi_last_error());
 }
 
 /* One step with e->mu held on entry and exit (released inside). */
@@ -441,9 +465,24 @@ static xpi_status step_locked(xpi_engine *e) {
   char err_copy[512] = "";
   if (step_err) snprintf(err_copy, sizeof err_copy, "%s", step_err);
   /* the next token of every generation row (-1: none) */
+  int numeric = 0;
   for (int32_t r = 0; st == XPI_OK && r < p.n_out; r++) {
     e->next[r] = -1;
     if (e->out_seq[r]->job == JOB_GENERATE && !atomic_load(&e->out_seq[r]->cancel)) sample_row(e, r, &e->next[r]);
+    numeric |= e->out_seq[r]->numeric;
+  }
+  if (numeric) { /* rare: sequences whose logits were not finite are located (under the lock: block references) */
+    int32_t start[XPI_MAX_NUMERIC];
+    int32_t nn = 0;
+    xpi_seq *bad[XPI_MAX_NUMERIC];
+    pthread_mutex_lock(&e->mu);
+    for (int32_t r = 0; r < p.n_out && nn < XPI_MAX_NUMERIC; r++)
+      if (e->out_seq[r]->numeric) bad[nn] = e->out_seq[r], start[nn] = numeric_start(e, bad[nn]), nn++;
+    pthread_mutex_unlock(&e->mu);
+    for (int32_t i = 0; i < nn; i++) locate_numeric(e, bad[i], start[i]);
+    for (int32_t r = 0; r < p.n_out; r++)
+      if (e->out_seq[r]->numeric && e->out_seq[r]->status == XPI_OK) /* beyond XPI_MAX_NUMERIC: not located */
+        xpi_seq_fail(e->out_seq[r], XPI_ERR_NUMERIC, "non-finite logits (NaN or infinity)");
   }
 
   pthread_mutex_lock(&e->mu);

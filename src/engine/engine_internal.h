@@ -14,6 +14,7 @@
 
 #include "api/api_internal.h"
 #include "engine/kv_blocks.h"
+#include "generate/gen_options.h"
 #include "generate/sampler.h"
 #include "generate/seq_output.h"
 #include "model/graph.h"
@@ -45,6 +46,7 @@ typedef struct xpi_seq {
   xpi_seq_output out;
   int out_ready;
   int device_greedy;           /* the argmax computed on the device is all the job needs */
+  int numeric;                 /* this step's logits were not finite: located, then the sequence fails */
   int32_t logprobs;
   xpi_logprob *top;
   float *eval_logits;          /* JOB_EVAL: the caller's buffer, rows from position out_from */

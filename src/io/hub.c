@@ -46,9 +46,14 @@ static long env_long(const char *name, long def, long min, long max) {
   if (!v || !*v) return def;
   char *end;
   double d = strtod(v, &end);
-  if (*end || !isfinite(d)) return def;
+  if (*end || !isfinite(d)) {
+    xpi_log(2, "%s='%s' is not a number; using %ld", name, v, def);
+    return def;
+  }
   d = ceil(d);
-  return d < (double)min ? min : d > (double)max ? max : (long)d;
+  long r = d < (double)min ? min : d > (double)max ? max : (long)d;
+  if ((double)r != d) xpi_log(2, "%s=%s is outside [%ld, %ld]; using %ld", name, v, min, max, r);
+  return r;
 }
 
 /* Repo ids as huggingface_hub's validate_repo_id accepts them: "name" or "org/name", letters, digits, '-',
@@ -159,6 +164,8 @@ static xpi_status job_init(hub_job *j, const char *arg, const xpi_download_optio
   j->c.repo_id = j->repo_id;
   j->c.etag_timeout_s = env_long("HF_HUB_ETAG_TIMEOUT", 10, 1, 3600);
   j->c.download_timeout_s = env_long("HF_HUB_DOWNLOAD_TIMEOUT", 10, 1, 3600);
+  j->c.low_speed_limit = env_long("XPI_HUB_LOW_SPEED_LIMIT", 1024, 0, 1L << 30);
+  j->c.low_speed_time_s = env_long("XPI_HUB_LOW_SPEED_TIME", 30, 1, 3600);
   j->c.max_retries = (int)env_long("XPI_HUB_MAX_RETRIES", 5, 0, 100);
   j->c.retry_delay_ms = env_long("XPI_HUB_RETRY_DELAY_MS", 1000, 0, 600000);
   j->c.progress = o->progress;

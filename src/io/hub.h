@@ -49,6 +49,9 @@ typedef struct hub_client {
   const char *repo_id;       /* "org/name" */
   long etag_timeout_s;       /* metadata request timeout (HF_HUB_ETAG_TIMEOUT, default 10) */
   long download_timeout_s;   /* a transfer below 1 byte/s for this long is a timeout (HF_HUB_DOWNLOAD_TIMEOUT) */
+  long low_speed_limit;      /* bytes/s; an attempt averaging less over low_speed_time_s counts as stalled and is
+                                retried/resumed (XPI_HUB_LOW_SPEED_LIMIT, default 1024; 0 turns it off) */
+  long low_speed_time_s;     /* XPI_HUB_LOW_SPEED_TIME, default 30 */
   int max_retries;           /* transient failures retried this many times (XPI_HUB_MAX_RETRIES, default 5) */
   long retry_delay_ms;       /* first backoff delay, doubled each retry (XPI_HUB_RETRY_DELAY_MS, default 1000) */
   xpi_progress_fn progress;

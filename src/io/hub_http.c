@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -373,7 +374,9 @@ typedef struct get_state {
   int started;        /* first body bytes seen: response code checked */
   int to_file;        /* the body is the file (200/206), not an error page */
   int write_errno;
-  int oversize, bad_range, cancelled;
+  int oversize, bad_range, cancelled, too_slow;
+  double window_t0;   /* low-speed limit: start of the current window and the bytes received by then */
+  uint64_t window_bytes;
 } get_state;
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
@@ -421,12 +424,27 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
   return len;
 }
 
+/* Also the overall low-speed limit: libcurl's own (CURLOPT_LOW_SPEED_*) is spent on the stall timeout, so a
+ * server that keeps sending a few bytes a second would otherwise hold the download forever. The average over
+ * each window of low_speed_time_s must reach low_speed_limit bytes/s (libcurl calls this at least once a
+ * second, also while nothing arrives). */
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   (void)dltotal, (void)ultotal, (void)ulnow, (void)dlnow;
   get_state *g = user;
   if (g->c->progress && g->c->progress(g->what, g->have + g->written, g->expected, g->c->progress_user)) {
     g->cancelled = 1;
     return 1;
+  }
+  if (g->c->low_speed_limit > 0) {
+    double now = xpi_now_s(), span = now - g->window_t0;
+    if (span >= (double)g->c->low_speed_time_s) {
+      if ((double)(g->written - g->window_bytes) < (double)g->c->low_speed_limit * span) {
+        g->too_slow = 1;
+        return 1;
+      }
+      g->window_t0 = now;
+      g->window_bytes = g->written;
+    }
   }
   return 0;
 }
@@ -478,7 +496,8 @@ xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_p
       done = 1;
       break;
     }
-    get_state g = {.c = c, .h = h, .what = what, .hdr = hdr, .fd = fd, .have = have, .expected = expected};
+    get_state g = {.c = c, .h = h, .what = what, .hdr = hdr, .fd = fd, .have = have, .expected = expected,
+                   .window_t0 = xpi_now_s()};
     char range[48];
     snprintf(range, sizeof range, "%" PRIu64 "-", have);
     curl_easy_reset(h);
@@ -506,6 +525,9 @@ xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_p
     if (g.cancelled) {
       s = xpi_err(XPI_ERR_CANCELLED, "download of '%s' cancelled at %" PRIu64 " of %" PRIu64 " bytes", what, now,
                   expected);
+    } else if (g.too_slow) { /* a stalled attempt: retried, resuming what it got */
+      snprintf(last, sizeof last, "slower than %ld bytes/s for %ld s", c->low_speed_limit, c->low_speed_time_s);
+      retry = 1;
     } else if (g.write_errno || close_err) {
       s = io_error(part_path, g.write_errno ? g.write_errno : close_err);
     } else if (g.oversize) {

@@ -128,8 +128,8 @@ typedef struct xpi_backend_ops {
   xpi_status (*swiglu)(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
   /* x[i] += y[i], i < count */
   xpi_status (*add)(xpi_backend *be, float *x, const float *y, int64_t count);
-  /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties); -1 when the row holds a NaN or an
-   * infinity */
+  /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties), or -1 when the row holds a NaN or an
+   * infinity (so the greedy path learns of broken logits without copying them to the host) */
   xpi_status (*argmax)(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 
   /* ---- optional: record a step once and replay it ("XPU graph"). NULL where unsupported.

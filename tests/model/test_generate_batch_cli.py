@@ -76,7 +76,7 @@ for extra in [[], ["--parallel", "1"], ["--parallel", "2"]]:
 p = run(TF, ["-f", path, "-n", "6", "--greedy"], want_rc=1)
 texts = p.stdout.decode().splitlines()
 err = p.stderr.decode()
-if len(texts) != 5 or "prompt 2:" not in err or "prompt 4:" not in err:
+if len(texts) != 5 or "line 4:" not in err or "line 6:" not in err or err.count("\n") != 2:
     fail(f"text mode: {len(texts)} lines, stderr {err!r}")
 os.unlink(path)
 

@@ -10,4 +10,9 @@ if(TARGET ze_zesim)
   set_tests_properties(model/test_xpu_device_map.py PROPERTIES
     ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>")
 endif()
+if(TARGET ze_zesim)
+  set_tests_properties(model/test_cli_habits.py PROPERTIES
+    ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>;POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache")
+endif()
+set_tests_properties(model/test_chat_cli.py PROPERTIES FIXTURES_REQUIRED random_models)
 set_tests_properties(model/test_generate_batch_cli.py PROPERTIES FIXTURES_REQUIRED random_models)

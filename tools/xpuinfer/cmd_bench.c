@@ -10,6 +10,7 @@
  * Depth: as in llama-bench, every repetition starts from an empty cache filled (untimed) with d tokens, so
  * all repetitions of a test measure the same thing. (Running them back to back from one fill would put the
  * third pp512 repetition at depth 1024.) */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,7 @@ static void bench_help(FILE *f) {
           "  --kv-pool SIZE       with --parallel: the engine's KV pool in bytes (K, M, G; default: room for\n"
           "                       two repetitions' sequences)\n"
           "  --json               one JSON object per line per test instead of the table\n"
+          "  -v, --verbose        print the library's warnings and notes on stderr\n"
           "  -h, --help           this help\n");
 }
 
@@ -123,34 +125,36 @@ static xpi_status eval_tg(bench_ctx *b, int64_t n) {
 }
 
 int cmd_bench(int argc, char **argv) {
-  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu";
+  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu", *pp_arg = NULL, *depth_arg = NULL;
+  const char *par_arg = NULL, *kv_pool_arg = NULL;
   long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
   int n_pp = 2, n_depth = 1, json = 0, n_par = 0;
   long long kv_pool = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_help(stdout); return 0; }
-    if (!strcmp(a, "--json")) { json = 1; continue; }
-    if (i + 1 >= argc) return cli_usage_error("bench", "unknown argument or missing value: '%s'", a);
-    const char *v = argv[++i];
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
-    else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { if (parse_list("bench", a, v, 0, 1 << 20, pp, &n_pp)) return 2; }
-    else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (parse_list("bench", a, v, 0, 1 << 22, depth, &n_depth)) return 2; }
-    else if (!strcmp(a, "--parallel")) { if (parse_list("bench", a, v, 1, 4096, par, &n_par)) return 2; }
-    else if (!strcmp(a, "--kv-pool")) {
-      if (cli_parse_size(v, &kv_pool)) return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", v);
-    }
-    else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
-      if (cli_parse_int(v, 0, 1 << 20, &n_gen)) return cli_usage_error("bench", "%s: '%s' is not a count", a, v);
-    } else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) {
-      if (cli_parse_int(v, 1, 1000, &reps)) return cli_usage_error("bench", "%s: '%s' is not in [1, 1000]", a, v);
-    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-      if (cli_parse_int(v, 0, 4096, &threads)) return cli_usage_error("bench", "%s: '%s' is not a thread count", a, v);
-    } else if (!strcmp(a, "--quant")) quant_arg = v;
-    else if (!strcmp(a, "--kv-dtype")) kv_dtype = v;
-    else if (!strcmp(a, "--device")) device = v;
-    else return cli_usage_error("bench", "unknown argument '%s'", a);
+  const cli_opt t[] = {
+    {"-m", "--model", CLI_STR, &model, 0, 0, 0, 0, 0, NULL},
+    {"-p", "--n-prompt", CLI_STR, &pp_arg, 0, 0, 0, 0, 0, NULL},
+    {"-d", "--depth", CLI_STR, &depth_arg, 0, 0, 0, 0, 0, NULL},
+    {"-n", "--n-gen", CLI_INT, &n_gen, 0, 1 << 20, 0, 0, 0, NULL},
+    {"-r", "--reps", CLI_INT, &reps, 1, 1000, 0, 0, 0, NULL},
+    {"-t", "--threads", CLI_INT, &threads, 0, 4096, 0, 0, 0, NULL},
+    {NULL, "--quant", CLI_STR, &quant_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--kv-dtype", CLI_STR, &kv_dtype, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--device", CLI_STR, &device, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--json", CLI_FLAG, &json, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--parallel", CLI_STR, &par_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--kv-pool", CLI_STR, &kv_pool_arg, 0, 0, 0, 0, 0, NULL},
+  };
+  int prc = cli_parse("bench", argc, argv, t, sizeof t / sizeof t[0], NULL, 0, NULL);
+  if (prc == CLI_HELP) {
+    bench_help(stdout);
+    return 0;
   }
+  if (prc) return prc;
+  if (pp_arg && parse_list("bench", "-p", pp_arg, 0, 1 << 20, pp, &n_pp)) return 2;
+  if (depth_arg && parse_list("bench", "-d", depth_arg, 0, 1 << 22, depth, &n_depth)) return 2;
+  if (par_arg && parse_list("bench", "--parallel", par_arg, 1, 4096, par, &n_par)) return 2;
+  if (kv_pool_arg && cli_parse_size(kv_pool_arg, &kv_pool))
+    return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", kv_pool_arg);
   if (!model) return cli_usage_error("bench", "-m MODEL is required");
   if (kv_pool && !n_par) return cli_usage_error("bench", "--kv-pool goes with --parallel");
 
@@ -271,12 +275,21 @@ int cmd_bench(int argc, char **argv) {
         const double gbs = is_tg ? (wbytes + kv_tok * avg_ctx) * med / 1e9 : NAN;
         char test[32];
         snprintf(test, sizeof test, "%s%lld", is_tg ? "tg" : "pp", len);
-        if (json) {
-          printf("{\"test\": \"%s\", \"depth\": %lld, \"quant\": \"%s\", \"threads\": %d, \"tok_s\": %.3f, "
-                 "\"tok_s_min\": %.3f, \"tok_s_max\": %.3f, \"gb_s\": ",
-                 test, depth[di], qname, shown_threads, med, sorted[0], sorted[reps - 1]);
-          if (is_tg) printf("%.3f}\n", gbs);
-          else printf("null}\n");
+        if (json) { /* valid JSON whatever the timer says: a non-finite rate is null */
+          cli_buf o = {0};
+          cli_buf_printf(&o, "{\"test\": \"%s\", \"depth\": %lld, \"quant\": ", test, depth[di]);
+          cli_json_str(&o, qname, strlen(qname));
+          cli_buf_printf(&o, ", \"threads\": %d, \"tok_s\": ", shown_threads);
+          cli_json_num(&o, med, 3);
+          cli_buf_puts(&o, ", \"tok_s_min\": ");
+          cli_json_num(&o, sorted[0], 3);
+          cli_buf_puts(&o, ", \"tok_s_max\": ");
+          cli_json_num(&o, sorted[reps - 1], 3);
+          cli_buf_puts(&o, ", \"gb_s\": ");
+          cli_json_num(&o, gbs, 3); /* NAN (null) for pp tests */
+          cli_buf_puts(&o, "}");
+          if (!o.oom) printf("%s\n", o.p);
+          cli_buf_free(&o);
         } else {
           char gb[32] = "-";
           if (is_tg) snprintf(gb, sizeof gb, "%.1f", gbs);

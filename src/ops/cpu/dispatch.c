@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/status.h"
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 
@@ -51,13 +52,21 @@ const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa) {
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_best(void) {
+  static const char *const names[] = {"scalar", "avx2", "avx512"};
   const char *env = getenv("XPI_CPU_ISA");
   xpi_cpu_isa want = XPI_ISA_AVX512;
   if (env && strcmp(env, "scalar") == 0) want = XPI_ISA_SCALAR;
   else if (env && strcmp(env, "avx2") == 0) want = XPI_ISA_AVX2;
+  else if (env && *env && strcmp(env, "avx512") != 0)
+    xpi_log(2, "XPI_CPU_ISA='%s' is not one of scalar, avx2, avx512; ignored", env);
   for (int i = (int)want; i >= 0; i--) {
     const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)i);
-    if (k) return k;
+    if (!k) continue;
+    if (i != (int)want) /* a warning when XPI_CPU_ISA asked for it, else information */
+      xpi_log(env && !strcmp(env, names[want]) ? 2 : 1,
+              "cpu: %s kernels (this CPU or OS lacks %s: AVX-512 needs F/BW/VL/DQ + BF16 + VNNI, AVX2 needs FMA + F16C)",
+              names[i], names[want]);
+    return k;
   }
   return xpi_cpu_kernels_scalar();
 }
