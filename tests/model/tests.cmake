@@ -16,3 +16,8 @@ if(TARGET ze_zesim)
 endif()
 set_tests_properties(model/test_chat_cli.py PROPERTIES FIXTURES_REQUIRED random_models)
 set_tests_properties(model/test_generate_batch_cli.py PROPERTIES FIXTURES_REQUIRED random_models)
+# examples/batch.c: three prompts through one engine, printed in order (the first's golden continuation)
+add_test(NAME model/example_batch
+  COMMAND example_batch ${CMAKE_SOURCE_DIR}/examples/models/tinyfortunes "A computer" "Love is" "The best way")
+set_tests_properties(model/example_batch PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
+  PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.\nLove is")
