@@ -11,7 +11,8 @@
  *   needs in *len_out; if the buffer is NULL or too small it returns XPI_ERR_BUFFER_TOO_SMALL and writes
  *   nothing else.
  * - Thread safety: xpi_model and xpi_tokenizer are immutable after load and may be used from any number of
- *   threads at once. An xpi_request belongs to one thread at a time. xpi_last_error() is per thread.
+ *   threads at once. An xpi_request belongs to one thread at a time. An xpi_engine takes submissions,
+ *   cancellations and stats queries from any thread (see the engine section). xpi_last_error() is per thread.
  */
 #ifndef XPUINFER_H
 #define XPUINFER_H
@@ -202,7 +203,12 @@ typedef struct xpi_request_options {
 } xpi_request_options;
 XPI_API void xpi_request_options_default(xpi_request_options *o);
 
-/* A request holds a KV cache and sampler state. Several requests may share one model from several threads. */
+/* A request is one conversation: its context (KV cache) and sampler state. Several requests may share one model
+ * from several threads: they are sequences of one engine the model makes on first use (its KV pool: half the
+ * free memory, at most 8 contexts of min(max_position_embeddings, 4096) positions), so requests of several
+ * threads run in shared, batched steps - whichever waiting thread finds nobody stepping runs the next step -
+ * and each request's callback is called on its own thread. A request's context stays in the pool between calls;
+ * when the pool needs the room it is recomputed at the next call. Free every request before its model. */
 XPI_API xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts, xpi_request **out);
 XPI_API void xpi_request_free(xpi_request *req);
 /* Forgets the context (KV cache length back to 0). */
