@@ -21,8 +21,9 @@ if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 # sentencepiece trains the Unigram models whose real precompiled charsmaps (nmt_nfkc, nfkc_cf) the tokenizer
 # component tests use (tests/tokenizer/test_components.py)
 "$VENV/bin/python" -c "import sentencepiece" 2>/dev/null || "$VENV/bin/pip" install -q "sentencepiece==0.2.3"
-# jinja2 renders the real chat templates as transformers does (tests/tokenizer/test_chat_template.py)
-"$VENV/bin/python" -c "import jinja2" 2>/dev/null || "$VENV/bin/pip" install -q jinja2
+# jinja2 renders the real chat templates as transformers does (tests/jinja, tests/tokenizer/test_chat_template.py);
+# pinned: the chat-template goldens were made with 3.1.6
+"$VENV/bin/python" -c "import jinja2, sys; sys.exit(jinja2.__version__ != '3.1.6')" 2>/dev/null || "$VENV/bin/pip" install -q "jinja2==3.1.6"
 # Intel's CPU OpenCL runtime (not a Debian package; ~0.8 GB, ~90 s to install here): zesim runs the Intel-tuned
 # kernels on it in the tests (tests/xpu_intel). Its own venv, versions pinned as tested. A failed install does not
 # fail setup: CMake then does not find it and those tests are skipped, saying why.

@@ -17,7 +17,10 @@ void cli_gen_init(cli_gen *g) {
   xpi_model_options_default(&g->mo);
   g->stops.v = g->stop_v;
   g->stops.max = sizeof g->stop_v / sizeof g->stop_v[0];
+  cli_chat_init(&g->chat);
 }
+
+void cli_gen_free(cli_gen *g) { cli_chat_free(&g->chat); }
 
 size_t cli_gen_table(cli_gen *g, cli_opt *o) {
   size_t n = 0;
@@ -50,6 +53,7 @@ size_t cli_gen_table(cli_gen *g, cli_opt *o) {
   INT(NULL, "--n-ctx", &g->n_ctx, 1, 1 << 30, &g->n_ctx_given);
   FLAG(NULL, "--strict", &g->strict);
   FLAG("-q", "--quiet", &g->quiet);
+  n += cli_chat_table(&g->chat, o + n);
 #undef FLAG
 #undef STR
 #undef INT
@@ -60,6 +64,8 @@ size_t cli_gen_table(cli_gen *g, cli_opt *o) {
 int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m) {
   *m = NULL;
   if (!g->model) return cli_usage_error(cmd, "-m MODEL is required");
+  int rc = cli_chat_load(cmd, &g->chat, g->no_think);
+  if (rc) return rc;
   if (g->threads_given) g->mo.n_threads = (int)g->threads;
   if (g->no_fused) g->mo.use_kernels = 0;
   g->mo.strict = g->strict;
@@ -122,15 +128,6 @@ int cli_tokenize(const char *cmd, const xpi_tokenizer *tok, const char *text, si
 }
 
 int cli_render_chat(const char *cmd, const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n,
-                    int enable_thinking, char **text, size_t *len) {
-  *text = NULL;
-  xpi_status s = xpi_apply_chat_template(tok, msgs, n, 1, enable_thinking, NULL, 0, len);
-  if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
-    *text = malloc(*len + 1);
-    s = *text ? xpi_apply_chat_template(tok, msgs, n, 1, enable_thinking, *text, *len + 1, len) : XPI_ERR_OUT_OF_MEMORY;
-  }
-  if (s == XPI_OK) return 0;
-  free(*text);
-  *text = NULL;
-  return cli_fail(cmd, "applying the chat template", s);
+                    const char *conversation, const cli_gen *g, char **text, size_t *len) {
+  return cli_chat_render(cmd, tok, &g->chat, msgs, n, conversation, 1, text, len);
 }

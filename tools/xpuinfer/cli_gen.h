@@ -3,6 +3,7 @@
 #ifndef XPI_CLI_GEN_H
 #define XPI_CLI_GEN_H
 
+#include "chat_args.h"
 #include "cli.h"
 #include "download_progress.h"
 
@@ -18,12 +19,14 @@ typedef struct cli_gen {
   const char *stop_v[64];
   cli_strs stops;
   cli_progress bar;
+  cli_chat chat;             /* --chat-template, --tools, --var, ... (chat_args.h) */
 } cli_gen;
 
-#define CLI_GEN_MAX_OPTS 32
+#define CLI_GEN_MAX_OPTS (32 + CLI_CHAT_MAX_OPTS)
 
 /* Defaults (the model's generation_config.json decides what no option overrides). */
 void cli_gen_init(cli_gen *g);
+void cli_gen_free(cli_gen *g);
 /* Writes the shared options into out[0..CLI_GEN_MAX_OPTS); returns how many. */
 size_t cli_gen_table(cli_gen *g, cli_opt *out);
 
@@ -43,7 +46,7 @@ size_t cli_gen_table(cli_gen *g, cli_opt *out);
   "      --include-stop       keep the stop string that ended the text in the output\n"                      \
   "      --ignore-eos         do not stop at end-of-sequence tokens (they become ordinary text)\n"           \
   "      --system TEXT        system message of the chat template (generate: with --chat)\n"              \
-  "      --no-think           enable_thinking=false in the chat template (Qwen3)\n"                          \
+  "      --no-think           enable_thinking=false in the chat template (Qwen3)\n" CLI_CHAT_HELP            \
   "      --attn NAME          sdpa (default), eager, flash_attention_2\n"                                    \
   "      --threads N          CPU threads (default: all cores)\n"                                            \
   "      --device NAME        auto (default), cpu, xpu, xpu:N\n"                                             \
@@ -57,7 +60,8 @@ size_t cli_gen_table(cli_gen *g, cli_opt *out);
   "                           warning, shown with -v)\n"                                                      \
   "  -q, --quiet              no timing or progress on stderr\n"
 
-/* Loads g->model (progress bar, a timing line unless quiet). Returns 0 or an exit code after the message. */
+/* Reads the chat-template files and checks --var (before the model, so mistakes stop early), then loads g->model
+ * (progress bar, a timing line unless quiet). Returns 0 or an exit code after the message. */
 int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m);
 /* The model's generation defaults with the options given on top. */
 void cli_gen_options(const cli_gen *g, const xpi_model *m, xpi_gen_options *go);
@@ -71,10 +75,10 @@ const char *cli_finish_name(xpi_finish_reason r);
 int cli_tokenize(const char *cmd, const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
                  int32_t **ids, size_t *n);
 
-/* The one place the CLI renders a chat template (generate --chat, chat): the conversation formatted by the
- * model's template, ready for the assistant's answer (add_generation_prompt). *text is malloc'd. 0 or 1
- * after the message (a tokenizer without a template the library supports fails here). */
+/* The one place generate and chat render a chat template: the conversation (structured messages, or a JSON
+ * conversation when msgs is NULL) formatted by the model's template (or --chat-template) with the chat options,
+ * ready for the assistant's answer (add_generation_prompt). *text is malloc'd. 0 or 1 after the message. */
 int cli_render_chat(const char *cmd, const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n,
-                    int enable_thinking, char **text, size_t *len);
+                    const char *conversation, const cli_gen *g, char **text, size_t *len);
 
 #endif

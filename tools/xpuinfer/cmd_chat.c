@@ -86,7 +86,7 @@ static int add_msg(chat *c, const char *role, const char *content, size_t len) {
   if (!copy) return -1;
   memcpy(copy, content, len);
   copy[len] = 0;
-  c->msgs[c->n_msgs++] = (xpi_chat_message){role, copy};
+  c->msgs[c->n_msgs++] = (xpi_chat_message){.role = role, .content = copy};
   return 0;
 }
 
@@ -129,7 +129,7 @@ static int turn(chat *c, const char *line, size_t len) {
   char *prompt = NULL;
   int32_t *ids = NULL;
   size_t plen = 0, n = 0;
-  if (cli_render_chat(CMD, tok, c->msgs, c->n_msgs, !c->g.no_think, &prompt, &plen) ||
+  if (cli_render_chat(CMD, tok, c->msgs, c->n_msgs, NULL, &c->g, &prompt, &plen) ||
       cli_tokenize(CMD, tok, prompt, plen, 0, &ids, &n)) {
     free(prompt);
     drop_msgs(c, keep);
@@ -271,11 +271,11 @@ int cmd_chat(int argc, char **argv) {
   if (rc == 0 && c.g.system && add_msg(&c, "system", c.g.system, strlen(c.g.system)))
     rc = cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
   if (rc == 0) { /* a model without a usable chat template fails now, not at the first turn */
-    xpi_chat_message probe[2] = {{"system", "s"}, {"user", "u"}};
+    xpi_chat_message probe[2] = {{.role = "system", .content = "s"}, {.role = "user", .content = "u"}};
     char *text = NULL;
     size_t len;
-    rc = cli_render_chat(CMD, xpi_model_tokenizer(c.m), c.g.system ? probe : probe + 1, c.g.system ? 2 : 1,
-                         !c.g.no_think, &text, &len);
+    rc = cli_render_chat(CMD, xpi_model_tokenizer(c.m), c.g.system ? probe : probe + 1, c.g.system ? 2 : 1, NULL,
+                         &c.g, &text, &len);
     free(text);
   }
   if (rc == 0) {
@@ -287,5 +287,6 @@ int cmd_chat(int argc, char **argv) {
   free(c.ctx);
   xpi_request_free(c.r);
   xpi_model_free(c.m);
+  cli_gen_free(&c.g);
   return rc;
 }

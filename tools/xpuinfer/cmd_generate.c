@@ -15,7 +15,7 @@
 #define CMD "generate"
 
 static void help(void) {
-  printf("usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE) [options]\n"
+  printf("usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE | --messages FILE) [options]\n"
          "\n"
          "Generates a continuation of each prompt and prints it, one line per prompt, in input order (a single\n"
          "prompt streams). The text stops before an end-of-sequence token or a --stop string (neither is\n"
@@ -30,7 +30,10 @@ static void help(void) {
          "      --jsonl              read FILE as JSON lines whatever its name\n"
          "      --parallel N         sequences generated at once (default: every prompt, as the KV pool allows)\n"
          "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
-         "      --chat               wrap the prompt as a user message with the chat template\n"
+         "      --chat               wrap the prompt as a user message with the model's chat template\n"
+         "      --messages FILE      a whole conversation (implies --chat; - reads stdin): a JSON array of\n"
+         "                           messages, or {\"messages\": [...], \"tools\": [...], ...} whose other keys are\n"
+         "                           template variables\n"
          "      --json               one JSON object per prompt: index, prompt, text, prompt_ids, ids,\n"
          "                           finish_reason (length, stop or cancelled), prompt_tokens,\n"
          "                           completion_tokens, ttft_s (time to the first token, queueing included),\n"
@@ -58,7 +61,8 @@ static double now_s(void) {
 
 typedef struct opts {
   cli_gen g;
-  const char *prompt, *file, *kv_pool;
+  const char *prompt, *file, *kv_pool, *messages_file;
+  char *messages; /* --messages: the conversation (JSON) */
   int no_special, chat, json, jsonl, no_prefix;
   long long logprobs, parallel, kv_tokens, block, step;
 } opts;
@@ -200,7 +204,7 @@ int cmd_generate(int argc, char **argv) {
   opts o;
   memset(&o, 0, sizeof o);
   cli_gen_init(&o.g);
-  cli_opt t[CLI_GEN_MAX_OPTS + 16];
+  cli_opt t[CLI_GEN_MAX_OPTS + 17];
   size_t n = cli_gen_table(&o.g, t);
   t[n++] = (cli_opt){"-p", "--prompt", CLI_STR, &o.prompt, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){"-f", "--file", CLI_STR, &o.file, 0, 0, 0, 0, 0, NULL};
@@ -208,6 +212,7 @@ int cmd_generate(int argc, char **argv) {
   t[n++] = (cli_opt){NULL, "--parallel", CLI_INT, &o.parallel, 1, 4096, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--no-special", CLI_FLAG, &o.no_special, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--chat", CLI_FLAG, &o.chat, 0, 0, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--messages", CLI_STR, &o.messages_file, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--json", CLI_FLAG, &o.json, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--logprobs", CLI_INT, &o.logprobs, 1, 1000, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--kv-pool", CLI_STR, &o.kv_pool, 0, 0, 0, 0, 0, NULL};
@@ -222,9 +227,14 @@ int cmd_generate(int argc, char **argv) {
   }
   if (rc) return rc;
   if (!o.g.model) return cli_usage_error(CMD, "-m MODEL is required");
-  if (!o.prompt == !o.file) return cli_usage_error(CMD, "give exactly one of -p TEXT and -f FILE");
+  if (o.messages_file) o.chat = 1;
+  if (o.messages_file ? o.prompt || o.file || o.g.system : !o.prompt == !o.file)
+    return cli_usage_error(CMD, o.messages_file ? "--messages gives the whole conversation: no -p, -f or --system"
+                                                : "give exactly one of -p TEXT, -f FILE and --messages FILE");
   if (o.logprobs && !o.json) return cli_usage_error(CMD, "--logprobs needs --json");
   if (o.g.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
+  if (!o.chat && cli_chat_given(&o.g.chat))
+    return cli_usage_error(CMD, "--chat-template, --template-name, --tools, --var and --now need --chat (or --messages)");
   long long kv_bytes;
   if (o.kv_pool && cli_parse_size(o.kv_pool, &kv_bytes))
     return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", o.kv_pool);
@@ -232,6 +242,7 @@ int cmd_generate(int argc, char **argv) {
   if (o.block && o.block != 16 && o.block != 32) return cli_usage_error(CMD, "--block-size: 16 or 32");
   size_t flen = o.file ? strlen(o.file) : 0;
   if (flen >= 6 && !strcmp(o.file + flen - 6, ".jsonl")) o.jsonl = 1;
+  if (o.messages_file && !(o.messages = cli_read_file(CMD, "--messages", o.messages_file, NULL))) return 1;
 
   char *stdin_prompt = NULL;
   FILE *prompts = NULL;
@@ -248,14 +259,16 @@ int cmd_generate(int argc, char **argv) {
     xpi_gen_options go;
     cli_gen_options(&o.g, m, &go);
     go.logprobs = (int32_t)o.logprobs;
-    gen_defaults d = {&go, o.chat, o.g.no_think, o.no_special, o.g.system};
+    gen_defaults d = {&go, o.chat, o.no_special, o.g.system, &o.g.chat};
     rc = o.file ? gen_read_file(CMD, prompts, rs.name, o.jsonl, &d, &rs.items, &rs.n)
-                : gen_one(o.prompt, &d, &rs.items, &rs.n);
+                : gen_one(o.prompt, o.messages, &d, &rs.items, &rs.n);
     if (rc == 0) rc = run_all(m, &o, &d, &rs);
   }
   gen_items_free(rs.items, rs.n);
   if (prompts && prompts != stdin) fclose(prompts);
   free(stdin_prompt);
   xpi_model_free(m);
+  free(o.messages);
+  cli_gen_free(&o.g);
   return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "chat_args.h"
 #include "cli.h"
 
 #define GEN_MAX_STOPS 64
@@ -16,8 +17,7 @@ typedef struct gen_item {
   int index;                   /* 0-based, in input order (empty lines of a text file are not counted) */
   long line;                   /* its line in the file (1-based; 0 for -p) */
   char *prompt;                /* the text as given ("prompt"), or NULL for "messages" */
-  xpi_chat_message *msgs;      /* "messages" of a .jsonl line (role/content copies) */
-  size_t n_msgs;
+  char *conversation;          /* "messages" of a .jsonl line (or --messages): JSON for the chat template */
   xpi_gen_options go;          /* the run's options, then the line's own */
   char *stops[GEN_MAX_STOPS];  /* the line's "stop" strings (owned) */
   char *error;                 /* why the line cannot run or failed (owned), or NULL */
@@ -33,8 +33,9 @@ typedef struct gen_item {
 
 typedef struct gen_defaults {
   const xpi_gen_options *go;   /* from the model and the command line */
-  int chat, no_think, no_special;
+  int chat, no_special;
   const char *system;
+  const cli_chat *chat_opts;   /* --chat-template, --tools, --var, --no-think, ... */
 } gen_defaults;
 
 /* Reads the prompts of f (named name in messages): one per non-empty line, or with jsonl one JSON object per
@@ -43,15 +44,15 @@ typedef struct gen_defaults {
  * why the file cannot be read. */
 int gen_read_file(const char *cmd, FILE *f, const char *name, int jsonl, const gen_defaults *d, gen_item **items,
                   int *n);
-/* One item for -p. */
-int gen_one(const char *prompt, const gen_defaults *d, gen_item **items, int *n);
+/* One item for -p TEXT, or (prompt NULL) for --messages' conversation. */
+int gen_one(const char *prompt, const char *conversation, const gen_defaults *d, gen_item **items, int *n);
 /* Renders (chat) and tokenizes an item; sets item->error on failure. */
 void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it);
 void gen_items_free(gen_item *items, int n);
 /* item->error = a copy of msg (kept if one is set already). */
 void gen_set_error(gen_item *it, const char *msg);
 
-/* The item as one JSON line on stdout: index, prompt, text, prompt_ids, ids, finish_reason, prompt_tokens,
+/* The item as one JSON line on stdout: index, prompt (the text, or the messages' JSON), text, prompt_ids, ids, finish_reason, prompt_tokens,
  * completion_tokens, ttft_s, tok_s (+ logprobs); or {"index", "error"}. Returns 0 or -1 out of memory. */
 int gen_print_json(const gen_item *it, int logprobs);
 

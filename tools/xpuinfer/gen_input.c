@@ -41,23 +41,7 @@ static void parse_json_line(gen_item *it, const char *line) {
   else if (p && !cJSON_IsString(p)) gen_set_error(it, "\"prompt\" must be a string");
   else if (p) it->prompt = xstrdup(p->valuestring);
   else if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) == 0) gen_set_error(it, "\"messages\" must be a non-empty array");
-  else {
-    size_t n = (size_t)cJSON_GetArraySize(m);
-    it->msgs = calloc(n, sizeof *it->msgs);
-    if (!it->msgs) gen_set_error(it, "out of memory");
-    const cJSON *e;
-    cJSON_ArrayForEach(e, m) {
-      if (it->error) break;
-      const cJSON *role = cJSON_GetObjectItem(e, "role"), *content = cJSON_GetObjectItem(e, "content");
-      if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
-        gen_set_error(it, "every message needs \"role\" and \"content\" strings");
-        break;
-      }
-      it->msgs[it->n_msgs].role = xstrdup(role->valuestring);
-      it->msgs[it->n_msgs].content = xstrdup(content->valuestring);
-      it->n_msgs++;
-    }
-  }
+  else if (!(it->conversation = cJSON_PrintUnformatted(m))) gen_set_error(it, "out of memory");
   const cJSON *v;
   if ((v = cJSON_GetObjectItem(j, "max_tokens"))) {
     if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 1 << 30 || v->valuedouble != (int)v->valuedouble)
@@ -144,14 +128,15 @@ int gen_read_file(const char *cmd, FILE *f, const char *name, int jsonl, const g
   return rc;
 }
 
-int gen_one(const char *prompt, const gen_defaults *d, gen_item **items, int *n) {
+int gen_one(const char *prompt, const char *conversation, const gen_defaults *d, gen_item **items, int *n) {
   gen_item *it = calloc(1, sizeof *it);
   if (!it) return 1;
   item_init(it, 0, d);
-  it->prompt = xstrdup(prompt);
+  if (prompt) it->prompt = xstrdup(prompt);
+  else it->conversation = xstrdup(conversation);
   *items = it;
   *n = 1;
-  return it->prompt ? 0 : 1;
+  return it->prompt || it->conversation ? 0 : 1;
 }
 
 void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it) {
@@ -160,26 +145,17 @@ void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it)
   const char *src = it->prompt;
   size_t len = src ? strlen(src) : 0;
   xpi_status s = XPI_OK;
-  int chat = d->chat || it->msgs;
-  if (chat) {
-    xpi_chat_message one[2], *msgs = it->msgs;
-    size_t nm = it->n_msgs;
-    if (!msgs) { /* a plain prompt with --chat: one user message, after --system */
-      nm = 0;
-      if (d->system) one[nm++] = (xpi_chat_message){"system", d->system};
-      one[nm++] = (xpi_chat_message){"user", it->prompt};
-      msgs = one;
-    }
-    s = xpi_apply_chat_template(tok, msgs, nm, 1, !d->no_think, NULL, 0, &len);
-    if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
-      text = malloc(len + 1);
-      s = text ? xpi_apply_chat_template(tok, msgs, nm, 1, !d->no_think, text, len + 1, &len) : XPI_ERR_OUT_OF_MEMORY;
-    }
+  const int chat = d->chat || it->conversation;
+  if (chat) { /* a plain prompt with --chat: one user message, after --system; "messages": as given */
+    xpi_chat_message one[2];
+    size_t nm = 0;
+    if (d->system) one[nm++] = (xpi_chat_message){.role = "system", .content = d->system};
+    one[nm++] = (xpi_chat_message){.role = "user", .content = it->prompt};
+    s = cli_chat_render_status(tok, d->chat_opts, it->conversation ? NULL : one, nm, it->conversation, 1, &text, &len);
     if (s != XPI_OK) {
-      char msg[512];
+      char msg[1024];
       snprintf(msg, sizeof msg, "applying the chat template: %s", xpi_last_error());
       gen_set_error(it, msg);
-      free(text);
       return;
     }
     src = text;
@@ -193,7 +169,7 @@ void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it)
   }
   free(text);
   if (s != XPI_OK) {
-    char msg[512];
+    char msg[1024];
     snprintf(msg, sizeof msg, "tokenizing the prompt: %s", xpi_last_error());
     gen_set_error(it, msg);
     return;
@@ -205,11 +181,7 @@ void gen_items_free(gen_item *items, int n) {
   for (int i = 0; items && i < n; i++) {
     gen_item *it = &items[i];
     free(it->prompt);
-    for (size_t m = 0; m < it->n_msgs; m++) {
-      free((char *)it->msgs[m].role);
-      free((char *)it->msgs[m].content);
-    }
-    free(it->msgs);
+    free(it->conversation); /* cJSON_PrintUnformatted's or xstrdup's: both malloc */
     for (size_t k = 0; k < GEN_MAX_STOPS; k++) free(it->stops[k]);
     free(it->error);
     free(it->ids);

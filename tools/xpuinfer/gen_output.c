@@ -16,8 +16,8 @@ int gen_print_json(const gen_item *it, int logprobs) {
   } else {
     const xpi_gen_result *g = &it->res;
     cli_buf_puts(&out, ", \"prompt\": ");
-    if (it->prompt) cli_json_str(&out, it->prompt, strlen(it->prompt));
-    else cli_buf_puts(&out, "null");
+    const char *given = it->prompt ? it->prompt : it->conversation ? it->conversation : ""; /* text, or messages */
+    cli_json_str(&out, given, strlen(given));
     cli_buf_puts(&out, ", \"text\": ");
     cli_json_str(&out, it->text.p ? it->text.p : "", it->text.len);
     cli_buf_puts(&out, ", \"prompt_ids\": [");
