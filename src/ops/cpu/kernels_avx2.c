@@ -20,6 +20,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm_q.h"
+#include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/quant.h"
 #include "ops/cpu/simd_avx2.h"
 
@@ -582,6 +583,10 @@ static void mm(const mm_type *T, float *Y, int64_t ldy, const float *X, int32_t 
   const size_t np = ((size_t)n + MR - 1) / MR * MR;
   const int is_q = T->dt == XPI_DT_Q8 || T->dt == XPI_DT_Q4;
   if (is_q && n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q_avx2(T->dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
+  if (!is_q && n >= XPI_CPU_GEMM_MIN_N && n <= XPI_CPU_SMALLN_MAX_AVX2) { /* batched decode: mm_smalln_avx2.c */
+    xpi_cpu_mm_smalln_avx2(T->dt, Y, ldy, X, n, W, r0, r1, cols);
+    return;
+  }
   float *A = NULL;
   size_t na = 0; /* floats of packed tokens, rounded up so the panel buffers after them stay 64-byte aligned */
   if (!is_q && n >= XPI_CPU_GEMM_MIN_N && (size_t)cols <= (SIZE_MAX / 2 - 2 * NR * KC) / sizeof(float) / np) {
