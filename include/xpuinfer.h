@@ -30,9 +30,15 @@ extern "C" {
 #define XPI_API
 #endif
 
+/* The project's one version: CMake reads these three lines (project(VERSION), xpuinfer.pc, the CMake package,
+ * the .deb), xpi_version() and `xpuinfer --version` print them. */
 #define XPI_VERSION_MAJOR 0
 #define XPI_VERSION_MINOR 1
 #define XPI_VERSION_PATCH 0
+#define XPI_VERSION_STR_(a, b, c) #a "." #b "." #c
+#define XPI_VERSION_XSTR_(a, b, c) XPI_VERSION_STR_(a, b, c)
+/* "MAJOR.MINOR.PATCH" of this header; xpi_version() gives the linked library's. */
+#define XPI_VERSION_STRING XPI_VERSION_XSTR_(XPI_VERSION_MAJOR, XPI_VERSION_MINOR, XPI_VERSION_PATCH)
 
 /* ------------------------------------------------------------------ status */
 typedef enum xpi_status {

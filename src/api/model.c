@@ -7,9 +7,9 @@
 #include "api/api_internal.h"
 #include "core/fileio.h"
 #include "core/status.h"
-#include "runtime/ze/ze_devices.h"
 #include "api/xpu_fit.h"
-#include "ops/xpu/xpu_backend.h"
+#include "runtime/device.h"
+#include "runtime/xpu.h"
 
 void xpi_model_options_default(xpi_model_options *o) {
   memset(o, 0, sizeof *o);
@@ -66,17 +66,15 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
   if (!strcmp(dev, "cpu")) return xpi_backend_cpu_create(&bc, out);
   if (!strncmp(dev, "xpu", 3) && (dev[3] == 0 || dev[3] == ':')) {
     int idx;
-    xpi_status s = xpi_ze_parse_device(dev, &idx);
-    if (s != XPI_OK) return s; /* its message names the device */
-    const xpi_ze_device *devs;
+    XPI_TRY(xpi_device_parse_xpu(dev, &idx)); /* its messages name the device */
     size_t n;
-    XPI_TRY(xpi_ze_devices(&devs, &n));
+    XPI_TRY(xpi_xpu_count(&n));
     char name[32];
     snprintf(name, sizeof name, "xpu:%d", idx);
     bc.device = name;
     uint64_t free_bytes = 0; /* device maps split layers in proportion to free memory */
     if ((size_t)idx < n && xpi_xpu_free_memory(idx, &free_bytes) == XPI_OK) *weight = (double)free_bytes;
-    s = xpi_backend_xpu_create(&bc, out);
+    xpi_status s = xpi_backend_xpu_create(&bc, out);
     return s == XPI_OK ? s : xpi_err_prefix(s, "device '%s': ", name);
   }
   return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown device '%s' (valid: auto, cpu, xpu, xpu:N)", dev);
@@ -88,9 +86,8 @@ static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
   const char *dev = o->device && *o->device ? o->device : "auto";
   const char *map = o->device_map;
   char list[512];
-  const xpi_ze_device *devs;
   size_t nxpu = 0;
-  XPI_TRY(xpi_ze_devices(&devs, &nxpu));
+  XPI_TRY(xpi_xpu_count(&nxpu));
   if (map && !strcmp(map, "auto")) { /* every visible XPU, weighted by memory; the CPU when there is none */
     if (nxpu == 0) map = NULL, dev = "cpu";
     else {

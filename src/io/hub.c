@@ -176,7 +176,7 @@ static xpi_status job_init(hub_job *j, const char *arg, const xpi_download_optio
 /* ---- files of a model */
 
 /* Unique shard names of model.safetensors.index.json, validated as paths inside the snapshot. */
-static xpi_status index_shards(const char *index_path, char ***names_out, size_t *n_out) {
+xpi_status hub_index_shards(const char *index_path, char ***names_out, size_t *n_out) {
   *names_out = NULL;
   *n_out = 0;
   cJSON *root = NULL;
@@ -221,7 +221,7 @@ static xpi_status index_shards(const char *index_path, char ***names_out, size_t
   return XPI_OK;
 }
 
-static void free_names(char **names, size_t n) {
+void hub_free_names(char **names, size_t n) {
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
 }
@@ -252,7 +252,7 @@ static int snapshot_complete(const hub_job *j, const char *commit, char *missing
   }
   char **names = NULL;
   size_t n = 0;
-  ok = index_shards(p, &names, &n) == XPI_OK;
+  ok = hub_index_shards(p, &names, &n) == XPI_OK;
   free(p);
   for (size_t i = 0; ok && i < n; i++) {
     char *sp = hf_snapshot_path(j->repo_dir, commit, names[i]);
@@ -260,7 +260,7 @@ static int snapshot_complete(const hub_job *j, const char *commit, char *missing
     if (!ok) snprintf(missing, cap, "%s", names[i]);
     free(sp);
   }
-  free_names(names, n);
+  hub_free_names(names, n);
   return ok;
 }
 
@@ -410,10 +410,10 @@ static xpi_status fetch_model(hub_job *j, char *commit, size_t cap) {
   if (!index) return XPI_ERR_OUT_OF_MEMORY;
   char **names = NULL;
   size_t n = 0;
-  s = index_shards(index, &names, &n);
+  s = hub_index_shards(index, &names, &n);
   free(index);
   for (size_t i = 0; s == XPI_OK && i < n; i++) s = fetch_file(j, rev, names[i], 0, &absent, got, sizeof got, NULL);
-  free_names(names, n);
+  hub_free_names(names, n);
   return s;
 }
 

@@ -68,6 +68,31 @@ typedef struct hub_meta {
   int unreachable;    /* the failure was at the network level (no HTTP answer): the cache may stand in */
 } hub_meta;
 
+/* ---- what the answers say (hub_headers.c: pure functions over untrusted text) */
+
+/* The headers of interest of the last response (reset at each status line, so redirects do not mix in). */
+typedef struct hub_headers {
+  char commit[128], linked_etag[160], etag[160], error_code[64], error_message[256], content_range[96];
+  char location[2048];
+  int has_linked_size, has_content_length;
+  uint64_t linked_size, content_length;
+} hub_headers;
+/* One header line as libcurl gives it (status line, "Name: value\r\n"); values too long are cut. */
+void hub_headers_line(hub_headers *h, const char *line, size_t len);
+/* The first byte of a "Content-Range: bytes A-B/N" answer; 0 when absent or malformed. */
+int hub_content_range_start(const hub_headers *h, uint64_t *start);
+/* commit, etag and size of a file from a metadata answer, checked (a commit hash, an etag usable as a file
+ * name, a size); m->url is left alone. */
+xpi_status hub_meta_from_headers(const hub_client *c, const char *file, const hub_headers *h, hub_meta *m);
+/* An HTTP error answer turned into an error a person can act on (X-Error-Code as the Hub sends it); sets
+ * m->entry_missing for a missing file when m is given. */
+xpi_status hub_http_error(const hub_client *c, long code, const hub_headers *h, const char *revision,
+                          const char *file, hub_meta *m);
+
+/* ---- model.safetensors.index.json (hub.c): its unique shard names, each a safe relative path. */
+xpi_status hub_index_shards(const char *index_path, char ***names_out, size_t *n_out);
+void hub_free_names(char **names, size_t n);
+
 /* Process-wide libcurl initialisation (once, thread-safe). */
 xpi_status hub_http_init(void);
 /* Metadata of {endpoint}/{repo}/resolve/{revision}/{file} by HEAD, following relative redirects only. */

@@ -264,6 +264,12 @@ static xpi_status tok_load(const char *dir, xpi_tokenizer *t) {
   XPI_TRY(load_added(t, t->json));
   XPI_TRY(load_components(t, t->json));
   XPI_TRY(build_tables(t));
+  /* The post-processor lists its ids itself: each must name a token, or encode would give ids that decode
+   * refuses (found by tests/fuzz/fuzz_tokenizer). */
+  for (size_t i = 0; i < t->n_post_single; i++)
+    if (!tok_id_text(t, t->post_single[i], NULL))
+      return xpi_err(XPI_ERR_FORMAT, "%s: post_processor: id %d is not the id of a token in the vocabulary or "
+                     "added_tokens", t->path, t->post_single[i]);
   cJSON_Delete(t->json); /* everything needed was copied */
   t->json = NULL;
 #ifdef __GLIBC__

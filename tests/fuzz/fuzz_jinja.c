@@ -2,10 +2,8 @@
  * its variables (default: a small chat conversation). Parse, then render under small limits. Properties: no
  * crash, hang, leak or undefined behaviour on any input; every failure carries a message; a render's output is
  * valid UTF-8 and within the output limit. Replayed over the seed corpus (corpus/jinja) in every build
- * (jinja/fuzz_jinja_corpus, FUZZ_REPLAY_MAIN). To fuzz it by hand:
- *   clang-15 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Iinclude -Isrc src/jinja/jj_*.c \
- *     src/core/status.c tests/fuzz/fuzz_jinja.c -lutf8proc -lm -o fuzz_jinja
- *   ./fuzz_jinja -dict=tests/fuzz/jinja.dict -max_len=16384 -max_total_time=600 CORPUS_COPY/ */
+ * (jinja/fuzz_jinja_corpus, FUZZ_REPLAY_MAIN); fuzzed by libFuzzer in the fuzzing build (tests/fuzz/CMakeLists.txt:
+ * scripts/test.sh --fuzz in CI, scripts/fuzz.sh [SECONDS] fuzz_jinja by hand). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@ foreach(t ${XPI_XPU_TESTS})
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
       "ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>"
       "ZESIM_DEVICES=${devices}"
-      "POCL_CACHE_DIR=${CMAKE_BINARY_DIR}/pocl-cache"
+      "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache"
       "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp")
   else()
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT

@@ -20,7 +20,7 @@ static const subcommand k_cmds[] = {
 static void usage(FILE *f) {
   fprintf(f, "usage: xpuinfer <command> [options]   (xpuinfer <command> --help for details)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++) fprintf(f, "  %-13s %s\n", k_cmds[i].name, k_cmds[i].help);
-  fprintf(f, "\nlibxpuinfer %s\n", xpi_version());
+  fprintf(f, "\n  -V, --version  print the library version\n\nlibxpuinfer %s\n", xpi_version());
 }
 
 int main(int argc, char **argv) {
@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  if (!strcmp(argv[1], "--version")) {
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
     printf("libxpuinfer %s\n", xpi_version());
     return 0;
   }
