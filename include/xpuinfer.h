@@ -237,6 +237,9 @@ typedef struct xpi_model_info {
   int32_t eos_ids[8]; int32_t n_eos;
   int32_t bos_id;            /* -1 if none */
   uint64_t weight_bytes;     /* bytes of weights as used by the backend */
+  char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
+                              * matmuls run on, e.g. "auto (bf16: decode avx2, 4-64 tokens avx512, prefill
+                              * amx-bf16x3)": the batched decode of 4-64 tokens (float weights); XPU: "" */
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 

@@ -203,6 +203,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   snprintf(i->architecture, sizeof i->architecture, "%s", arch_name(m->cfg.arch));
   snprintf(i->weight_dtype, sizeof i->weight_dtype, "%s", xpi_dtype_name(m->w.layers[0].wq.dtype));
   snprintf(i->attn_implementation, sizeof i->attn_implementation, "%s", k_attn[attn].name);
+  if (m->backends[0]->describe) m->backends[0]->describe(m->backends[0], m->w.layers[0].wq.dtype, i->kernels, sizeof i->kernels);
   i->vocab_size = m->cfg.vocab_size;
   i->hidden_size = m->cfg.hidden_size;
   i->n_layers = m->cfg.n_layers;

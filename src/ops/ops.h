@@ -153,6 +153,8 @@ struct xpi_backend {
   char device[64];        /* "cpu", "xpu:0" */
   int use_kernels;        /* 1: fused/fast kernels, 0: plain reference path */
   void *impl;             /* backend private state */
+  /* which kernels compute a weight dtype (for xpi_model_info.kernels), or NULL */
+  void (*describe)(const struct xpi_backend *be, xpi_dtype wdt, char *out, size_t cap);
 };
 
 /* Backend constructors. */

@@ -24,7 +24,8 @@
 
 static void bench_help(FILE *f) {
   fprintf(f,
-          "usage: xpuinfer bench -m MODEL [-p 128,512] [-n 64] [-r 3] [-d 0] [--quant bf16] [-t N] [--json]\n\n"
+          "usage: xpuinfer bench -m MODEL [-p 128,512] [-n 64] [-r 3] [-d 0] [--quant bf16] [-t N]\n"
+          "                      [--cpu-isa auto,avx2,...] [--json]\n\n"
           "Measures prompt processing (ppN) and generation (tgN) speed like llama-bench: median tokens/s over\n"
           "the repetitions with min-max spread, and for tg the effective memory bandwidth (weights + KV read per\n"
           "token / time per token).\n\n"
@@ -37,6 +38,10 @@ static void bench_help(FILE *f) {
           "                       separated (default: as stored)\n"
           "  --kv-dtype T         KV cache dtype f32, bf16, f16 (default: the library's)\n"
           "  -t, --threads N      CPU threads (default: all cores)\n"
+          "  --cpu-isa LIST       CPU kernel tables to compare, comma separated: auto (default: each kernel\n"
+          "                       from the table known fastest for it), scalar, avx2, avxvnni, avx512, amx\n"
+          "                       (one whole table, as XPI_CPU_ISA; one this CPU lacks falls back to the best\n"
+          "                       below it: the kernels column says what ran)\n"
           "  --device D           cpu (default), xpu, xpu:N, auto\n"
           "  --parallel LIST      batched: for each N, N sequences of each -p prompt length prefilled together,\n"
           "                       then -n tokens decoded by all N together, as llama-batched-bench (npl, npp,\n"
@@ -125,7 +130,8 @@ static xpi_status eval_tg(bench_ctx *b, int64_t n) {
 }
 
 int cmd_bench(int argc, char **argv) {
-  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu", *pp_arg = NULL, *depth_arg = NULL;
+  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu", *pp_arg = NULL, *depth_arg = NULL,
+             *isa_arg = "auto";
   const char *par_arg = NULL, *kv_pool_arg = NULL;
   long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
   int n_pp = 2, n_depth = 1, json = 0, n_par = 0;
@@ -140,6 +146,7 @@ int cmd_bench(int argc, char **argv) {
     {NULL, "--quant", CLI_STR, &quant_arg, 0, 0, 0, 0, 0, NULL},
     {NULL, "--kv-dtype", CLI_STR, &kv_dtype, 0, 0, 0, 0, 0, NULL},
     {NULL, "--device", CLI_STR, &device, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--cpu-isa", CLI_STR, &isa_arg, 0, 0, 0, 0, 0, NULL},
     {NULL, "--json", CLI_FLAG, &json, 0, 0, 0, 0, 0, NULL},
     {NULL, "--parallel", CLI_STR, &par_arg, 0, 0, 0, 0, 0, NULL},
     {NULL, "--kv-pool", CLI_STR, &kv_pool_arg, 0, 0, 0, 0, 0, NULL},
@@ -175,9 +182,24 @@ int cmd_bench(int argc, char **argv) {
     }
     if (n_q == 0) return cli_usage_error("bench", "--quant: empty list");
   }
+  /* the --cpu-isa list */
+  char ibuf[256];
+  const char *isas[MAX_LIST];
+  int n_isa = 0;
+  if (strlen(isa_arg) >= sizeof ibuf) return cli_usage_error("bench", "--cpu-isa: list too long");
+  strcpy(ibuf, isa_arg);
+  for (char *save = NULL, *tok = strtok_r(ibuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (n_isa >= MAX_LIST) return cli_usage_error("bench", "--cpu-isa: at most %d values", MAX_LIST);
+    if (strcmp(tok, "auto") && strcmp(tok, "scalar") && strcmp(tok, "avx2") && strcmp(tok, "avxvnni") &&
+        strcmp(tok, "avx512") && strcmp(tok, "amx"))
+      return cli_usage_error("bench", "--cpu-isa: '%s' is not one of auto, scalar, avx2, avxvnni, avx512, amx", tok);
+    isas[n_isa++] = tok;
+  }
+  if (n_isa == 0) return cli_usage_error("bench", "--cpu-isa: empty list");
   if (n_par) {
     if (n_depth != 1 || depth[0] != 0) return cli_usage_error("bench", "--parallel runs at depth 0 (no -d)");
-    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json, kv_pool};
+    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json, kv_pool, isas,
+                     n_isa};
     memcpy(ba.quants, quants, sizeof quants);
     memcpy(ba.pp, pp, sizeof pp);
     memcpy(ba.par, par, sizeof par);
@@ -189,13 +211,17 @@ int cmd_bench(int argc, char **argv) {
   const int shown_threads = threads > 0 ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 
   if (!json) {
-    printf("| model | quant | size (GB) | threads | test | depth | t/s (median) | min - max | GB/s |\n");
-    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    printf("| model | quant | size (GB) | threads | test | depth | t/s (median) | min - max | GB/s | kernels |\n");
+    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |\n");
     fflush(stdout);
   }
   const char *mname = strrchr(model, '/') && strrchr(model, '/')[1] ? strrchr(model, '/') + 1 : model;
   int rc = 0;
-  for (int qi = 0; qi < n_q && rc == 0; qi++) {
+  for (int ii = 0; ii < n_isa * n_q && rc == 0; ii++) {
+    const int qi = ii % n_q;
+    /* the kernel table is chosen when the model's CPU backend is made (XPI_CPU_ISA, read at load) */
+    if (!strcmp(isas[ii / n_q], "auto")) unsetenv("XPI_CPU_ISA");
+    else setenv("XPI_CPU_ISA", isas[ii / n_q], 1);
     xpi_model_options o;
     xpi_model_options_default(&o);
     o.device = device;
@@ -279,7 +305,11 @@ int cmd_bench(int argc, char **argv) {
           cli_buf o = {0};
           cli_buf_printf(&o, "{\"test\": \"%s\", \"depth\": %lld, \"quant\": ", test, depth[di]);
           cli_json_str(&o, qname, strlen(qname));
-          cli_buf_printf(&o, ", \"threads\": %d, \"tok_s\": ", shown_threads);
+          cli_buf_printf(&o, ", \"threads\": %d, \"isa\": ", shown_threads);
+          cli_json_str(&o, isas[ii / n_q], strlen(isas[ii / n_q]));
+          cli_buf_puts(&o, ", \"kernels\": ");
+          cli_json_str(&o, in->kernels, strlen(in->kernels));
+          cli_buf_puts(&o, ", \"tok_s\": ");
           cli_json_num(&o, med, 3);
           cli_buf_puts(&o, ", \"tok_s_min\": ");
           cli_json_num(&o, sorted[0], 3);
@@ -293,8 +323,8 @@ int cmd_bench(int argc, char **argv) {
         } else {
           char gb[32] = "-";
           if (is_tg) snprintf(gb, sizeof gb, "%.1f", gbs);
-          printf("| %s | %s | %.2f | %d | %s | %lld | %.2f | %.2f - %.2f | %s |\n", mname, qname, wbytes / 1e9,
-                 shown_threads, test, depth[di], med, sorted[0], sorted[reps - 1], gb);
+          printf("| %s | %s | %.2f | %d | %s | %lld | %.2f | %.2f - %.2f | %s | %s |\n", mname, qname, wbytes / 1e9,
+                 shown_threads, test, depth[di], med, sorted[0], sorted[reps - 1], gb, in->kernels);
         }
         fflush(stdout);
       }

@@ -15,6 +15,10 @@
  * tokens (1.3x at 64, 3-4x at 4-8); the AVX2 one only up to 16 (45 vs 25 GFLOP/s at 8, 39 vs 49 at 32). */
 #define XPI_CPU_SMALLN_MAX 64
 #define XPI_CPU_SMALLN_MAX_AVX2 16
+/* With AMX, its bf16 GEMM overtakes the AVX-512 kernel from 16 tokens (bench/kernel_bench.c, 2 threads, bf16
+ * Qwen3-0.6B shapes, GMAC/s small-n vs AMX GEMM: 10.7 vs 5.2 at 4 tokens, 15.9 vs 10.4 at 8, 20.7 vs 21.2 at 16,
+ * 30.8 vs 60.1 at 32, 33.9 vs 83.4 at 64). */
+#define XPI_CPU_SMALLN_MAX_AMX_BF16 16
 
 /* Y[t*ldy + r] = sum_c X[t*cols + c] * W[r, c] for t < n, r0 <= r < r1; W in dt (f32, f16, bf16) rows of cols
  * elements, f32 accumulation. AVX-512 F/BW/VL (call only where the CPU has them). */
