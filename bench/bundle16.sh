@@ -15,7 +15,8 @@ for so in $(ldd build/xpuinfer "$D/bin/kernel_bench" | awk '$3 ~ /^\// {print $3
   case "$(basename "$so")" in libc.so*|libm.so*|ld-linux*) ;; *) cp -L "$so" "$D/lib/" ;; esac
 done
 cp "$SHARED"/fixtures/tokenizers/qwen3/* "$D/model/"
-cp "$SHARED/bench/to_gguf.py" "$SHARED/bench/membw.c" bench/vs_llamacpp.sh bench/ratios.py bench/remote16.sh "$D/"
+cp "$SHARED/bench/to_gguf.py" "$SHARED/bench/membw.c" bench/vs_llamacpp.sh bench/ratios.py bench/remote16.sh \
+  bench/batched_vs_llamacpp.sh bench/batched_ratios.py "$D/"
 git rev-parse --short HEAD > "$D/commit.txt"
 git diff --quiet || echo " (with uncommitted changes)" >> "$D/commit.txt"
 # llama.cpp: the CPU build's sources (no other backends, models or docs)
