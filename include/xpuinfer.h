@@ -11,7 +11,8 @@
  *   needs in *len_out; if the buffer is NULL or too small it returns XPI_ERR_BUFFER_TOO_SMALL and writes
  *   nothing else.
  * - Thread safety: xpi_model and xpi_tokenizer are immutable after load and may be used from any number of
- *   threads at once. An xpi_request belongs to one thread at a time. xpi_last_error() is per thread.
+ *   threads at once. An xpi_request belongs to one thread at a time. An xpi_engine takes submissions,
+ *   cancellations and stats queries from any thread (see the engine section). xpi_last_error() is per thread.
  */
 #ifndef XPUINFER_H
 #define XPUINFER_H
@@ -237,7 +238,8 @@ typedef struct xpi_model_info {
   int32_t bos_id;            /* -1 if none */
   uint64_t weight_bytes;     /* bytes of weights as used by the backend */
   char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
-                              * matmuls run on, e.g. "auto (bf16: decode avx2, prefill amx-bf16x3)"; XPU: "" */
+                              * matmuls run on, e.g. "auto (bf16: decode avx2, 4-64 tokens avx512, prefill
+                              * amx-bf16x3)": the batched decode of 4-64 tokens (float weights); XPU: "" */
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 
@@ -250,7 +252,12 @@ typedef struct xpi_request_options {
 } xpi_request_options;
 XPI_API void xpi_request_options_default(xpi_request_options *o);
 
-/* A request holds a KV cache and sampler state. Several requests may share one model from several threads. */
+/* A request is one conversation: its context (KV cache) and sampler state. Several requests may share one model
+ * from several threads: they are sequences of one engine the model makes on first use (its KV pool: half the
+ * free memory, at most 8 contexts of min(max_position_embeddings, 4096) positions), so requests of several
+ * threads run in shared, batched steps - whichever waiting thread finds nobody stepping runs the next step -
+ * and each request's callback is called on its own thread. A request's context stays in the pool between calls;
+ * when the pool needs the room it is recomputed at the next call. Free every request before its model. */
 XPI_API xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts, xpi_request **out);
 XPI_API void xpi_request_free(xpi_request *req);
 /* Forgets the context (KV cache length back to 0). */
@@ -333,6 +340,109 @@ typedef struct xpi_gen_result {
 XPI_API xpi_status xpi_request_generate(xpi_request *req, const int32_t *prompt_ids, size_t n_prompt,
                                         const xpi_gen_options *opts, xpi_token_callback cb, void *user,
                                         xpi_gen_result *result);
+
+/* ---------------------------------------------------------------- engine: many sequences at once
+ *
+ * An engine runs any number of sequences through one model together (continuous batching): each step builds
+ * one batch from the next token of every decoding sequence plus chunks of waiting prompts, under a per-step
+ * token budget, so the weights are read once for all of them. Sequences are admitted as soon as there is KV
+ * memory for them and leave it the moment they finish or are cancelled. The KV cache is a pool of blocks of
+ * block_size positions per backend; a sequence holds a table of blocks. With prefix caching (the default),
+ * full blocks whose tokens and whole prefix equal another sequence's are shared rather than recomputed, and
+ * kept after their sequences end until the pool needs the room (least recently used first). When the pool is
+ * full, the most recently admitted sequence is preempted: its blocks are freed and its tokens recomputed
+ * when it runs again (its output is unaffected).
+ *
+ * Thread safety: xpi_engine_submit, xpi_engine_cancel and xpi_engine_get_stats may be called from any thread
+ * at any time, also from inside a callback. Steps run on one thread at a time: the caller of xpi_engine_step
+ * (concurrent calls wait for each other) or, after xpi_engine_start, the engine's own thread. Callbacks run on
+ * that stepping thread, between steps; they must not call xpi_engine_step, _start, _stop or _free.
+ * xpi_request_* on the same model use a separate engine (see xpi_request_create). */
+typedef struct xpi_engine xpi_engine;
+
+typedef struct xpi_engine_options {
+  size_t struct_size;
+  int64_t kv_pool_bytes;   /* KV pool over all backends, in bytes; 0: kv_pool_tokens, else the default: half the
+                            * memory the device has free (the CPU: MemAvailable) after the weights, at most what
+                            * max_seqs sequences of min(max_seq_len, 4096) positions need */
+  int64_t kv_pool_tokens;  /* the pool in positions (used when > 0; kv_pool_bytes then must be 0) */
+  int32_t block_size;      /* positions per KV block: 16 or 32 (default 32) */
+  int32_t max_seqs;        /* sequences running at once (default 64); more wait */
+  int32_t step_tokens;     /* tokens per step, decode tokens and prefill chunks together (default 512) */
+  int32_t max_seq_len;     /* longest sequence, prompt plus generated tokens; 0: the model's
+                            * max_position_embeddings */
+  int prefix_caching;      /* share and keep the KV blocks of identical prefixes (default 1) */
+} xpi_engine_options;
+XPI_API void xpi_engine_options_default(xpi_engine_options *o);
+
+/* How a sequence ended (the final event of its callback). */
+typedef struct xpi_seq_result {
+  size_t struct_size;
+  xpi_status status;       /* XPI_OK, or the error that ended this sequence alone (the others go on) */
+  const char *error;       /* the message when status != XPI_OK, else ""; valid during the callback */
+  xpi_gen_result gen;      /* finish reason, prompt/generated token counts; prompt_seconds: from submission to
+                            * the first token (queueing included), generate_seconds: the tokens after it */
+  int32_t n_cached_tokens; /* prompt tokens whose KV came from the prefix cache */
+  int32_t n_preemptions;   /* times the sequence was preempted and recomputed */
+  double queue_seconds;    /* from submission to its first step */
+} xpi_seq_result;
+
+/* One callback call: a generated token (token != NULL), or the end of the sequence (done != NULL, exactly once
+ * per submitted sequence: finished, stopped, cancelled, failed, or freed with the engine). On a token event,
+ * return nonzero to end the sequence (finish reason CANCELLED); the return value of the final event is
+ * ignored. */
+typedef struct xpi_seq_event {
+  uint64_t seq_id;
+  const xpi_token_event *token;
+  const xpi_seq_result *done;
+} xpi_seq_event;
+typedef int (*xpi_seq_callback)(const xpi_seq_event *ev, void *user);
+
+/* An engine over a loaded model (which must outlive it). Allocates the KV pool on every backend of the model. */
+XPI_API xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, xpi_engine **out);
+/* Stops the background thread if started, ends every sequence not yet finished (final event with
+ * XPI_FINISH_CANCELLED), and frees everything. */
+XPI_API void xpi_engine_free(xpi_engine *engine);
+
+/* Queues a sequence: prompt ids[0..n) (n >= 1), then generation with opts (NULL: xpi_gen_options_default).
+ * cb (may be NULL) receives its tokens and its end. Checked at once: ids in the vocabulary, the options, and
+ * that n + max_new_tokens - 1 positions fit max_seq_len and the KV pool (XPI_ERR_CONTEXT_LENGTH); a failing
+ * submit calls no callback. *seq_id (may be NULL) identifies the sequence, unique for the engine's life. */
+XPI_API xpi_status xpi_engine_submit(xpi_engine *engine, const int32_t *ids, size_t n, const xpi_gen_options *opts,
+                                     xpi_seq_callback cb, void *user, uint64_t *seq_id);
+/* Ends a sequence at the next step boundary, waiting or running (also during its prefill), with
+ * XPI_FINISH_CANCELLED; its KV blocks are freed at once then. Other sequences are not disturbed. A sequence
+ * that already ended is left alone (XPI_OK); an id never issued is XPI_ERR_INVALID_ARGUMENT. */
+XPI_API xpi_status xpi_engine_cancel(xpi_engine *engine, uint64_t seq_id);
+
+/* Runs one step on the calling thread (admission, one batch, sampling, callbacks). *n_pending (may be NULL)
+ * gets the sequences still waiting or running afterwards; with none, the call returns at once. A failing step
+ * (device error, out of memory) ends the sequences of its batch with that error and returns it. Not allowed
+ * while the engine runs in the background (XPI_ERR_INVALID_ARGUMENT). */
+XPI_API xpi_status xpi_engine_step(xpi_engine *engine, int32_t *n_pending);
+/* Starts a background thread that steps whenever there is work and sleeps otherwise; callbacks then run on
+ * it. xpi_engine_stop stops it after the current step (sequences stay; steps may go on by either means). */
+XPI_API xpi_status xpi_engine_start(xpi_engine *engine);
+XPI_API xpi_status xpi_engine_stop(xpi_engine *engine);
+
+typedef struct xpi_engine_stats {
+  size_t struct_size;
+  int32_t running, waiting;          /* sequences now (running: admitted, holding KV blocks) */
+  int32_t kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_blocks_free; /* used: held by sequences;
+                                      * cached: kept for the prefix cache, reclaimable; free: empty */
+  int32_t block_size;
+  uint64_t kv_pool_bytes;            /* what the pool takes over all backends, its spare block included */
+  uint64_t sequences_submitted, sequences_finished;
+  uint64_t prompt_tokens;            /* prompt tokens of admitted sequences */
+  uint64_t prompt_tokens_cached;     /* of those, found in the prefix cache instead of computed */
+  uint64_t prefill_tokens;           /* tokens run through the model as prefill (recomputation included) */
+  uint64_t completion_tokens;        /* tokens generated */
+  uint64_t prefix_cache_hits;        /* blocks found in the prefix cache */
+  uint64_t preemptions;
+  uint64_t steps;
+  double step_seconds;               /* time spent in steps */
+} xpi_engine_stats;
+XPI_API xpi_status xpi_engine_get_stats(const xpi_engine *engine, xpi_engine_stats *out);
 
 #ifdef __cplusplus
 }

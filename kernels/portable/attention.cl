@@ -1,6 +1,9 @@
-/* Causal attention over the KV cache, GQA by indexing: query head h reads KV head h / (hq / hk) in place.
- * Cache layout (one layer): K[n_ctx][hk][hd], V likewise, in kdt (f32/f16/bf16). Positions come from
- * device memory: token i attends to slots 0..pos[i], so a recorded step replays at any position.
+/* Causal attention over a paged KV cache, GQA by indexing: query head h reads KV head h / (hq / hk) in place.
+ * Cache layout (one layer): K[n_blocks][block_size][hk][hd], V likewise, in kdt (f32/f16/bf16). Token i of a
+ * step is at position pos[i] of the sequence whose block table is row seq[i] of tables (max_blocks entries a
+ * row): position j of that sequence is row j & (block_size - 1) of block tbl[j >> bshift]. Positions, sequence
+ * rows and tables come from device memory, so a recorded step replays with new ones. Token i attends to
+ * positions 0..pos[i] of its sequence.
  * Three implementations that agree within rounding:
  *   xpi_attn_eager  reference: full score rows materialized in a scratch buffer, then softmax, then P @ V;
  *   xpi_sdpa        one work-group per (token, head), online softmax over blocks of 64 keys read in place;
@@ -10,6 +13,12 @@
 
 #define XPI_AWG 64
 #define XPI_MAX_HD 256
+
+/* Element offset of position j's row of KV head kh, through block table tbl. */
+static inline ulong xpi_kv_row(const global int *tbl, int j, int bshift, int hk, int kh, int hd) {
+  ulong row = ((ulong)tbl[j >> bshift] << bshift) + (ulong)(j & ((1 << bshift) - 1));
+  return (row * hk + kh) * hd;
+}
 
 static inline float xpi_wg_reduce(local float *red, float v, int is_max) {
   int lid = get_local_id(0);
@@ -24,14 +33,18 @@ static inline float xpi_wg_reduce(local float *red, float v, int is_max) {
   return r;
 }
 
-/* kv_store(kc[pos[i], h, :] = k[i, h, :], vc likewise). Grid (hd, hk, n). Slots outside [0, n_ctx) skipped
- * (the host checks positions it writes). */
+/* kv_store: K/V row of (token i, KV head h) into its slot. Grid (hd, hk, n). Tokens whose slot is outside the
+ * table or the pool are skipped (the host builds the tables; the kernel never writes out of bounds). */
 kernel void xpi_kv_store(global void *kc, global void *vc, int kdt, const global float *k, const global float *v,
-                         const global int *pos, int hk, int hd, int n_ctx) {
+                         const global int *pos, const global int *seq, const global int *tables, int max_blocks,
+                         int bshift, int n_blocks, int hk, int hd) {
   int j = get_global_id(0), h = get_global_id(1), i = get_global_id(2);
-  int slot = pos[i];
-  if (j >= hd || slot < 0 || slot >= n_ctx) return;
-  ulong src = ((ulong)i * hk + h) * hd + j, dst = ((ulong)slot * hk + h) * hd + j;
+  int p = pos[i];
+  if (j >= hd || p < 0 || (p >> bshift) >= max_blocks) return;
+  const global int *tbl = tables + (ulong)seq[i] * max_blocks;
+  int b = tbl[p >> bshift];
+  if (b < 0 || b >= n_blocks) return;
+  ulong src = ((ulong)i * hk + h) * hd + j, dst = xpi_kv_row(tbl, p, bshift, hk, h, hd) + j;
   xpi_store(kc, kdt, dst, k[src]);
   xpi_store(vc, kdt, dst, v[src]);
 }
@@ -39,13 +52,15 @@ kernel void xpi_kv_store(global void *kc, global void *vc, int kdt, const global
 /* sdpa_forward(out[n,hq,hd], q[n,hq,hd], cache). Grid: n*hq groups of 64, group = token * hq + head. */
 __attribute__((reqd_work_group_size(XPI_AWG, 1, 1)))
 kernel void xpi_sdpa(global float *out, const global float *q, const global void *kc, const global void *vc,
-                     int kdt, const global int *pos, int hq, int hk, int hd, float scale) {
+                     int kdt, const global int *pos, const global int *seq, const global int *tables, int max_blocks,
+                     int bshift, int hq, int hk, int hd, float scale) {
   local float qs[XPI_MAX_HD];
   local float p[XPI_AWG];
   local float red[XPI_AWG];
   int lid = get_local_id(0), g = get_group_id(0);
   int i = g / hq, h = g % hq, kh = h / (hq / hk);
   ulong qo = ((ulong)i * hq + h) * hd;
+  const global int *tbl = tables + (ulong)seq[i] * max_blocks;
   for (int j = lid; j < hd; j += XPI_AWG) qs[j] = q[qo + j];
   barrier(CLK_LOCAL_MEM_FENCE);
   int L = pos[i] + 1;
@@ -56,7 +71,7 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
     int t = t0 + lid;
     float s = -INFINITY;
     if (t < L) {
-      ulong kb = ((ulong)t * hk + kh) * hd;
+      ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
       float d = 0.0f;
       for (int j = 0; j < hd; j++) d += qs[j] * xpi_load(kc, kdt, kb + j);
       s = d * scale;
@@ -69,7 +84,7 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
     int nt = min(XPI_AWG, L - t0);
     for (int c = 0, j = lid; j < hd; c++, j += XPI_AWG) {
       float a = acc[c] * corr;
-      for (int tt = 0; tt < nt; tt++) a += p[tt] * xpi_load(vc, kdt, ((ulong)(t0 + tt) * hk + kh) * hd + j);
+      for (int tt = 0; tt < nt; tt++) a += p[tt] * xpi_load(vc, kdt, xpi_kv_row(tbl, t0 + tt, bshift, hk, kh, hd) + j);
       acc[c] = a;
     }
     m = mn;
@@ -78,20 +93,22 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
   for (int c = 0, j = lid; j < hd; c++, j += XPI_AWG) out[qo + j] = acc[c] / l;
 }
 
-/* eager_forward(out, q, cache, scores[n*hq, n_ctx] scratch). Grid: n*hq groups of 64. */
+/* eager_forward(out, q, cache, scores[n*hq, n_ctx] scratch; n_ctx = max_blocks << bshift). Grid: n*hq groups
+ * of 64. */
 __attribute__((reqd_work_group_size(XPI_AWG, 1, 1)))
 kernel void xpi_attn_eager(global float *out, const global float *q, const global void *kc, const global void *vc,
-                           int kdt, const global int *pos, int hq, int hk, int hd, float scale,
-                           global float *scores, int n_ctx) {
+                           int kdt, const global int *pos, const global int *seq, const global int *tables,
+                           int max_blocks, int bshift, int hq, int hk, int hd, float scale, global float *scores) {
   local float red[XPI_AWG];
   int lid = get_local_id(0), g = get_group_id(0);
   int i = g / hq, h = g % hq, kh = h / (hq / hk);
   ulong qo = ((ulong)i * hq + h) * hd;
-  global float *S = scores + (ulong)g * n_ctx;
+  global float *S = scores + (ulong)g * ((ulong)max_blocks << bshift);
+  const global int *tbl = tables + (ulong)seq[i] * max_blocks;
   int L = pos[i] + 1;
   float mx = -INFINITY;
   for (int t = lid; t < L; t += XPI_AWG) {
-    ulong kb = ((ulong)t * hk + kh) * hd;
+    ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
     float d = 0.0f;
     for (int j = 0; j < hd; j++) d += q[qo + j] * xpi_load(kc, kdt, kb + j);
     S[t] = d * scale;
@@ -108,7 +125,7 @@ kernel void xpi_attn_eager(global float *out, const global float *q, const globa
   barrier(CLK_GLOBAL_MEM_FENCE); /* S[] written by other work-items */
   for (int j = lid; j < hd; j += XPI_AWG) {
     float a = 0.0f;
-    for (int t = 0; t < L; t++) a += S[t] * xpi_load(vc, kdt, ((ulong)t * hk + kh) * hd + j);
+    for (int t = 0; t < L; t++) a += S[t] * xpi_load(vc, kdt, xpi_kv_row(tbl, t, bshift, hk, kh, hd) + j);
     out[qo + j] = a / sum;
   }
 }
@@ -117,10 +134,13 @@ kernel void xpi_attn_eager(global float *out, const global float *q, const globa
 #define XPI_FL 16 /* lanes per row == keys per tile */
 
 /* flash_attention_2_forward(out, q, cache). Rows of KV head kh: r = i * g + hg (g = hq / hk, query head
- * kh * g + hg). Grid: groups (ceil(n*g / 4), hk) of 64 = 4 rows x 16 lanes. */
+ * kh * g + hg). Grid: groups (ceil(n*g / 4), hk) of 64 = 4 rows x 16 lanes. The rows of a work-group share
+ * the K/V tiles staged in local memory, which needs one sequence: a group whose rows belong to several
+ * sequences (g < 4, decode of many sequences) takes one pass per sequence, each row computed in its own. */
 __attribute__((reqd_work_group_size(XPI_FR * XPI_FL, 1, 1)))
 kernel void xpi_flash_attention_2(global float *out, const global float *q, const global void *kc,
-                                  const global void *vc, int kdt, const global int *pos, int n, int hq, int hk,
+                                  const global void *vc, int kdt, const global int *pos, const global int *seq,
+                                  const global int *tables, int max_blocks, int bshift, int n, int hq, int hk,
                                   int hd, float scale) {
   local float ks[XPI_FL * XPI_MAX_HD];
   local float vs[XPI_FL * XPI_MAX_HD];
@@ -134,60 +154,69 @@ kernel void xpi_flash_attention_2(global float *out, const global float *q, cons
   int i = valid ? r / g : 0, h = kh * g + (valid ? r % g : 0);
   ulong qo = ((ulong)i * hq + h) * hd;
   int L = valid ? pos[i] + 1 : 0;
-  /* longest row of the group bounds the tile loop */
-  int lmax = 0;
-  for (int rr = 0; rr < XPI_FR; rr++) {
-    int r2 = get_group_id(0) * XPI_FR + rr;
-    if (r2 < n * g) lmax = max(lmax, pos[r2 / g] + 1);
-  }
   for (int j = lane; j < hd; j += XPI_FL) qs[rho * XPI_MAX_HD + j] = valid ? q[qo + j] * scale : 0.0f;
   float m = -INFINITY, l = 0.0f;
   float acc[XPI_MAX_HD / XPI_FL];
   for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++) acc[c] = 0.0f;
-  for (int t0 = 0; t0 < lmax; t0 += XPI_FL) {
-    for (int e = lid; e < XPI_FL * hd; e += XPI_FR * XPI_FL) {
-      int tt = e / hd, j = e % hd, t = t0 + tt;
-      ulong o = ((ulong)t * hk + kh) * hd + j;
-      ks[tt * XPI_MAX_HD + j] = t < lmax ? xpi_load(kc, kdt, o) : 0.0f;
-      vs[tt * XPI_MAX_HD + j] = t < lmax ? xpi_load(vc, kdt, o) : 0.0f;
+  for (int ph = 0; ph < XPI_FR; ph++) { /* one pass per distinct sequence of the group's rows (uniform) */
+    int rp = get_group_id(0) * XPI_FR + ph;
+    if (rp >= n * g) break;
+    int sp = seq[rp / g], seen = 0, lmax = 0;
+    for (int rr = 0; rr < ph; rr++) seen |= seq[(get_group_id(0) * XPI_FR + rr) / g] == sp;
+    if (seen) continue;
+    for (int rr = 0; rr < XPI_FR; rr++) { /* longest row of this sequence bounds the tile loop */
+      int r2 = get_group_id(0) * XPI_FR + rr;
+      if (r2 < n * g && seq[r2 / g] == sp) lmax = max(lmax, pos[r2 / g] + 1);
     }
-    barrier(CLK_LOCAL_MEM_FENCE);
-    int t = t0 + lane;
-    float s = -INFINITY;
-    if (t < L) {
-      float d = 0.0f;
-      for (int j = 0; j < hd; j++) d += qs[rho * XPI_MAX_HD + j] * ks[lane * XPI_MAX_HD + j];
-      s = d;
-    }
-    /* row max over the 16 lanes of this row */
-    red[lid] = s;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int st = XPI_FL / 2; st > 0; st >>= 1) {
-      if (lane < st) red[lid] = fmax(red[lid], red[lid + st]);
+    int mine = valid && seq[i] == sp;
+    const global int *tbl = tables + (ulong)sp * max_blocks;
+    for (int t0 = 0; t0 < lmax; t0 += XPI_FL) {
+      for (int e = lid; e < XPI_FL * hd; e += XPI_FR * XPI_FL) {
+        int tt = e / hd, j = e % hd, t = t0 + tt;
+        ulong o = t < lmax ? xpi_kv_row(tbl, t, bshift, hk, kh, hd) + j : 0;
+        ks[tt * XPI_MAX_HD + j] = t < lmax ? xpi_load(kc, kdt, o) : 0.0f;
+        vs[tt * XPI_MAX_HD + j] = t < lmax ? xpi_load(vc, kdt, o) : 0.0f;
+      }
       barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float mn = fmax(m, red[rho * XPI_FL]);
-    barrier(CLK_LOCAL_MEM_FENCE);
-    float pt = 0.0f, corr = 1.0f;
-    if (mn != -INFINITY) { /* else the row has no key in this tile yet (cannot happen: key 0 is in tile 0) */
-      pt = s == -INFINITY ? 0.0f : exp(s - mn);
-      corr = exp(m - mn);
-    }
-    ps[lid] = pt;
-    red[lid] = pt;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int st = XPI_FL / 2; st > 0; st >>= 1) {
-      if (lane < st) red[lid] += red[lid + st];
+      int t = t0 + lane;
+      float s = -INFINITY;
+      if (mine && t < L) {
+        float d = 0.0f;
+        for (int j = 0; j < hd; j++) d += qs[rho * XPI_MAX_HD + j] * ks[lane * XPI_MAX_HD + j];
+        s = d;
+      }
+      /* row max over the 16 lanes of this row */
+      red[lid] = s;
       barrier(CLK_LOCAL_MEM_FENCE);
+      for (int st = XPI_FL / 2; st > 0; st >>= 1) {
+        if (lane < st) red[lid] = fmax(red[lid], red[lid + st]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      float mn = fmax(m, red[rho * XPI_FL]);
+      barrier(CLK_LOCAL_MEM_FENCE);
+      float pt = 0.0f, corr = 1.0f;
+      if (mine && mn != -INFINITY) { /* a row outside this pass, or with no key in this tile yet, keeps its state */
+        pt = s == -INFINITY ? 0.0f : exp(s - mn);
+        corr = exp(m - mn);
+      }
+      ps[lid] = pt;
+      red[lid] = pt;
+      barrier(CLK_LOCAL_MEM_FENCE);
+      for (int st = XPI_FL / 2; st > 0; st >>= 1) {
+        if (lane < st) red[lid] += red[lid + st];
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+      if (mine) {
+        l = l * corr + red[rho * XPI_FL];
+        for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) {
+          float a = acc[c] * corr;
+          for (int tt = 0; tt < XPI_FL; tt++) a += ps[rho * XPI_FL + tt] * vs[tt * XPI_MAX_HD + j];
+          acc[c] = a;
+        }
+        m = mn;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE); /* tiles, ps and red are rewritten next round */
     }
-    l = l * corr + red[rho * XPI_FL];
-    for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) {
-      float a = acc[c] * corr;
-      for (int tt = 0; tt < XPI_FL; tt++) a += ps[rho * XPI_FL + tt] * vs[tt * XPI_MAX_HD + j];
-      acc[c] = a;
-    }
-    m = mn;
-    barrier(CLK_LOCAL_MEM_FENCE); /* tiles, ps and red are rewritten next round */
   }
   if (valid)
     for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) out[qo + j] = acc[c] / l;

@@ -132,6 +132,8 @@ static const char *arch_name(xpi_arch a) {
 
 void xpi_model_free(xpi_model *m) {
   if (!m) return;
+  xpi_engine_free(m->req_engine); /* its requests must have been freed before the model */
+  pthread_mutex_destroy(&m->req_mu);
   xpi_graph_release(&m->graph);
   xpi_weights_free(&m->w);
   for (int d = 0; d < m->n_backends; d++)
@@ -233,6 +235,7 @@ xpi_status xpi_model_load(const char *path_or_repo, const xpi_model_options *opt
   opts = &o;
   xpi_model *m = calloc(1, sizeof *m);
   if (!m) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  pthread_mutex_init(&m->req_mu, NULL);
   xpi_status s = load(m, path_or_repo, opts);
   if (s != XPI_OK) {
     xpi_model_free(m);

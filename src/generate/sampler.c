@@ -51,10 +51,11 @@ xpi_status xpi_sampler_init(xpi_sampler *s, const xpi_gen_options *o, int32_t vo
   s->vocab = vocab;
   uint64_t x = o->seed;
   for (int i = 0; i < 4; i++) s->rng[i] = splitmix(&x);
-  s->cand = malloc((size_t)vocab * sizeof *s->cand);
-  s->p = malloc((size_t)vocab * sizeof *s->p);
-  s->seen = calloc((size_t)vocab, 1);
-  if (!s->cand || !s->p || !s->seen) {
+  /* scratch only where the options use it: an engine keeps a sampler per sequence, mostly greedy */
+  if (!s->greedy) s->cand = malloc((size_t)vocab * sizeof *s->cand);
+  if (!s->greedy) s->p = malloc((size_t)vocab * sizeof *s->p);
+  if (s->penalty != 1.0f) s->seen = calloc((size_t)vocab, 1);
+  if ((!s->greedy && (!s->cand || !s->p)) || (s->penalty != 1.0f && !s->seen)) {
     xpi_sampler_free(s);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory for the sampler");
   }

@@ -13,9 +13,9 @@ typedef struct xpi_sampler {
   float temperature, top_p, min_p, penalty;
   int32_t top_k, vocab;
   uint64_t rng[4];
-  xpi_cand *cand;        /* [vocab] candidates, sorted best first */
-  double *p;             /* [vocab] their probabilities */
-  unsigned char *seen;   /* [vocab] repetition-penalty marks */
+  xpi_cand *cand;        /* [vocab] candidates, sorted best first (NULL when greedy) */
+  double *p;             /* [vocab] their probabilities (NULL when greedy) */
+  unsigned char *seen;   /* [vocab] repetition-penalty marks (NULL without a penalty) */
 } xpi_sampler;
 
 /* Checks the options (clear messages for out-of-range values) and allocates scratch for vocab ids. */

@@ -6,32 +6,33 @@
 #include "model/graph.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/status.h"
 
-#define N_BATCH 256   /* tokens per forward chunk: bounds activation memory during prefill (64 KiB per token for
-                       * Qwen3-0.6B); 256 rather than 128 converts each weight panel half as often (+2-7% GEMM) */
-#define N_LOGIT_ROWS 16 /* rows of logits computed at once when all positions are wanted */
-
 typedef struct dev_state {
   xpi_backend *be;
   xpi_kv *kv;
-  int32_t *ids, *pos;                       /* [N_BATCH] */
-  float *x, *h, *q, *k, *v, *att, *res, *gate, *up; /* activations for N_BATCH tokens */
-  float *logits;                            /* [N_LOGIT_ROWS, vocab] on the last device */
-  int32_t *tok;                             /* [1] greedy token on the last device */
+  int32_t *ids, *pos, *seq;                 /* [max_tokens] */
+  int32_t *tables;                          /* [max_rows + 1][max_blocks]: the extra row maps padding tokens */
+  float *x, *h, *q, *k, *v, *att, *res, *gate, *up; /* activations for max_tokens tokens */
+  float *logits;                            /* [max_out, vocab] on the last device */
+  int32_t *tok;                             /* [max_out] greedy tokens on the last device */
 } dev_state;
 
+#define N_BUCKETS 16 /* decode recordings for 1, 2, 4, ... 2^15 sequences */
+
 struct xpi_graph_state {
-  int32_t n_ctx;
+  xpi_graph_limits lim;
   int n_dev;
   dev_state dev[XPI_MAX_BACKENDS];
   float *host_x;                            /* boundary copies through the host */
-  void *rec[2];                             /* recorded decode steps (single backend with capture):
-                                               [0] layers only, [1] layers + lm_head + argmax */
-  int rec_failed;
+  int32_t *host_in;                         /* padded inputs of a replayed step: ids, pos, seq [max_out each] */
+  void *rec[N_BUCKETS];                     /* recorded decode steps of 2^i sequences (single backend with
+                                             * capture): layers + lm_head + argmax of every row */
+  uint64_t kv_bytes;
 };
 
 xpi_status xpi_graph_split(int32_t n_layers, const double *weight, int n_dev, int32_t *first) {
@@ -93,7 +94,12 @@ static int last_dev(const xpi_graph *g) {
   return d;
 }
 
-/* ------------------------------------------------------------------ request state */
+uint64_t xpi_graph_kv_bytes_per_token(const xpi_graph *g) {
+  const xpi_config *c = g->cfg;
+  return 2ull * (uint64_t)c->n_layers * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * xpi_dtype_size(g->kv_dtype);
+}
+
+/* ------------------------------------------------------------------ state */
 
 void xpi_graph_state_free(xpi_graph_state *st) {
   if (!st) return;
@@ -101,15 +107,16 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be;
     if (!be) continue;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < N_BUCKETS; i++)
       if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
-    void *bufs[] = {ds->ids, ds->pos, ds->x, ds->h, ds->q, ds->k, ds->v, ds->att, ds->res, ds->gate, ds->up, ds->logits,
-                    ds->tok};
+    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->x, ds->h, ds->q, ds->k, ds->v, ds->att, ds->res,
+                    ds->gate, ds->up, ds->logits, ds->tok};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
   }
   free(st->host_x);
+  free(st->host_in);
   free(st);
 }
 
@@ -120,42 +127,101 @@ static void *balloc(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
   return p;
 }
 
-xpi_status xpi_graph_state_create(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out) {
+const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st) { return &st->lim; }
+
+uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st) { return st->kv_bytes; }
+
+/* Bytes of one pool block on device d (its layers). */
+static uint64_t block_bytes(const xpi_graph *g, int d, int32_t block_size) {
+  const xpi_config *c = g->cfg;
+  return 2ull * (uint64_t)(g->layer_dev[d + 1] - g->layer_dev[d]) * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim *
+         xpi_dtype_size(g->kv_dtype) * (uint64_t)block_size;
+}
+
+/* The default pool: half of what every backend with layers has free, the smallest share over them. */
+static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim, int32_t *n_blocks) {
+  int64_t best = -1;
+  for (int d = 0; d < g->n_backends; d++) {
+    uint64_t per = block_bytes(g, d, lim->block_size), avail = 0;
+    if (per == 0) continue;
+    xpi_backend *be = g->backends[d];
+    XPI_TRY(be->ops->free_memory(be, &avail));
+    int64_t b = (int64_t)(avail / 2 / per) - 1; /* the spare block */
+    if (best < 0 || b < best) best = b;
+  }
+  if (best > lim->max_pool_blocks) best = lim->max_pool_blocks;
+  if (best < 1)
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "no room for a KV pool: half of the free memory holds no block of %d positions",
+                   lim->block_size);
+  *n_blocks = (int32_t)best;
+  return XPI_OK;
+}
+
+xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *lim, xpi_graph_state **out) {
   *out = NULL;
   const xpi_config *c = g->cfg;
+  if (lim->max_tokens <= 0 || lim->max_rows <= 0 || lim->max_blocks <= 0 || lim->n_blocks < 0 ||
+      (lim->n_blocks == 0 && lim->max_pool_blocks <= 0) || lim->block_size <= 0 ||
+      (lim->block_size & (lim->block_size - 1)) || lim->max_out <= 0 || lim->n_blocks == INT32_MAX ||
+      lim->max_pool_blocks == INT32_MAX || (int64_t)lim->max_blocks * lim->block_size > INT32_MAX ||
+      (int64_t)(lim->max_rows + 1) * lim->max_blocks > INT32_MAX)
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: bad limits (%d tokens, %d rows, %d x %d-position blocks)",
+                   lim->max_tokens, lim->max_rows, lim->n_blocks, lim->block_size);
   xpi_graph_state *st = calloc(1, sizeof *st);
   if (!st) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-  st->n_ctx = n_ctx;
+  st->lim = *lim;
   st->n_dev = g->n_backends;
-  size_t B = N_BATCH, H = (size_t)c->hidden_size, Q = (size_t)c->n_heads * c->head_dim;
+  size_t B = (size_t)lim->max_tokens, H = (size_t)c->hidden_size, Q = (size_t)c->n_heads * c->head_dim;
   size_t K = (size_t)c->n_kv_heads * c->head_dim, I = (size_t)c->intermediate_size;
+  size_t T = (size_t)(lim->max_rows + 1) * (size_t)lim->max_blocks, O = (size_t)lim->max_out;
+  size_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
   xpi_status s = XPI_OK;
-  st->host_x = malloc(B * H * sizeof(float));
-  if (!st->host_x) s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) {
+  st->host_x = malloc(P * H * sizeof(float));
+  st->host_in = malloc(3 * O * sizeof(int32_t));
+  int32_t *trash = malloc((size_t)lim->max_blocks * sizeof *trash);
+  if (!st->host_x || !st->host_in || !trash) s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* the step's buffers first, then the pool */
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be = g->backends[d];
-    int32_t nl = g->layer_dev[d + 1] - g->layer_dev[d];
-    if (nl > 0) s = be->ops->kv_create(be, nl, n_ctx, c->n_kv_heads, c->head_dim, g->kv_dtype, &ds->kv);
-    ds->ids = balloc(be, B, sizeof(int32_t), &s);
-    ds->pos = balloc(be, B, sizeof(int32_t), &s);
-    ds->x = balloc(be, B * H, sizeof(float), &s);
-    ds->h = balloc(be, B * H, sizeof(float), &s);
-    ds->res = balloc(be, B * H, sizeof(float), &s);
-    ds->q = balloc(be, B * Q, sizeof(float), &s);
-    ds->att = balloc(be, B * Q, sizeof(float), &s);
-    ds->k = balloc(be, B * K, sizeof(float), &s);
-    ds->v = balloc(be, B * K, sizeof(float), &s);
-    ds->gate = balloc(be, B * I, sizeof(float), &s);
-    ds->up = balloc(be, B * I, sizeof(float), &s);
+    ds->ids = balloc(be, P, sizeof(int32_t), &s);
+    ds->pos = balloc(be, P, sizeof(int32_t), &s);
+    ds->seq = balloc(be, P, sizeof(int32_t), &s);
+    ds->tables = balloc(be, T, sizeof(int32_t), &s);
+    ds->x = balloc(be, P * H, sizeof(float), &s);
+    ds->h = balloc(be, P * H, sizeof(float), &s);
+    ds->res = balloc(be, P * H, sizeof(float), &s);
+    ds->q = balloc(be, P * Q, sizeof(float), &s);
+    ds->att = balloc(be, P * Q, sizeof(float), &s);
+    ds->k = balloc(be, P * K, sizeof(float), &s);
+    ds->v = balloc(be, P * K, sizeof(float), &s);
+    ds->gate = balloc(be, P * I, sizeof(float), &s);
+    ds->up = balloc(be, P * I, sizeof(float), &s);
     if (d == last_dev(g)) {
-      ds->logits = balloc(be, (size_t)N_LOGIT_ROWS * (size_t)c->vocab_size, sizeof(float), &s);
-      ds->tok = balloc(be, 1, sizeof(int32_t), &s);
+      ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
+      ds->tok = balloc(be, O, sizeof(int32_t), &s);
     }
   }
+  if (s == XPI_OK && st->lim.n_blocks == 0) s = default_blocks(g, lim, &st->lim.n_blocks);
+  /* the pool has one block more than the engine hands out: padding tokens of a replayed step write there */
+  for (int32_t i = 0; trash && i < lim->max_blocks; i++) trash[i] = st->lim.n_blocks;
+  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) {
+    dev_state *ds = &st->dev[d];
+    xpi_backend *be = ds->be;
+    int32_t nl = g->layer_dev[d + 1] - g->layer_dev[d];
+    if (nl > 0) {
+      s = be->ops->kv_create(be, nl, st->lim.n_blocks + 1, lim->block_size, c->n_kv_heads, c->head_dim, g->kv_dtype,
+                             &ds->kv);
+      st->kv_bytes += (uint64_t)(st->lim.n_blocks + 1) * block_bytes(g, d, lim->block_size);
+    }
+    if (s == XPI_OK)
+      s = be->ops->write(be, ds->tables + (size_t)lim->max_rows * lim->max_blocks, trash,
+                         (size_t)lim->max_blocks * sizeof *trash);
+  }
+  free(trash);
   if (s != XPI_OK) {
     xpi_graph_state_free(st);
-    return xpi_err_prefix(s, "creating a request with a %d-token context: ", n_ctx);
+    return xpi_err_prefix(s, "creating the KV pool (%d blocks of %d positions) and buffers for %d tokens a step: ",
+                          st->lim.n_blocks, lim->block_size, lim->max_tokens);
   }
   *out = st;
   return XPI_OK;
@@ -186,7 +252,7 @@ static int has_nonfinite(const float *v, size_t n) {
   return 0;
 }
 
-/* Reads rows [0, n) (n <= N_BATCH) of x[n, hidden] on backend be and records the first non-finite row under
+/* Reads rows [0, n) (n <= max_tokens) of x[n, hidden] on backend be and records the first non-finite row under
  * `layer`. */
 static xpi_status probe_rows(const xpi_graph *g, xpi_graph_state *st, nonfinite_probe *p, xpi_backend *be,
                              const float *x, int32_t n, int32_t layer) {
@@ -202,8 +268,8 @@ static xpi_status probe_rows(const xpi_graph *g, xpi_graph_state *st, nonfinite_
   return XPI_OK;
 }
 
-/* Enqueues the layers for n tokens whose ids/pos are already in the backend buffers; leaves the final
- * hidden state (normed) in the last device's h for the rows [row0, row0+rows). With a probe (diagnostic
+/* Enqueues the layers for n tokens whose ids/pos/seq/tables are already in the backend buffers; leaves the
+ * final hidden state (normed) in the last device's h for the rows [row0, row0+rows). With a probe (diagnostic
  * path, never the hot one), the residual stream is completed and read back after the embedding and after
  * every layer, stopping at the first non-finite value. */
 static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int32_t n, int32_t row0, int32_t rows,
@@ -234,6 +300,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
     const xpi_layer_weights *L = &w->layers[l];
     const xpi_backend_ops *o = D->be->ops;
     xpi_backend *be = D->be;
+    const xpi_kv_map map = {D->pos, D->seq, D->tables, st->lim.max_blocks};
     XPI_TRY(o->rmsnorm(be, D->h, D->x, pending, &L->attn_norm, n, H, c->rms_norm_eps));
     XPI_TRY(o->matmul(be, D->q, D->h, &L->wq, L->bq.rows ? &L->bq : NULL, n));
     XPI_TRY(o->matmul(be, D->k, D->h, &L->wk, L->bk.rows ? &L->bk : NULL, n));
@@ -242,7 +309,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
     rp.head_dim = hd;
     XPI_TRY(o->rope(be, D->q, D->k, D->pos, n, hq, hk, &rp, g->inv_freq[cur], L->q_norm.rows ? &L->q_norm : NULL,
                     L->k_norm.rows ? &L->k_norm : NULL, c->rms_norm_eps));
-    XPI_TRY(o->attention(be, D->att, D->q, D->k, D->v, D->kv, l - g->layer_dev[cur], D->pos, n, hq, hk, hd, scale,
+    XPI_TRY(o->attention(be, D->att, D->q, D->k, D->v, D->kv, l - g->layer_dev[cur], &map, n, hq, hk, hd, scale,
                          g->attn));
     XPI_TRY(o->matmul(be, D->res, D->att, &L->wo, L->bo.rows ? &L->bo : NULL, n));
     XPI_TRY(o->rmsnorm(be, D->h, D->x, D->res, &L->mlp_norm, n, H, c->rms_norm_eps));
@@ -258,7 +325,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
       if (probe->found) return XPI_OK;
     }
   }
-  if (rows > 0) { /* final norm only over the rows whose logits are wanted */
+  if (rows > 0) { /* final norm only over the rows whose outputs are wanted */
     size_t off = (size_t)row0 * (size_t)H;
     XPI_TRY(D->be->ops->rmsnorm(D->be, D->h + off, D->x + off, pending ? pending + off : NULL, &w->final_norm, rows,
                                 H, c->rms_norm_eps));
@@ -275,45 +342,66 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
   return run_layers_probed(g, st, n, row0, rows, NULL);
 }
 
-/* lm_head over rows [row0, row0+rows) of the last device's h, copied to host logits. */
-static xpi_status run_logits(const xpi_graph *g, xpi_graph_state *st, int32_t row0, int32_t rows, float *logits) {
+/* lm_head over rows [row0, row0+m) of the last device's h into its logits buffer (m <= max_out), then the
+ * argmax of each row into its tok buffer. */
+static xpi_status run_head(const xpi_graph *g, xpi_graph_state *st, int32_t row0, int32_t m, int with_argmax) {
   dev_state *D = &st->dev[last_dev(g)];
-  int32_t H = g->cfg->hidden_size, V = g->cfg->vocab_size;
-  for (int32_t r = 0; r < rows; r += N_LOGIT_ROWS) {
-    int32_t m = rows - r < N_LOGIT_ROWS ? rows - r : N_LOGIT_ROWS;
-    XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)(row0 + r) * H, &g->w->lm_head, NULL, m));
-    XPI_TRY(D->be->ops->read(D->be, logits + (size_t)r * V, D->logits, (size_t)m * V * sizeof(float)));
-  }
+  XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)row0 * g->cfg->hidden_size, &g->w->lm_head, NULL, m));
+  return with_argmax ? D->be->ops->argmax(D->be, D->tok, D->logits, m, g->cfg->vocab_size) : XPI_OK;
+}
+
+/* Copies the outputs of m rows computed by run_head (out rows r0..r0+m) to the batch's host buffers. */
+static xpi_status read_outputs(const xpi_graph *g, xpi_graph_state *st, const xpi_graph_batch *b, int32_t r0,
+                               int32_t m) {
+  dev_state *D = &st->dev[last_dev(g)];
+  const size_t V = (size_t)g->cfg->vocab_size;
+  if (b->argmax) XPI_TRY(D->be->ops->read(D->be, b->argmax + r0, D->tok, (size_t)m * sizeof(int32_t)));
+  for (int32_t r = 0; b->logits && r < m; r++)
+    if (b->logits[r0 + r]) XPI_TRY(D->be->ops->read(D->be, b->logits[r0 + r], D->logits + (size_t)r * V, V * sizeof(float)));
   return XPI_OK;
 }
 
-/* tok[0] = argmax of the logits of row `row` of the last device's h (lm_head on the device, no copy). */
-static xpi_status run_argmax(const xpi_graph *g, xpi_graph_state *st, int32_t row) {
-  dev_state *D = &st->dev[last_dev(g)];
-  XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)row * g->cfg->hidden_size, &g->w->lm_head, NULL, 1));
-  return D->be->ops->argmax(D->be, D->tok, D->logits, 1, g->cfg->vocab_size);
-}
-
-static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past) {
-  int32_t pos[N_BATCH];
-  for (int32_t i = 0; i < n; i++) pos[i] = n_past + i;
+/* Writes a step's inputs (n tokens, n_rows table rows) to every backend that needs them. */
+static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, const int32_t *pos,
+                               const int32_t *seq, int32_t n, const int32_t *tables, int32_t n_rows) {
+  const size_t tb = (size_t)n_rows * (size_t)st->lim.max_blocks * sizeof(int32_t);
   for (int d = 0; d < g->n_backends; d++) {
     dev_state *D = &st->dev[d];
+    if (g->layer_dev[d] == g->layer_dev[d + 1] && d != 0) continue; /* no layers here */
     if (d == 0 || g->layer_dev[d] == 0) XPI_TRY(D->be->ops->write(D->be, D->ids, ids, (size_t)n * sizeof *ids));
     XPI_TRY(D->be->ops->write(D->be, D->pos, pos, (size_t)n * sizeof *pos));
+    XPI_TRY(D->be->ops->write(D->be, D->seq, seq, (size_t)n * sizeof *seq));
+    XPI_TRY(D->be->ops->write(D->be, D->tables, tables, tb));
   }
   return XPI_OK;
 }
 
-/* A decode step recorded once and replayed (single backend that can capture): positions and ids are
- * re-read from the same backend buffers on every replay. with_tok: the step also ends with lm_head and
- * the argmax into tok (its own recording), so the greedy token needs no logits on the host. */
-static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st, int with_tok) {
+/* Smallest bucket (power of two) holding n sequences, and its index. */
+static int32_t bucket_of(int32_t n, int *index) {
+  int32_t b = 1;
+  int i = 0;
+  while (b < n) b <<= 1, i++;
+  *index = i;
+  return b;
+}
+
+/* A decode step of n sequences through the recording of its bucket B (recorded on first use): the n tokens
+ * padded to B with tokens that write to the spare block and read nothing else. Layers, lm_head and argmax of
+ * every row replay on the device; ids, positions and tables are read from device memory. */
+static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st, const xpi_graph_batch *b) {
+  int bi;
+  const int32_t B = bucket_of(b->n, &bi);
   xpi_backend *be = st->dev[0].be;
-  if (!st->rec[with_tok]) {
+  int32_t *ids = st->host_in, *pos = ids + st->lim.max_out, *seq = pos + st->lim.max_out;
+  memcpy(ids, b->ids, (size_t)b->n * sizeof *ids);
+  memcpy(pos, b->pos, (size_t)b->n * sizeof *pos);
+  memcpy(seq, b->seq, (size_t)b->n * sizeof *seq);
+  for (int32_t i = b->n; i < B; i++) ids[i] = 0, pos[i] = 0, seq[i] = st->lim.max_rows;
+  XPI_TRY(write_inputs(g, st, ids, pos, seq, B, b->tables, b->n_rows));
+  if (!st->rec[bi]) {
     XPI_TRY(be->ops->capture_begin(be));
-    xpi_status s = run_layers(g, st, 1, 0, 1);
-    if (s == XPI_OK && with_tok) s = run_argmax(g, st, 0);
+    xpi_status s = run_layers(g, st, B, 0, B);
+    if (s == XPI_OK) s = run_head(g, st, 0, B, 1);
     void *rec = NULL;
     xpi_status s2 = be->ops->capture_end(be, &rec);
     if (s != XPI_OK) {
@@ -321,75 +409,137 @@ static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st, int w
       return s;
     }
     XPI_TRY(s2);
-    st->rec[with_tok] = rec;
+    st->rec[bi] = rec;
   }
-  return be->ops->replay(be, st->rec[with_tok]);
+  XPI_TRY(be->ops->replay(be, st->rec[bi]));
+  return read_outputs(g, st, b, 0, b->n);
 }
 
-/* The forward of xpi_graph_forward; with token, the last position's greedy id instead of host logits. */
-static xpi_status forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
-                          int all_logits, float *logits, int32_t *token) {
-  if (n <= 0) return XPI_OK;
-  if (n_past < 0 || n > st->n_ctx - n_past)
-    return xpi_err(XPI_ERR_CONTEXT_LENGTH, "%d tokens after %d in the context exceed the context size of %d", n,
-                   n_past, st->n_ctx);
-  int32_t V = g->cfg->vocab_size;
+xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_graph_batch *b) {
+  const xpi_graph_limits *lim = &st->lim;
+  if (b->n <= 0 || b->n > lim->max_tokens || b->n_out < 0 || b->n_out > b->n || b->n_rows <= 0 ||
+      b->n_rows > lim->max_rows)
+    return xpi_err(XPI_ERR_INTERNAL, "graph step: %d tokens (%d outputs, %d sequences) outside the limits (%d, %d)",
+                   b->n, b->n_out, b->n_rows, lim->max_tokens, lim->max_rows);
   xpi_backend *be0 = st->dev[0].be;
   int can_replay = g->n_backends == 1 && be0->ops->capture_begin && be0->ops->capture_end && be0->ops->replay;
-  for (int32_t done = 0; done < n;) {
-    int32_t m = n - done < N_BATCH ? n - done : N_BATCH;
-    int last_chunk = done + m == n;
-    int32_t rows = token ? last_chunk : !logits ? 0 : all_logits ? m : last_chunk ? 1 : 0;
-    int32_t row0 = all_logits ? 0 : m - 1;
-    XPI_TRY(write_inputs(g, st, ids + done, m, n_past + done));
-    if (m == 1 && rows == 1 && can_replay) XPI_TRY(decode_replayed(g, st, token != NULL));
-    else {
-      XPI_TRY(run_layers(g, st, m, row0, rows));
-      if (rows && token) XPI_TRY(run_argmax(g, st, row0));
+  if (b->decode && b->n_out == b->n && b->n <= lim->max_out && can_replay) return decode_replayed(g, st, b);
+  XPI_TRY(write_inputs(g, st, b->ids, b->pos, b->seq, b->n, b->tables, b->n_rows));
+  const int32_t row0 = b->n - b->n_out;
+  XPI_TRY(run_layers(g, st, b->n, row0, b->n_out));
+  for (int32_t r = 0; r < b->n_out; r += lim->max_out) {
+    const int32_t m = b->n_out - r < lim->max_out ? b->n_out - r : lim->max_out;
+    int want_logits = 0;
+    for (int32_t i = 0; b->logits && i < m; i++) want_logits |= b->logits[r + i] != NULL;
+    if (!b->argmax && !want_logits) continue;
+    XPI_TRY(run_head(g, st, row0 + r, m, b->argmax != NULL));
+    XPI_TRY(read_outputs(g, st, b, r, m));
+  }
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ one sequence */
+
+#define SINGLE_BLOCK 32
+#define SINGLE_TOKENS 256 /* tokens per step: bounds activation memory (64 KiB per token for Qwen3-0.6B) */
+#define SINGLE_OUT 16     /* rows of logits computed at once when all positions are wanted */
+
+xpi_status xpi_graph_state_create_single(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out) {
+  if (n_ctx <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: context of %d positions", n_ctx);
+  int32_t nb = (int32_t)(((int64_t)n_ctx + SINGLE_BLOCK - 1) / SINGLE_BLOCK);
+  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, 0, SINGLE_BLOCK, SINGLE_OUT};
+  return xpi_graph_state_create(g, &lim, out);
+}
+
+static xpi_status forward_single(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
+                                 int32_t n_past, int all_logits, float *logits, int32_t *token) {
+  if (n <= 0) return XPI_OK;
+  const xpi_graph_limits *lim = &st->lim;
+  const int64_t n_ctx = (int64_t)lim->max_blocks * lim->block_size;
+  if (lim->max_rows != 1 || lim->n_blocks < lim->max_blocks)
+    return xpi_err(XPI_ERR_INTERNAL, "xpi_graph_forward needs a state made by xpi_graph_state_create_single");
+  if (n_past < 0 || n > n_ctx - n_past)
+    return xpi_err(XPI_ERR_CONTEXT_LENGTH, "%d tokens after %d in the context exceed the context size of %lld", n,
+                   n_past, (long long)n_ctx);
+  const int32_t V = g->cfg->vocab_size, T = lim->max_tokens;
+  int32_t *buf = malloc(((size_t)lim->max_blocks + 2 * (size_t)T) * sizeof *buf);
+  float **rows = malloc((size_t)T * sizeof *rows);
+  if (!buf || !rows) {
+    free(buf);
+    free(rows);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  int32_t *tables = buf, *pos = buf + lim->max_blocks, *seq = pos + T;
+  for (int32_t i = 0; i < lim->max_blocks; i++) tables[i] = i;
+  xpi_status s = XPI_OK;
+  for (int32_t done = 0; done < n && s == XPI_OK;) {
+    const int32_t m = n - done < T ? n - done : T;
+    const int last = done + m == n;
+    for (int32_t i = 0; i < m; i++) pos[i] = n_past + done + i, seq[i] = 0;
+    xpi_graph_batch b = {.n = m, .ids = ids + done, .pos = pos, .seq = seq, .n_rows = 1, .tables = tables};
+    if (token) {
+      b.n_out = last;
+      b.argmax = last ? token : NULL;
+    } else if (logits && all_logits) {
+      b.n_out = m;
+      for (int32_t i = 0; i < m; i++) rows[i] = logits + (size_t)(done + i) * V;
+    } else if (logits && last) {
+      b.n_out = 1;
+      rows[0] = logits;
     }
-    if (rows && !token) XPI_TRY(run_logits(g, st, row0, rows, all_logits ? logits + (size_t)done * V : logits));
+    if (logits && !token) b.logits = rows;
+    b.decode = m == 1 && b.n_out == 1;
+    s = xpi_graph_step(g, st, &b);
     done += m;
   }
-  if (!token) return XPI_OK;
-  dev_state *D = &st->dev[last_dev(g)];
-  return D->be->ops->read(D->be, token, D->tok, sizeof *token); /* the step's only device-to-host copy */
+  free(buf);
+  free(rows);
+  return s;
 }
 
 xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
                              int all_logits, float *logits) {
-  return forward(g, st, ids, n, n_past, all_logits, logits, NULL);
+  return forward_single(g, st, ids, n, n_past, all_logits, logits, NULL);
 }
 
 xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
                                     int32_t n_past, int32_t *token) {
   if (n <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_graph_forward_argmax: no ids given");
-  return forward(g, st, ids, n, n_past, 0, NULL, token);
+  return forward_single(g, st, ids, n, n_past, 0, NULL, token);
 }
 
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
-                                      int32_t n_past) {
-  if (!ids || n <= 0 || n_past < 0 || n > st->n_ctx - n_past)
-    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_graph_locate_nonfinite: %d ids at position %d do not fit %d", n,
-                   n_past, st->n_ctx);
+                                      int32_t pos0, const int32_t *table, int32_t n_table) {
+  const xpi_graph_limits *lim = &st->lim;
+  if (!ids || !table || n <= 0 || pos0 < 0 || n_table <= 0 || n_table > lim->max_blocks ||
+      (int64_t)pos0 + n > (int64_t)n_table * lim->block_size)
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_graph_locate_nonfinite: %d ids at position %d do not fit %d blocks",
+                   n, pos0, n_table);
   const xpi_config *c = g->cfg;
-  int32_t V = c->vocab_size;
+  const int32_t V = c->vocab_size, T = lim->max_tokens;
   nonfinite_probe p = {0};
-  float *logits = NULL;
-  xpi_status s = XPI_OK;
+  float *logits = malloc((size_t)V * sizeof *logits);
+  int32_t *buf = malloc(((size_t)lim->max_blocks + 2 * (size_t)T) * sizeof *buf);
+  xpi_status s = logits && buf ? XPI_OK : xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  int32_t *tables = buf, *pos = buf ? buf + lim->max_blocks : NULL, *seq = pos ? pos + T : NULL;
+  if (s == XPI_OK) memcpy(tables, table, (size_t)n_table * sizeof *tables);
   for (int32_t done = 0; done < n && s == XPI_OK && !p.found;) {
-    int32_t m = n - done < N_BATCH ? n - done : N_BATCH;
-    int last_chunk = done + m == n;
-    p.pos0 = n_past + done;
-    s = write_inputs(g, st, ids + done, m, n_past + done);
+    const int32_t m = n - done < T ? n - done : T;
+    const int last_chunk = done + m == n;
+    for (int32_t i = 0; i < m; i++) pos[i] = pos0 + done + i, seq[i] = 0;
+    p.pos0 = pos0 + done;
+    s = write_inputs(g, st, ids + done, pos, seq, m, tables, 1);
     if (s == XPI_OK) s = run_layers_probed(g, st, m, m - 1, last_chunk, &p);
     if (s == XPI_OK && !p.found && last_chunk) { /* the lm_head over the last position, as the step ran it */
-      if (!(logits = malloc((size_t)V * sizeof *logits))) s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-      if (s == XPI_OK) s = run_logits(g, st, m - 1, 1, logits);
-      if (s == XPI_OK && has_nonfinite(logits, (size_t)V)) p.found = 1, p.layer = c->n_layers + 1, p.pos = n_past + n - 1;
+      s = run_head(g, st, m - 1, 1, 0);
+      dev_state *D = &st->dev[last_dev(g)];
+      if (s == XPI_OK) s = D->be->ops->read(D->be, logits, D->logits, (size_t)V * sizeof *logits);
+      if (s == XPI_OK && has_nonfinite(logits, (size_t)V)) p.found = 1, p.layer = c->n_layers + 1, p.pos = pos0 + n - 1;
     }
     done += m;
   }
   free(logits);
+  free(buf);
   if (s != XPI_OK) return xpi_err_prefix(s, "locating non-finite logits: ");
   const char *what = "non-finite logits (NaN or infinity)";
   if (!p.found)
@@ -397,7 +547,7 @@ xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, c
                    what);
   if (p.layer < 0)
     return xpi_err(XPI_ERR_NUMERIC, "%s: the embedding of token %d at position %d already holds one: row %d of "
-                   "model.embed_tokens.weight is not finite", what, ids[p.pos - n_past], p.pos, ids[p.pos - n_past]);
+                   "model.embed_tokens.weight is not finite", what, ids[p.pos - pos0], p.pos, ids[p.pos - pos0]);
   if (p.layer < c->n_layers)
     return xpi_err(XPI_ERR_NUMERIC, "%s: they first appear in the output of layer %d (model.layers.%d.*) at position "
                    "%d; the checkpoint's weights of that layer may hold NaN or infinity", what, p.layer, p.layer, p.pos);

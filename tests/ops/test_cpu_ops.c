@@ -185,52 +185,71 @@ static void test_rope(xpi_backend *be) {
   free(kp);
 }
 
-/* Prefill of 7 tokens then one decode token, each impl and cache dtype, vs a double reference. */
+/* Two sequences in one paged cache (blocks of 16 in scrambled order), each step running tokens of both:
+ * prefill of 7 tokens (and 4 of the other), one decode token (and 5), then 37 tokens (and 1), each impl and
+ * cache dtype, vs a double reference per sequence. */
 static void test_attention(xpi_backend *be) {
-  enum { HQ = 6, HK = 2, HD = 10, N = 7, CTX = 45 };
+  enum { HQ = 6, HK = 2, HD = 10, CTX = 45, BS = 16, MB = 3, NB = 8 };
   const xpi_attn_impl impls[] = {XPI_ATTN_SDPA, XPI_ATTN_EAGER, XPI_ATTN_FLASH};
+  const int32_t tables[2][MB] = {{5, 1, 6}, {2, 7, 0}};
   for (int ci = 0; ci < 3; ci++)
     for (int ii = 0; ii < 3; ii++) {
       xpi_dtype kdt = k_dts[ci];
       xpi_kv *kv = NULL;
-      CHECK_OK(be->ops->kv_create(be, 2, CTX, HK, HD, kdt, &kv));
+      CHECK_OK(be->ops->kv_create(be, 2, NB, BS, HK, HD, kdt, &kv));
       if (!kv) continue;
-      /* all keys/values for positions 0..CTX-1 (rounded to the cache dtype for the reference) */
-      static float K[CTX * HK * HD], Vv[CTX * HK * HD], Q[CTX * HQ * HD], O[CTX * HQ * HD];
-      rnd(K, sizeof K / 4, kdt);
-      rnd(Vv, sizeof Vv / 4, kdt);
-      rnd(Q, sizeof Q / 4, XPI_DT_F32);
+      /* all keys/values for positions 0..CTX-1 of each sequence (rounded to the cache dtype for the reference) */
+      static float K[2][CTX * HK * HD], Vv[2][CTX * HK * HD], Q[2][CTX * HQ * HD], O[2 * CTX * HQ * HD];
+      static float qs[2 * CTX * HQ * HD], ks[2 * CTX * HK * HD], vs[2 * CTX * HK * HD];
+      for (int sq = 0; sq < 2; sq++) {
+        rnd(K[sq], CTX * HK * HD, kdt);
+        rnd(Vv[sq], CTX * HK * HD, kdt);
+        rnd(Q[sq], CTX * HQ * HD, XPI_DT_F32);
+      }
       float scale = 1.0f / sqrtf((float)HD);
-      /* steps: 7 tokens at 0..6, then 1 token at 7, then 37 tokens at 8..44 (more than one flash block) */
-      int steps[3][2] = {{0, 7}, {7, 1}, {8, 37}};
+      /* steps: (first position, tokens) of sequence 0, then of sequence 1 */
+      int steps[3][2][2] = {{{0, 7}, {0, 4}}, {{7, 1}, {4, 5}}, {{8, 37}, {9, 1}}};
       for (int st = 0; st < 3; st++) {
-        int p0 = steps[st][0], n = steps[st][1];
-        int32_t pos[64];
-        for (int i = 0; i < n; i++) pos[i] = p0 + i;
-        CHECK_OK(be->ops->attention(be, O, Q + p0 * HQ * HD, K + p0 * HK * HD, Vv + p0 * HK * HD, kv, 1, pos, n, HQ, HK,
-                                    HD, scale, impls[ii]));
+        int32_t pos[64], seq[64], n = 0;
+        for (int sq = 0; sq < 2; sq++) /* the batch: sequence 1's tokens first, then sequence 0's */
+          for (int i = 0; i < steps[st][1 - sq][1]; i++, n++) {
+            int p = steps[st][1 - sq][0] + i;
+            pos[n] = p;
+            seq[n] = 1 - sq;
+            memcpy(qs + n * HQ * HD, Q[1 - sq] + p * HQ * HD, sizeof(float) * HQ * HD);
+            memcpy(ks + n * HK * HD, K[1 - sq] + p * HK * HD, sizeof(float) * HK * HD);
+            memcpy(vs + n * HK * HD, Vv[1 - sq] + p * HK * HD, sizeof(float) * HK * HD);
+          }
+        const xpi_kv_map map = {pos, seq, &tables[0][0], MB};
+        CHECK_OK(be->ops->attention(be, O, qs, ks, vs, kv, 1, &map, n, HQ, HK, HD, scale, impls[ii]));
         for (int t = 0; t < n; t++)
           for (int h = 0; h < HQ; h++) {
-            int g = h / (HQ / HK), L = pos[t] + 1;
+            const int sq = seq[t], g = h / (HQ / HK), L = pos[t] + 1;
             double sc[CTX], m = -1e300, sum = 0;
-            for (int s = 0; s < L; s++) {
+            for (int s2 = 0; s2 < L; s2++) {
               double a = 0;
-              for (int i = 0; i < HD; i++) a += (double)Q[((p0 + t) * HQ + h) * HD + i] * K[(s * HK + g) * HD + i];
-              sc[s] = a * scale;
-              m = sc[s] > m ? sc[s] : m;
+              for (int i = 0; i < HD; i++) a += (double)Q[sq][(pos[t] * HQ + h) * HD + i] * K[sq][(s2 * HK + g) * HD + i];
+              sc[s2] = a * scale;
+              m = sc[s2] > m ? sc[s2] : m;
             }
-            for (int s = 0; s < L; s++) sum += (sc[s] = exp(sc[s] - m));
+            for (int s2 = 0; s2 < L; s2++) sum += (sc[s2] = exp(sc[s2] - m));
             for (int i = 0; i < HD; i++) {
               double o = 0;
-              for (int s = 0; s < L; s++) o += sc[s] / sum * Vv[(s * HK + g) * HD + i];
-              CHECK(close_to(O[(t * HQ + h) * HD + i], o, 3), "attention impl %d kv %s step %d t=%d h=%d i=%d: %g vs %g",
-                    ii, xpi_dtype_name(kdt), st, t, h, i, O[(t * HQ + h) * HD + i], o);
+              for (int s2 = 0; s2 < L; s2++) o += sc[s2] / sum * Vv[sq][(s2 * HK + g) * HD + i];
+              CHECK(close_to(O[(t * HQ + h) * HD + i], o, 3),
+                    "attention impl %d kv %s step %d seq %d pos %d h=%d i=%d: %g vs %g", ii, xpi_dtype_name(kdt), st, sq,
+                    pos[t], h, i, O[(t * HQ + h) * HD + i], o);
             }
           }
       }
-      int32_t far = CTX;
-      CHECK_ERR(be->ops->attention(be, O, Q, K, Vv, kv, 1, &far, 1, HQ, HK, HD, scale, impls[ii]), XPI_ERR_CONTEXT_LENGTH,
-                "outside the KV cache");
+      int32_t far = MB * BS, zero = 0;
+      const xpi_kv_map bad = {&far, &zero, &tables[0][0], MB};
+      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad, 1, HQ, HK, HD, scale, impls[ii]),
+                XPI_ERR_CONTEXT_LENGTH, "outside the KV block table");
+      const int32_t wild[MB] = {1, 9, 2}, p20 = 20;
+      const xpi_kv_map bad2 = {&p20, &zero, wild, MB};
+      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad2, 1, HQ, HK, HD, scale, impls[ii]),
+                XPI_ERR_INTERNAL, "outside the pool");
       be->ops->kv_free(be, kv);
     }
 }

@@ -175,48 +175,59 @@ static void test_rope(void) {
       }
 }
 
-/* Prefill 7 tokens at positions 0..6, then decode 1 token at position 7, into layer 1 of a 2-layer cache;
- * each XPU implementation against the CPU's eager reference. */
+/* Three sequences in a paged cache (blocks of 16 in scrambled order, layer 1 of 2): step 1 prefills 7
+ * tokens of sequence 0 and 3 of sequence 1; step 2 decodes one token of each and prefills 20 of sequence 2
+ * (the batch lists sequence 2 first). Each XPU implementation against the CPU's eager reference, with GQA
+ * groups of 3 so that flash work-groups hold rows of several sequences. */
 static void test_attention(void) {
-  const int hq = 6, hk = 2, n_ctx = 50, hd_list[2] = {64, 40};
+  enum { MB = 3, NB = 9 };
+  const int hq = 6, hk = 2, hd_list[2] = {64, 40};
   const xpi_dtype kv_dts[2] = {XPI_DT_F32, XPI_DT_F16};
   const xpi_attn_impl impls[3] = {XPI_ATTN_SDPA, XPI_ATTN_EAGER, XPI_ATTN_FLASH};
   const char *names[3] = {"sdpa", "eager", "flash_attention_2"};
+  const int32_t tables[3 * MB] = {4, 8, 1, 0, 6, 3, 7, 2, 5};
+  const int32_t pos1[10] = {0, 1, 2, 3, 4, 5, 6, 0, 1, 2}, seq1[10] = {0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
+  int32_t pos2[22], seq2[22];
+  for (int i = 0; i < 20; i++) pos2[i] = i, seq2[i] = 2;
+  pos2[20] = 7, seq2[20] = 0, pos2[21] = 3, seq2[21] = 1;
+  bpair btab = bp(tables, sizeof tables);
   for (int hi = 0; hi < 2; hi++)
     for (int ki = 0; ki < 2; ki++)
       for (int ii = 0; ii < 3; ii++) {
         int hd = hd_list[hi];
         float scale = 1.0f / sqrtf((float)hd);
         xpi_kv *kvc = NULL, *kvx = NULL;
-        CHECK_OK(cpu->ops->kv_create(cpu, 2, n_ctx, hk, hd, kv_dts[ki], &kvc));
-        CHECK_OK(xpu->ops->kv_create(xpu, 2, n_ctx, hk, hd, kv_dts[ki], &kvx));
-        int32_t pos[7] = {0, 1, 2, 3, 4, 5, 6};
+        CHECK_OK(cpu->ops->kv_create(cpu, 2, NB, 16, hk, hd, kv_dts[ki], &kvc));
+        CHECK_OK(xpu->ops->kv_create(xpu, 2, NB, 16, hk, hd, kv_dts[ki], &kvx));
         for (int step = 0; step < 2 && kvc && kvx; step++) {
-          int n = step == 0 ? 7 : 1;
-          if (step == 1) pos[0] = 7;
+          const int n = step == 0 ? 10 : 22;
+          const int32_t *pos = step == 0 ? pos1 : pos2, *seq = step == 0 ? seq1 : seq2;
           float *q = xt_randv((size_t)n * hq * hd), *k = xt_randv((size_t)n * hk * hd), *v = xt_randv((size_t)n * hk * hd);
           bpair bq = bp(q, (size_t)n * hq * hd * 4), bk = bp(k, (size_t)n * hk * hd * 4), bv = bp(v, (size_t)n * hk * hd * 4);
-          bpair bpos = bp(pos, (size_t)n * 4), out = bp(NULL, (size_t)n * hq * hd * 4);
-          CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, bpos.c, n, hq, hk, hd, scale, XPI_ATTN_EAGER));
-          CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, bpos.x, n, hq, hk, hd, scale, impls[ii]));
+          bpair bpos = bp(pos, (size_t)n * 4), bseq = bp(seq, (size_t)n * 4), out = bp(NULL, (size_t)n * hq * hd * 4);
+          const xpi_kv_map mc = {bpos.c, bseq.c, btab.c, MB}, mx = {bpos.x, bseq.x, btab.x, MB};
+          CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, &mc, n, hq, hk, hd, scale, XPI_ATTN_EAGER));
+          CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, &mx, n, hq, hk, hd, scale, impls[ii]));
           float *hc, *hx;
           bp_get(&out, &hc, &hx);
           /* scores: |q.k| <= hd, error <= 2 hd u hd * scale; softmax is 1-Lipschitz in the max-norm of the
            * scores to its weights' sum, and outputs are convex combinations of |v| <= 1 values: the output
            * error is about the score error plus a few u. */
           float tol = 2.0f * (float)hd * U * (float)hd * scale + 64 * U;
-          char *what = xpi_test_strf("attention %s hd=%d kv=%s n=%d", names[ii], hd, xpi_dtype_name(kv_dts[ki]), n);
+          char *what = xpi_test_strf("attention %s hd=%d kv=%s step %d", names[ii], hd, xpi_dtype_name(kv_dts[ki]), step);
           xt_close(what, hx, hc, (size_t)n * hq * hd, tol, 0);
           free(what), free(hc), free(hx), free(q), free(k), free(v);
-          bp_free(&bq), bp_free(&bk), bp_free(&bv), bp_free(&bpos), bp_free(&out);
+          bp_free(&bq), bp_free(&bk), bp_free(&bv), bp_free(&bpos), bp_free(&bseq), bp_free(&out);
         }
         cpu->ops->kv_free(cpu, kvc);
         xpu->ops->kv_free(xpu, kvx);
       }
+  bp_free(&btab);
   /* head_dim beyond the kernels' local-memory tile: a clear error, not a wrong answer */
   xpi_kv *kv = NULL;
-  CHECK_OK(xpu->ops->kv_create(xpu, 1, 4, 1, 512, XPI_DT_F32, &kv));
-  CHECK_ERR(xpu->ops->attention(xpu, NULL, NULL, NULL, NULL, kv, 0, NULL, 1, 1, 1, 512, 1.0f, XPI_ATTN_SDPA),
+  CHECK_OK(xpu->ops->kv_create(xpu, 1, 1, 4, 1, 512, XPI_DT_F32, &kv));
+  const xpi_kv_map none = {NULL, NULL, NULL, 1};
+  CHECK_ERR(xpu->ops->attention(xpu, NULL, NULL, NULL, NULL, kv, 0, &none, 1, 1, 1, 512, 1.0f, XPI_ATTN_SDPA),
             XPI_ERR_UNSUPPORTED, "head_dim 512");
   xpu->ops->kv_free(xpu, kv);
 }
@@ -368,7 +379,7 @@ static void test_big_alloc(void) {
 typedef struct {
   xpi_weight emb, norm, wq, wk, wv;
   float *inv, *x, *h, *q, *k, *v, *att;
-  int32_t *ids, *pos, *tok;
+  int32_t *ids, *pos, *tok, *seq, *table;
   xpi_kv *kv;
 } step_t;
 enum { S_D = 48, S_HQ = 3, S_HK = 1, S_HD = 16, S_V = 29, S_CTX = 16 };
@@ -393,7 +404,10 @@ static void step_init(step_t *s, const float *emb, const float *wn, const float 
   s->ids = xt_up(xpu, NULL, 4);
   s->pos = xt_up(xpu, NULL, 4);
   s->tok = xt_up(xpu, NULL, 4);
-  CHECK_OK(xpu->ops->kv_create(xpu, 1, S_CTX, S_HK, S_HD, XPI_DT_F16, &s->kv));
+  const int32_t zero = 0;
+  s->seq = xt_up(xpu, &zero, 4);
+  s->table = xt_up(xpu, &zero, 4);
+  CHECK_OK(xpu->ops->kv_create(xpu, 1, 1, S_CTX, S_HK, S_HD, XPI_DT_F16, &s->kv));
 }
 
 static void step_ops(step_t *s) {
@@ -404,7 +418,8 @@ static void step_ops(step_t *s) {
   CHECK_OK(xpu->ops->matmul(xpu, s->k, s->h, &s->wk, NULL, 1));
   CHECK_OK(xpu->ops->matmul(xpu, s->v, s->h, &s->wv, NULL, 1));
   CHECK_OK(xpu->ops->rope(xpu, s->q, s->k, s->pos, 1, S_HQ, S_HK, &rp, s->inv, NULL, NULL, 1e-6f));
-  CHECK_OK(xpu->ops->attention(xpu, s->att, s->q, s->k, s->v, s->kv, 0, s->pos, 1, S_HQ, S_HK, S_HD, 0.25f,
+  const xpi_kv_map map = {s->pos, s->seq, s->table, 1};
+  CHECK_OK(xpu->ops->attention(xpu, s->att, s->q, s->k, s->v, s->kv, 0, &map, 1, S_HQ, S_HK, S_HD, 0.25f,
                                XPI_ATTN_FLASH));
   CHECK_OK(xpu->ops->argmax(xpu, s->tok, s->att, 1, S_HQ * S_HD));
 }
@@ -412,8 +427,8 @@ static void step_ops(step_t *s) {
 static void step_free(step_t *s) {
   xpi_weight *ws[5] = {&s->emb, &s->norm, &s->wq, &s->wk, &s->wv};
   for (int i = 0; i < 5; i++) xpu->ops->weight_free(xpu, ws[i]);
-  void *bs[10] = {s->inv, s->x, s->h, s->q, s->k, s->v, s->att, s->ids, s->pos, s->tok};
-  for (int i = 0; i < 10; i++) xpu->ops->free(xpu, bs[i]);
+  void *bs[12] = {s->inv, s->x, s->h, s->q, s->k, s->v, s->att, s->ids, s->pos, s->tok, s->seq, s->table};
+  for (int i = 0; i < 12; i++) xpu->ops->free(xpu, bs[i]);
   xpu->ops->kv_free(xpu, s->kv);
 }
 

@@ -106,8 +106,9 @@ int cli_chat_load(const char *cmd, cli_chat *c, int no_think) {
   return 0;
 }
 
-int cli_chat_render(const char *cmd, const xpi_tokenizer *tok, const cli_chat *c, const xpi_chat_message *msgs,
-                    size_t n, const char *conversation, int add_generation_prompt, char **text, size_t *len) {
+xpi_status cli_chat_render_status(const xpi_tokenizer *tok, const cli_chat *c, const xpi_chat_message *msgs,
+                                  size_t n, const char *conversation, int add_generation_prompt, char **text,
+                                  size_t *len) {
   xpi_chat_options o;
   xpi_chat_options_default(&o);
   o.add_generation_prompt = add_generation_prompt;
@@ -126,16 +127,22 @@ int cli_chat_render(const char *cmd, const xpi_tokenizer *tok, const cli_chat *c
     if (tries) {
       free(*text);
       *text = malloc(*len + 1);
-      if (!*text) return cli_fail(cmd, "out of memory", XPI_ERR_OUT_OF_MEMORY);
+      if (!*text) return XPI_ERR_OUT_OF_MEMORY;
       cap = *len + 1;
     }
     s = msgs || !conversation ? xpi_apply_chat_template(tok, msgs, n, &o, *text, cap, len)
                               : xpi_apply_chat_template_json(tok, conversation, cl, &o, *text, cap, len);
   }
-  if (s == XPI_OK) return 0;
+  if (s == XPI_OK) return XPI_OK;
   free(*text);
   *text = NULL;
-  return cli_fail(cmd, "applying the chat template", s);
+  return s;
+}
+
+int cli_chat_render(const char *cmd, const xpi_tokenizer *tok, const cli_chat *c, const xpi_chat_message *msgs,
+                    size_t n, const char *conversation, int add_generation_prompt, char **text, size_t *len) {
+  xpi_status s = cli_chat_render_status(tok, c, msgs, n, conversation, add_generation_prompt, text, len);
+  return s == XPI_OK ? 0 : cli_fail(cmd, s == XPI_ERR_OUT_OF_MEMORY ? "out of memory" : "applying the chat template", s);
 }
 
 void cli_chat_free(cli_chat *c) {

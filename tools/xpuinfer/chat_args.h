@@ -38,6 +38,10 @@ int cli_chat_load(const char *cmd, cli_chat *c, int no_think);
  * message. */
 int cli_chat_render(const char *cmd, const xpi_tokenizer *tok, const cli_chat *c, const xpi_chat_message *msgs,
                     size_t n, const char *conversation, int add_generation_prompt, char **text, size_t *len);
+/* The same, returning the status (xpi_last_error() says why) instead of printing it. */
+xpi_status cli_chat_render_status(const xpi_tokenizer *tok, const cli_chat *c, const xpi_chat_message *msgs,
+                                  size_t n, const char *conversation, int add_generation_prompt, char **text,
+                                  size_t *len);
 void cli_chat_free(cli_chat *c);
 
 /* A whole file ("-": stdin), NUL-terminated, malloc'd; NULL after printing why. */

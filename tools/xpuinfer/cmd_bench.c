@@ -10,6 +10,7 @@
  * Depth: as in llama-bench, every repetition starts from an empty cache filled (untimed) with d tokens, so
  * all repetitions of a test measure the same thing. (Running them back to back from one fill would put the
  * third pp512 repetition at depth 1024.) */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,9 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cli.h"
-
-#define MAX_LIST 16
 
 static void bench_help(FILE *f) {
   fprintf(f,
@@ -43,6 +43,11 @@ static void bench_help(FILE *f) {
           "                       (one whole table, as XPI_CPU_ISA; one this CPU lacks falls back to the best\n"
           "                       below it: the kernels column says what ran)\n"
           "  --device D           cpu (default), xpu, xpu:N, auto\n"
+          "  --parallel LIST      batched: for each N, N sequences of each -p prompt length prefilled together,\n"
+          "                       then -n tokens decoded by all N together, as llama-batched-bench (npl, npp,\n"
+          "                       ntg): pp<N> and tg<N> tests with n_parallel, tok_s over all sequences\n"
+          "  --kv-pool SIZE       with --parallel: the engine's KV pool in bytes (K, M, G; default: room for\n"
+          "                       two repetitions' sequences)\n"
           "  --json               one JSON object per line per test instead of the table\n"
           "  -v, --verbose        print the library's warnings and notes on stderr\n"
           "  -h, --help           this help\n");
@@ -87,21 +92,33 @@ typedef struct {
   xpi_model *model;
   xpi_model_info info;
   xpi_request *req;
-  int32_t *ids;      /* pseudo-random ids, long enough for any single eval */
+  int32_t *ids;      /* pseudo-random ids, long enough for any single eval; new ones for every timed test */
+  int32_t *fill;     /* the depth fill's ids: the same every repetition */
   float *logits;     /* one row */
   size_t ids_cap;
+  uint64_t rng;
 } bench_ctx;
 
-/* Evaluates n ids in chunks no bigger than the ids buffer (only the depth fill is that long). */
-static xpi_status eval_n(bench_ctx *b, int64_t n) {
+/* New pseudo-random ids: a repetition must not find the previous one's tokens in the prefix cache. */
+static void new_ids(bench_ctx *b) {
+  for (size_t i = 0; i < b->ids_cap; i++) {
+    b->rng = b->rng * 6364136223846793005ull + 1442695040888963407ull;
+    b->ids[i] = (int32_t)((b->rng >> 33) % (uint64_t)b->info.vocab_size);
+  }
+}
+
+/* Evaluates n ids of src in chunks no bigger than the ids buffer (only the depth fill is that long). */
+static xpi_status eval_from(bench_ctx *b, const int32_t *src, int64_t n) {
   while (n > 0) {
     size_t m = (size_t)n < b->ids_cap ? (size_t)n : b->ids_cap;
-    xpi_status s = xpi_request_eval(b->req, b->ids, m, 0, b->logits, (size_t)b->info.vocab_size);
+    xpi_status s = xpi_request_eval(b->req, src, m, 0, b->logits, (size_t)b->info.vocab_size);
     if (s != XPI_OK) return s;
     n -= (int64_t)m;
   }
   return XPI_OK;
 }
+
+static xpi_status eval_n(bench_ctx *b, int64_t n) { return eval_from(b, b->ids, n); }
 
 static xpi_status eval_tg(bench_ctx *b, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
@@ -115,8 +132,10 @@ static xpi_status eval_tg(bench_ctx *b, int64_t n) {
 int cmd_bench(int argc, char **argv) {
   const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu", *pp_arg = NULL, *depth_arg = NULL,
              *isa_arg = "auto";
-  long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0;
-  int n_pp = 2, n_depth = 1, json = 0;
+  const char *par_arg = NULL, *kv_pool_arg = NULL;
+  long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
+  int n_pp = 2, n_depth = 1, json = 0, n_par = 0;
+  long long kv_pool = 0;
   const cli_opt t[] = {
     {"-m", "--model", CLI_STR, &model, 0, 0, 0, 0, 0, NULL},
     {"-p", "--n-prompt", CLI_STR, &pp_arg, 0, 0, 0, 0, 0, NULL},
@@ -129,6 +148,8 @@ int cmd_bench(int argc, char **argv) {
     {NULL, "--device", CLI_STR, &device, 0, 0, 0, 0, 0, NULL},
     {NULL, "--cpu-isa", CLI_STR, &isa_arg, 0, 0, 0, 0, 0, NULL},
     {NULL, "--json", CLI_FLAG, &json, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--parallel", CLI_STR, &par_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--kv-pool", CLI_STR, &kv_pool_arg, 0, 0, 0, 0, 0, NULL},
   };
   int prc = cli_parse("bench", argc, argv, t, sizeof t / sizeof t[0], NULL, 0, NULL);
   if (prc == CLI_HELP) {
@@ -138,7 +159,11 @@ int cmd_bench(int argc, char **argv) {
   if (prc) return prc;
   if (pp_arg && parse_list("bench", "-p", pp_arg, 0, 1 << 20, pp, &n_pp)) return 2;
   if (depth_arg && parse_list("bench", "-d", depth_arg, 0, 1 << 22, depth, &n_depth)) return 2;
+  if (par_arg && parse_list("bench", "--parallel", par_arg, 1, 4096, par, &n_par)) return 2;
+  if (kv_pool_arg && cli_parse_size(kv_pool_arg, &kv_pool))
+    return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", kv_pool_arg);
   if (!model) return cli_usage_error("bench", "-m MODEL is required");
+  if (kv_pool && !n_par) return cli_usage_error("bench", "--kv-pool goes with --parallel");
 
   /* the --quant list; NULL entry = as stored */
   char qbuf[256];
@@ -171,6 +196,15 @@ int cmd_bench(int argc, char **argv) {
     isas[n_isa++] = tok;
   }
   if (n_isa == 0) return cli_usage_error("bench", "--cpu-isa: empty list");
+  if (n_par) {
+    if (n_depth != 1 || depth[0] != 0) return cli_usage_error("bench", "--parallel runs at depth 0 (no -d)");
+    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json, kv_pool, isas,
+                     n_isa};
+    memcpy(ba.quants, quants, sizeof quants);
+    memcpy(ba.pp, pp, sizeof pp);
+    memcpy(ba.par, par, sizeof par);
+    return bench_batched(&ba);
+  }
   long long max_pp = 0, max_depth = 0;
   for (int i = 0; i < n_pp; i++) if (pp[i] > max_pp) max_pp = pp[i];
   for (int i = 0; i < n_depth; i++) if (depth[i] > max_depth) max_depth = depth[i];
@@ -211,12 +245,13 @@ int cmd_bench(int argc, char **argv) {
     ro.n_ctx = (int32_t)n_ctx;
     b.ids_cap = (size_t)(max_pp > 512 ? max_pp : 512);
     b.ids = malloc(sizeof(int32_t) * b.ids_cap);
+    b.fill = malloc(sizeof(int32_t) * b.ids_cap);
     b.logits = malloc(sizeof(float) * (size_t)in->vocab_size);
-    if (!b.ids || !b.logits) { fprintf(stderr, "xpuinfer bench: out of memory\n"); rc = 1; }
-    uint64_t rng = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; b.ids && i < b.ids_cap; i++) {
-      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-      b.ids[i] = (int32_t)((rng >> 33) % (uint64_t)in->vocab_size);
+    if (!b.ids || !b.fill || !b.logits) { fprintf(stderr, "xpuinfer bench: out of memory\n"); rc = 1; }
+    b.rng = 0x9e3779b97f4a7c15ull;
+    if (rc == 0) {
+      new_ids(&b);
+      memcpy(b.fill, b.ids, sizeof(int32_t) * b.ids_cap);
     }
     if (rc == 0) {
       s = xpi_request_create(b.model, &ro, &b.req);
@@ -246,7 +281,8 @@ int cmd_bench(int argc, char **argv) {
           /* every repetition starts from the same context, as llama-bench's: empty, then filled to the depth
            * (untimed) */
           xpi_request_reset(b.req);
-          s = eval_n(&b, depth[di]);
+          s = eval_from(&b, b.fill, depth[di]);
+          new_ids(&b);
           if (s != XPI_OK) { rc = cli_fail("bench", "filling the KV cache", s); break; }
           const double start_ctx = xpi_request_n_past(b.req);
           double t0 = now_s();
@@ -296,6 +332,7 @@ int cmd_bench(int argc, char **argv) {
     xpi_request_free(b.req);
     xpi_model_free(b.model);
     free(b.ids);
+    free(b.fill);
     free(b.logits);
   }
   return rc;

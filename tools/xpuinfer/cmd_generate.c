@@ -1,139 +1,126 @@
 /* xpuinfer generate: load a model, tokenize each prompt like transformers' tokenizer(text) (or render the chat
- * template), generate, and stream the text (or print one JSON object per prompt). Public API only. */
+ * template), run them all through one engine (continuous batching: every prompt of -f at once, as many together
+ * as --parallel and the KV pool allow), and print the texts (or one JSON object per prompt) in input order.
+ * Public API only. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli_gen.h"
+#include "gen.h"
 
 #define CMD "generate"
 
 static void help(void) {
   printf("usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE | --messages FILE) [options]\n"
          "\n"
-         "Generates a continuation of each prompt and streams it to stdout, one line per prompt. The text stops\n"
-         "before an end-of-sequence token or a --stop string (neither is printed).\n"
+         "Generates a continuation of each prompt and prints it, one line per prompt, in input order (a single\n"
+         "prompt streams). The text stops before an end-of-sequence token or a --stop string (neither is\n"
+         "printed). Every prompt of -f runs at once through one engine (continuous batching).\n"
          "\n"
          "  -p, --prompt TEXT        the prompt; - reads it from stdin (all of it, trailing newlines removed)\n"
-         "  -f, --file FILE          one prompt per line (empty lines skipped); - reads the lines from stdin\n"
+         "  -f, --file FILE          one prompt per line (empty lines skipped); - reads the lines from stdin;\n"
+         "                           FILE.jsonl (or --jsonl): one JSON object per line with \"prompt\" (a string)\n"
+         "                           or \"messages\" ([{\"role\", \"content\"}], rendered with the chat template),\n"
+         "                           and optionally \"max_tokens\", \"temperature\", \"top_p\", \"seed\", \"stop\"\n"
+         "                           (a string or a list) for that line\n"
+         "      --jsonl              read FILE as JSON lines whatever its name\n"
+         "      --parallel N         sequences generated at once (default: every prompt, as the KV pool allows)\n"
          "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
          "      --chat               wrap the prompt as a user message with the model's chat template\n"
          "      --messages FILE      a whole conversation (implies --chat; - reads stdin): a JSON array of\n"
          "                           messages, or {\"messages\": [...], \"tools\": [...], ...} whose other keys are\n"
          "                           template variables\n"
-         "      --json               one JSON object per prompt: prompt, text, prompt_ids, ids,\n"
-         "                           finish_reason (length, stop or cancelled)\n"
-         "      --logprobs N         with --json: the N best log-probabilities of each generated token\n" CLI_GEN_HELP
+         "      --json               one JSON object per prompt: index, prompt, text, prompt_ids, ids,\n"
+         "                           finish_reason (length, stop or cancelled), prompt_tokens,\n"
+         "                           completion_tokens, ttft_s (time to the first token, queueing included),\n"
+         "                           tok_s (the tokens after it); a prompt of -f that cannot run gives\n"
+         "                           {\"index\", \"error\"} and the others go on\n"
+         "      --logprobs N         with --json: the N best log-probabilities of each generated token\n"
+         "      --kv-pool SIZE       KV pool in bytes (K, M, G suffixes; default: half the free memory, at most\n"
+         "                           what the sequences need)\n"
+         "      --kv-pool-tokens N   the KV pool in positions instead\n"
+         "      --block-size N       positions per KV block: 16 or 32 (default 32)\n"
+         "      --step-tokens N      tokens per step, decode and prefill chunks together (default 512)\n"
+         "      --no-prefix-cache    do not share the KV blocks of identical prompt prefixes\n" CLI_GEN_HELP
          CLI_COMMON_HELP
          "\n"
          "Options take their value as --opt VALUE or --opt=VALUE. Errors are one line on stderr; a bad option or\n"
-         "value exits with 2 before the model loads, any other failure with 1.\n");
+         "value exits with 2 before the model loads, any other failure with 1 (with -f: after every other\n"
+         "prompt has run).\n");
 }
 
-typedef struct gen_ctx {
-  int json, logprobs;
-  cli_buf text, ids, lp;
-  int n_ids;
-} gen_ctx;
-
-static int on_token(const xpi_token_event *ev, void *user) {
-  gen_ctx *g = user;
-  if (!g->json) {
-    fwrite(ev->text, 1, ev->text_len, stdout);
-    fflush(stdout);
-    return 0;
-  }
-  cli_buf_add(&g->text, ev->text, ev->text_len);
-  cli_buf_printf(&g->ids, "%s%d", g->n_ids ? ", " : "", ev->id);
-  if (g->logprobs) {
-    cli_buf_add(&g->lp, g->n_ids ? ", [" : "[", g->n_ids ? 3 : 1);
-    for (int32_t i = 0; i < ev->n_top; i++) {
-      cli_buf_printf(&g->lp, "%s{\"id\": %d, \"logprob\": ", i ? ", " : "", ev->top[i].id);
-      cli_json_num(&g->lp, ev->top[i].logprob, 6);
-      cli_buf_puts(&g->lp, "}");
-    }
-    cli_buf_puts(&g->lp, "]");
-  }
-  g->n_ids++;
-  return g->text.oom || g->ids.oom || g->lp.oom; /* out of memory: stop, reported below */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 typedef struct opts {
   cli_gen g;
-  const char *prompt, *file, *messages_file;
+  const char *prompt, *file, *kv_pool, *messages_file;
   char *messages; /* --messages: the conversation (JSON) */
-  int no_special, chat, json;
-  long long logprobs;
+  int no_special, chat, json, jsonl, no_prefix;
+  long long logprobs, parallel, kv_tokens, block, step;
 } opts;
 
-/* Renders (chat) and tokenizes one prompt; *ids malloc'd. */
-static int prepare(const xpi_tokenizer *tok, const opts *o, const char *prompt, int32_t **ids, size_t *n) {
-  if (!o->chat) return cli_tokenize(CMD, tok, prompt, strlen(prompt), !o->no_special, ids, n);
-  xpi_chat_message msgs[2];
-  size_t nm = 0;
-  if (o->g.system) msgs[nm++] = (xpi_chat_message){.role = "system", .content = o->g.system};
-  msgs[nm++] = (xpi_chat_message){.role = "user", .content = prompt};
-  char *text;
-  size_t len;
-  if (cli_render_chat(CMD, tok, o->messages ? NULL : msgs, nm, o->messages, &o->g, &text, &len)) return 1;
-  int rc = cli_tokenize(CMD, tok, text, len, 0, ids, n); /* a rendered template has its special tokens */
-  free(text);
-  return rc;
+static int on_event(const xpi_seq_event *ev, void *user) {
+  gen_item *it = user;
+  if (ev->token) {
+    const xpi_token_event *t = ev->token;
+    cli_buf_add(&it->text, t->text, t->text_len);
+    cli_buf_printf(&it->out_ids, "%s%d", it->n_out ? ", " : "", t->id);
+    if (t->n_top > 0) {
+      cli_buf_puts(&it->lp, it->n_out ? ", [" : "[");
+      for (int32_t i = 0; i < t->n_top; i++) {
+        cli_buf_printf(&it->lp, "%s{\"id\": %d, \"logprob\": ", i ? ", " : "", t->top[i].id);
+        cli_json_num(&it->lp, t->top[i].logprob, 6);
+        cli_buf_puts(&it->lp, "}");
+      }
+      cli_buf_puts(&it->lp, "]");
+    }
+    it->n_out++;
+    if (it->stream) {
+      fwrite(t->text, 1, t->text_len, stdout);
+      fflush(stdout);
+    }
+    return it->text.oom || it->out_ids.oom || it->lp.oom; /* out of memory: end the sequence (reported below) */
+  }
+  it->res = ev->done->gen;
+  if (ev->done->status != XPI_OK) gen_set_error(it, ev->done->error);
+  else if (it->text.oom || it->out_ids.oom || it->lp.oom) gen_set_error(it, "out of memory for the output");
+  it->done = 1;
+  return 0;
 }
 
-static int run_prompt(xpi_model *m, xpi_request *r, const opts *o, const xpi_gen_options *go, const char *prompt) {
-  int32_t *ids = NULL;
-  size_t n = 0;
-  int rc = prepare(xpi_model_tokenizer(m), o, prompt, &ids, &n);
-  if (rc) return rc;
-  gen_ctx g = {.json = o->json, .logprobs = (int)o->logprobs};
-  xpi_gen_result res = {.struct_size = sizeof res};
-  xpi_request_reset(r);
-  xpi_status s = xpi_request_generate(r, ids, n, go, on_token, &g, &res);
-  if (s == XPI_OK && (g.text.oom || g.ids.oom || g.lp.oom)) s = XPI_ERR_OUT_OF_MEMORY;
-  if (s != XPI_OK) {
-    if (!o->json) printf("\n"); /* end the partial line; the error goes to stderr */
-    rc = cli_fail(CMD, "generating", s);
-  } else if (o->json) {
-    cli_buf out = {0};
-    cli_buf_puts(&out, "{\"prompt\": ");
-    cli_json_str(&out, prompt, strlen(prompt));
-    cli_buf_puts(&out, ", \"text\": ");
-    cli_json_str(&out, g.text.p ? g.text.p : "", g.text.len);
-    cli_buf_puts(&out, ", \"prompt_ids\": [");
-    for (size_t i = 0; i < n; i++) cli_buf_printf(&out, "%s%d", i ? ", " : "", ids[i]);
-    cli_buf_puts(&out, "], \"ids\": [");
-    cli_buf_add(&out, g.ids.p ? g.ids.p : "", g.ids.len);
-    cli_buf_printf(&out, "], \"finish_reason\": \"%s\"", cli_finish_name(res.finish_reason));
-    if (o->logprobs) {
-      cli_buf_puts(&out, ", \"logprobs\": [");
-      cli_buf_add(&out, g.lp.p ? g.lp.p : "", g.lp.len);
-      cli_buf_puts(&out, "]");
+typedef struct run_state {
+  const opts *o;
+  gen_item *items;
+  int n, next, failed, oom;
+  const char *name; /* the prompt file as errors name it */
+} run_state;
+
+/* Prints every finished item not yet printed, in input order, up to the first unfinished one. */
+static void flush_done(run_state *rs) {
+  while (rs->next < rs->n && (rs->items[rs->next].done || rs->items[rs->next].error)) {
+    gen_item *it = &rs->items[rs->next++];
+    if (rs->o->json && (!it->error || rs->o->file)) {
+      if (gen_print_json(it, (int)rs->o->logprobs)) rs->oom = 1;
+    } else if (!it->error) {
+      if (!it->stream) fwrite(it->text.p ? it->text.p : "", 1, it->text.len, stdout);
+      printf("\n");
+      fflush(stdout);
+    } else if (!rs->o->file) {
+      if (it->stream && it->n_out) printf("\n"); /* end the partial line; the error goes to stderr */
+      fflush(stdout);
     }
-    cli_buf_puts(&out, "}");
-    if (out.oom) rc = cli_fail(CMD, "out of memory", XPI_ERR_OUT_OF_MEMORY);
-    else printf("%s\n", out.p);
-    cli_buf_free(&out);
-  } else {
-    printf("\n");
+    if (it->error && !rs->o->file) fprintf(stderr, "xpuinfer %s: generating: %s\n", CMD, it->error);
+    else if (it->error && !rs->o->json) fprintf(stderr, "xpuinfer %s: %s: line %ld: %s\n", CMD, rs->name, it->line, it->error);
+    rs->failed += it->error != NULL;
   }
-  fflush(stdout);
-  if (s == XPI_OK && !o->g.quiet) {
-    fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); time to first token %.3f s\n", res.n_prompt_tokens,
-            res.prompt_seconds, res.prompt_seconds > 0 ? res.n_prompt_tokens / res.prompt_seconds : 0.0,
-            res.prompt_seconds);
-    int later = res.n_generated > 1 ? res.n_generated - 1 : 0;
-    fprintf(stderr, "generated: %d tokens in %.3f s (%.1f tok/s), finish: %s\n", res.n_generated,
-            res.generate_seconds, res.generate_seconds > 0 ? later / res.generate_seconds : 0.0,
-            cli_finish_name(res.finish_reason));
-  }
-  cli_buf_free(&g.text);
-  cli_buf_free(&g.ids);
-  cli_buf_free(&g.lp);
-  free(ids);
-  return rc;
 }
 
 /* -f FILE or -f -: checked before the model loads (a folder or an unreadable file is an error). */
@@ -158,43 +145,81 @@ static int open_prompts(const char *file, FILE **out) {
   return 0;
 }
 
-/* One prompt per line; empty lines skipped; a NUL byte or a read error is an error naming the line. */
-static int run_file(xpi_model *m, xpi_request *r, const opts *o, const xpi_gen_options *go, FILE *f) {
-  const char *name = strcmp(o->file, "-") ? o->file : "stdin";
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t len;
-  int rc = 0;
-  for (long lineno = 1; rc == 0 && (len = getline(&line, &cap, f)) >= 0; lineno++) {
-    if (memchr(line, 0, (size_t)len)) {
-      fprintf(stderr, "xpuinfer %s: %s: line %ld holds a NUL byte (text prompts cannot)\n", CMD, name, lineno);
-      rc = 1;
-      break;
-    }
-    while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
-    if (len > 0) rc = run_prompt(m, r, o, go, line);
+/* Every item through one engine; outputs in input order as they complete. Returns the exit code. */
+static int run_all(xpi_model *m, const opts *o, const gen_defaults *d, run_state *rs) {
+  long long kv_bytes = 0;
+  xpi_engine_options eo;
+  xpi_engine_options_default(&eo);
+  eo.max_seqs = o->parallel ? (int32_t)o->parallel : rs->n < 1 ? 1 : rs->n < 256 ? rs->n : 256;
+  if (o->g.n_ctx_given) eo.max_seq_len = (int32_t)o->g.n_ctx;
+  if (o->kv_pool) cli_parse_size(o->kv_pool, &kv_bytes); /* checked before the load */
+  eo.kv_pool_bytes = kv_bytes;
+  eo.kv_pool_tokens = o->kv_tokens;
+  if (o->block) eo.block_size = (int32_t)o->block;
+  if (o->step) eo.step_tokens = (int32_t)o->step;
+  eo.prefix_caching = !o->no_prefix;
+  xpi_engine *e = NULL;
+  xpi_status s = xpi_engine_create(m, &eo, &e);
+  if (s != XPI_OK) return cli_fail(CMD, "creating the engine", s);
+  const double t0 = now_s();
+  for (int i = 0; i < rs->n; i++) { /* every prompt is queued at once; the engine admits them as memory allows */
+    gen_item *it = &rs->items[i];
+    gen_tokenize(xpi_model_tokenizer(m), d, it);
+    if (it->error) continue;
+    it->stream = !o->file && !o->json;
+    s = xpi_engine_submit(e, it->ids, it->n_ids, &it->go, on_event, it, &it->seq);
+    if (s != XPI_OK) gen_set_error(it, xpi_last_error());
   }
-  if (rc == 0 && ferror(f)) {
-    fprintf(stderr, "xpuinfer %s: %s: read error: %s\n", CMD, name, strerror(errno));
-    rc = 1;
+  int32_t pending = 1;
+  flush_done(rs);
+  while (pending > 0) {
+    s = xpi_engine_step(e, &pending); /* a failing step ends its batch's sequences: each reports it */
+    flush_done(rs);
   }
-  free(line);
-  return rc;
+  flush_done(rs);
+  const double t1 = now_s();
+  if (!o->g.quiet && rs->n == 1 && !o->file && !rs->items[0].error) {
+    const xpi_gen_result *r = &rs->items[0].res;
+    fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); time to first token %.3f s\n", r->n_prompt_tokens,
+            r->prompt_seconds, r->prompt_seconds > 0 ? r->n_prompt_tokens / r->prompt_seconds : 0.0, r->prompt_seconds);
+    int later = r->n_generated > 1 ? r->n_generated - 1 : 0;
+    fprintf(stderr, "generated: %d tokens in %.3f s (%.1f tok/s), finish: %s\n", r->n_generated, r->generate_seconds,
+            r->generate_seconds > 0 ? later / r->generate_seconds : 0.0, cli_finish_name(r->finish_reason));
+  } else if (!o->g.quiet && o->file) {
+    xpi_engine_stats st = {.struct_size = sizeof st};
+    xpi_engine_get_stats(e, &st);
+    fprintf(stderr,
+            "%d prompts (%d failed): %llu prompt tokens (%llu from the prefix cache), %llu generated in %.3f s "
+            "(%.1f tok/s), %d at most at once\n",
+            rs->n, rs->failed, (unsigned long long)st.prompt_tokens, (unsigned long long)st.prompt_tokens_cached,
+            (unsigned long long)st.completion_tokens, t1 - t0, t1 > t0 ? (double)st.completion_tokens / (t1 - t0) : 0,
+            eo.max_seqs);
+  }
+  if (rs->oom) fprintf(stderr, "xpuinfer %s: out of memory printing the results\n", CMD);
+  xpi_engine_free(e);
+  return rs->failed || rs->oom ? 1 : 0;
 }
 
 int cmd_generate(int argc, char **argv) {
   opts o;
   memset(&o, 0, sizeof o);
   cli_gen_init(&o.g);
-  cli_opt t[CLI_GEN_MAX_OPTS + 9];
+  cli_opt t[CLI_GEN_MAX_OPTS + 17];
   size_t n = cli_gen_table(&o.g, t);
   t[n++] = (cli_opt){"-p", "--prompt", CLI_STR, &o.prompt, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){"-f", "--file", CLI_STR, &o.file, 0, 0, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--jsonl", CLI_FLAG, &o.jsonl, 0, 0, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--parallel", CLI_INT, &o.parallel, 1, 4096, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--no-special", CLI_FLAG, &o.no_special, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--chat", CLI_FLAG, &o.chat, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--messages", CLI_STR, &o.messages_file, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--json", CLI_FLAG, &o.json, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--logprobs", CLI_INT, &o.logprobs, 1, 1000, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--kv-pool", CLI_STR, &o.kv_pool, 0, 0, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--kv-pool-tokens", CLI_INT, &o.kv_tokens, 1, 1LL << 40, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--block-size", CLI_INT, &o.block, 16, 32, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--step-tokens", CLI_INT, &o.step, 1, 65536, 0, 0, 0, NULL};
+  t[n++] = (cli_opt){NULL, "--no-prefix-cache", CLI_FLAG, &o.no_prefix, 0, 0, 0, 0, 0, NULL};
   int rc = cli_parse(CMD, argc, argv, t, n, NULL, 0, NULL);
   if (rc == CLI_HELP) {
     help();
@@ -210,6 +235,13 @@ int cmd_generate(int argc, char **argv) {
   if (o.g.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
   if (!o.chat && cli_chat_given(&o.g.chat))
     return cli_usage_error(CMD, "--chat-template, --template-name, --tools, --var and --now need --chat (or --messages)");
+  long long kv_bytes;
+  if (o.kv_pool && cli_parse_size(o.kv_pool, &kv_bytes))
+    return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", o.kv_pool);
+  if (o.kv_pool && o.kv_tokens) return cli_usage_error(CMD, "give --kv-pool or --kv-pool-tokens, not both");
+  if (o.block && o.block != 16 && o.block != 32) return cli_usage_error(CMD, "--block-size: 16 or 32");
+  size_t flen = o.file ? strlen(o.file) : 0;
+  if (flen >= 6 && !strcmp(o.file + flen - 6, ".jsonl")) o.jsonl = 1;
   if (o.messages_file && !(o.messages = cli_read_file(CMD, "--messages", o.messages_file, NULL))) return 1;
 
   char *stdin_prompt = NULL;
@@ -221,19 +253,20 @@ int cmd_generate(int argc, char **argv) {
   if (o.file && (rc = open_prompts(o.file, &prompts))) return rc;
 
   xpi_model *m = NULL;
-  xpi_request *r = NULL;
   rc = cli_gen_load(CMD, &o.g, &m);
-  if (rc == 0) rc = cli_gen_request(CMD, &o.g, m, &r);
+  run_state rs = {.o = &o, .name = o.file && strcmp(o.file, "-") ? o.file : "stdin"};
   if (rc == 0) {
     xpi_gen_options go;
     cli_gen_options(&o.g, m, &go);
     go.logprobs = (int32_t)o.logprobs;
-    rc = o.prompt || o.messages ? run_prompt(m, r, &o, &go, o.prompt ? o.prompt : o.messages)
-                                : run_file(m, r, &o, &go, prompts);
+    gen_defaults d = {&go, o.chat, o.no_special, o.g.system, &o.g.chat};
+    rc = o.file ? gen_read_file(CMD, prompts, rs.name, o.jsonl, &d, &rs.items, &rs.n)
+                : gen_one(o.prompt, o.messages, &d, &rs.items, &rs.n);
+    if (rc == 0) rc = run_all(m, &o, &d, &rs);
   }
+  gen_items_free(rs.items, rs.n);
   if (prompts && prompts != stdin) fclose(prompts);
   free(stdin_prompt);
-  xpi_request_free(r);
   xpi_model_free(m);
   free(o.messages);
   cli_gen_free(&o.g);

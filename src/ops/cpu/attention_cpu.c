@@ -1,11 +1,13 @@
-/* CPU causal attention (attention_cpu.h).
+/* CPU causal attention over a paged KV cache (attention_cpu.h).
  *
- * sdpa / flash: the work is cut into units of (query tile, KV head, key range). A query tile is up to
- * XPI_CPU_ATTN_ROWS rows of one KV head's GQA group: row rho is token rho / grp, q head g*grp + rho % grp,
- * so every K/V row a tile reads serves all the q heads of the group and several tokens. Decode has few
+ * sdpa / flash: the work is cut into units of (query tile, KV head, key range), over every sequence of the
+ * step at once. A query tile is up to XPI_CPU_ATTN_ROWS rows of one run of a sequence's consecutive tokens
+ * and one KV head's GQA group: row rho is token rho / grp of the run, q head g*grp + rho % grp, so every K/V
+ * row a tile reads serves all the q heads of the group and several tokens. Prefill is parallel across query
+ * tiles and heads; decode of many sequences across sequences and heads; a single decoding sequence has few
  * tiles (hk of them), so the key range of each may be split in nsplit pieces whose partial (max, sum, acc)
- * are merged at the end. Units are taken from a shared counter, the most expensive (latest tokens) first,
- * which balances causal prefill and a machine shared with other work.
+ * are merged at the end. Units are taken from a shared counter, the most expensive (longest key range)
+ * first, which balances causal prefill, sequences of different lengths and a machine shared with other work.
  * eager: the reference of transformers' eager_attention_forward, kept plain on purpose. */
 #include "ops/cpu/attention_cpu.h"
 
@@ -19,13 +21,20 @@
 
 /* ------------------------------------------------------------------ tiled (sdpa, flash) */
 
+/* Query tile: rows [r0, r0 + nq) of one sequence run's rows (row rho: token t0 + rho / grp, q head
+ * g * grp + rho % grp of KV head g), seeing keys [0, len) of its sequence. */
+typedef struct {
+  int32_t t0, r0, nq, len, seq;
+} qtile;
+
 typedef struct {
   const xpi_cpu_kernels *k;
   float *out;
   const float *q;
   const xpi_cpu_kv_layer *kv;
-  const int32_t *pos;
-  int32_t n, hq, grp, ntiles, nsplit;
+  const xpi_cpu_attn_batch *b;
+  const qtile *tiles;  /* longest key range first */
+  int32_t hq, grp, ntiles, nsplit;
   int64_t hdp, units;
   float scale;
   atomic_llong next;   /* next unit to take */
@@ -36,55 +45,57 @@ typedef struct {
 
 static size_t part_per(const tiled_job *j) { return (size_t)XPI_CPU_ATTN_ROWS * (size_t)(j->hdp + 2); }
 
-/* Unit u -> tile ti (latest first), KV head g, key piece sp. */
+/* Unit u -> tile ti, KV head g, key piece sp (tiles in the job's order: the most expensive first). */
 static void unit_coords(const tiled_job *j, int64_t u, int32_t *ti, int32_t *g, int32_t *sp) {
   const int64_t per_tile = (int64_t)j->kv->hk * j->nsplit;
-  *ti = j->ntiles - 1 - (int32_t)(u / per_tile);
+  *ti = (int32_t)(u / per_tile);
   *g = (int32_t)(u % per_tile / j->nsplit);
   *sp = (int32_t)(u % j->nsplit);
 }
 
 static int64_t unit_index(const tiled_job *j, int32_t ti, int32_t g, int32_t sp) {
-  return ((int64_t)(j->ntiles - 1 - ti) * j->kv->hk + g) * j->nsplit + sp;
+  return ((int64_t)ti * j->kv->hk + g) * j->nsplit + sp;
 }
 
-/* Query row rho of KV head g's group -> offset of its [hd] row in q and out. */
-static size_t row_off(const tiled_job *j, int32_t g, int64_t rho) {
-  const int64_t t = rho / j->grp, h = (int64_t)g * j->grp + rho % j->grp;
+/* Row rho of a tile's run (KV head g) -> offset of its [hd] row in q and out. */
+static size_t row_off(const tiled_job *j, const qtile *tl, int32_t g, int64_t rho) {
+  const int64_t t = tl->t0 + rho / j->grp, h = (int64_t)g * j->grp + rho % j->grp;
   return (size_t)(t * j->hq + h) * (size_t)j->kv->hd;
 }
 
 static void tiled_run(void *ctx, int ith, int nth) {
   (void)nth;
   tiled_job *j = ctx;
-  const int32_t hd = j->kv->hd, rows_all = j->n * j->grp;
+  const xpi_cpu_kv_layer *kv = j->kv;
+  const int32_t hd = kv->hd;
   float *ts = j->scratch + (size_t)ith * j->scratch_per;
   float *m = ts + xpi_cpu_attn_scratch_floats(hd), *l = m + XPI_CPU_ATTN_ROWS, *acc = l + XPI_CPU_ATTN_ROWS;
-  const size_t esz = xpi_dtype_size(j->kv->dtype);
+  const size_t esz = xpi_dtype_size(kv->dtype);
   for (;;) {
     const int64_t u = atomic_fetch_add(&j->next, 1);
     if (u >= j->units) break;
     int32_t ti, g, sp;
     unit_coords(j, u, &ti, &g, &sp);
+    const qtile *tl = &j->tiles[ti];
     xpi_cpu_attn_tile t;
-    const int64_t r0 = (int64_t)ti * XPI_CPU_ATTN_ROWS;
-    t.nq = (int32_t)(rows_all - r0 < XPI_CPU_ATTN_ROWS ? rows_all - r0 : XPI_CPU_ATTN_ROWS);
-    int32_t len = 0; /* keys any row of the tile sees */
+    t.nq = tl->nq;
     for (int32_t r = 0; r < t.nq; r++) {
-      t.q[r] = j->q + row_off(j, g, r0 + r);
-      t.last[r] = j->pos[(r0 + r) / j->grp];
-      len = t.last[r] + 1 > len ? t.last[r] + 1 : len;
+      t.q[r] = j->q + row_off(j, tl, g, tl->r0 + r);
+      t.last[r] = j->b->pos[tl->t0 + (tl->r0 + r) / j->grp];
       m[r] = -INFINITY;
       l[r] = 0;
     }
     memset(acc, 0, (size_t)t.nq * (size_t)j->hdp * sizeof *acc);
     t.hd = hd;
-    t.k = (const unsigned char *)j->kv->k + (size_t)g * (size_t)j->kv->head_stride * esz;
-    t.v = (const unsigned char *)j->kv->v + (size_t)g * (size_t)j->kv->head_stride * esz;
-    t.ld = j->kv->slot_stride;
-    t.dt = j->kv->dtype;
-    t.s0 = (int32_t)((int64_t)len * sp / j->nsplit);
-    t.s1 = (int32_t)((int64_t)len * (sp + 1) / j->nsplit);
+    t.k = (const unsigned char *)kv->k + (size_t)g * (size_t)kv->head_stride * esz;
+    t.v = (const unsigned char *)kv->v + (size_t)g * (size_t)kv->head_stride * esz;
+    t.ld = kv->slot_stride;
+    t.blk = j->b->tables + (size_t)tl->seq * (size_t)j->b->max_blocks;
+    t.bshift = kv->block_shift;
+    t.bstride = kv->block_stride;
+    t.dt = kv->dtype;
+    t.s0 = (int32_t)((int64_t)tl->len * sp / j->nsplit);
+    t.s1 = (int32_t)((int64_t)tl->len * (sp + 1) / j->nsplit);
     t.scale = j->scale;
     t.m = m;
     t.l = l;
@@ -93,7 +104,7 @@ static void tiled_run(void *ctx, int ith, int nth) {
     j->k->attn_tile(&t);
     if (j->nsplit == 1) {
       for (int32_t r = 0; r < t.nq; r++) {
-        float *o = j->out + row_off(j, g, r0 + r);
+        float *o = j->out + row_off(j, tl, g, tl->r0 + r);
         const float inv = 1.0f / l[r];
         for (int32_t i = 0; i < hd; i++) o[i] = acc[r * j->hdp + i] * inv;
       }
@@ -109,19 +120,18 @@ static void tiled_run(void *ctx, int ith, int nth) {
 /* Combines the key pieces of every row: out = sum_sp e^(m_sp - M) acc_sp / sum_sp e^(m_sp - M) l_sp with
  * M the largest m_sp (pieces a row sees no key of have m = -inf and weigh 0). */
 static void merge_pieces(tiled_job *j) {
-  const int32_t hd = j->kv->hd, rows_all = j->n * j->grp;
+  const int32_t hd = j->kv->hd;
   for (int32_t ti = 0; ti < j->ntiles; ti++)
     for (int32_t g = 0; g < j->kv->hk; g++) {
-      const int64_t r0 = (int64_t)ti * XPI_CPU_ATTN_ROWS;
-      const int32_t nq = (int32_t)(rows_all - r0 < XPI_CPU_ATTN_ROWS ? rows_all - r0 : XPI_CPU_ATTN_ROWS);
-      for (int32_t r = 0; r < nq; r++) {
+      const qtile *tl = &j->tiles[ti];
+      for (int32_t r = 0; r < tl->nq; r++) {
         float mx = -INFINITY, l = 0;
         for (int32_t sp = 0; sp < j->nsplit; sp++) {
           const float *p = j->part + (size_t)unit_index(j, ti, g, sp) * part_per(j);
           const float ms = p[XPI_CPU_ATTN_ROWS * j->hdp + r];
           mx = ms > mx ? ms : mx;
         }
-        float *o = j->out + row_off(j, g, r0 + r);
+        float *o = j->out + row_off(j, tl, g, tl->r0 + r);
         memset(o, 0, (size_t)hd * sizeof *o);
         for (int32_t sp = 0; sp < j->nsplit; sp++) {
           const float *p = j->part + (size_t)unit_index(j, ti, g, sp) * part_per(j);
@@ -149,15 +159,57 @@ static int32_t choose_nsplit(int64_t base_units, int32_t max_len, int nth) {
   return s < 1 ? 1 : (int32_t)s;
 }
 
+static int cmp_tile_len_desc(const void *a, const void *b) {
+  const qtile *x = a, *y = b;
+  if (x->len != y->len) return x->len > y->len ? -1 : 1;
+  return x->t0 != y->t0 ? (x->t0 < y->t0 ? -1 : 1) : (x->r0 > y->r0) - (x->r0 < y->r0);
+}
+
+/* The tiles of every run of consecutive tokens of one sequence, the longest key ranges first. */
+static xpi_status make_tiles(const xpi_cpu_attn_batch *b, int32_t n, int32_t grp, qtile **out, int32_t *ntiles,
+                             int32_t *max_len) {
+  int64_t count = 0;
+  for (int32_t a = 0, e; a < n; a = e) {
+    for (e = a + 1; e < n && b->seq[e] == b->seq[a]; e++) {}
+    count += ((int64_t)(e - a) * grp + XPI_CPU_ATTN_ROWS - 1) / XPI_CPU_ATTN_ROWS;
+  }
+  qtile *tiles = malloc((size_t)count * sizeof *tiles);
+  if (!tiles) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "attention: out of memory for %lld query tiles", (long long)count);
+  int32_t nt = 0, mx = 0;
+  for (int32_t a = 0, e; a < n; a = e) {
+    for (e = a + 1; e < n && b->seq[e] == b->seq[a]; e++) {}
+    const int32_t rows = (e - a) * grp;
+    for (int32_t r0 = 0; r0 < rows; r0 += XPI_CPU_ATTN_ROWS) {
+      qtile *t = &tiles[nt++];
+      t->t0 = a;
+      t->r0 = r0;
+      t->nq = rows - r0 < XPI_CPU_ATTN_ROWS ? rows - r0 : XPI_CPU_ATTN_ROWS;
+      t->seq = b->seq[a];
+      t->len = 0;
+      for (int32_t r = r0; r < r0 + t->nq; r++) {
+        const int32_t p = b->pos[a + r / grp] + 1;
+        t->len = p > t->len ? p : t->len;
+      }
+      mx = t->len > mx ? t->len : mx;
+    }
+  }
+  qsort(tiles, (size_t)nt, sizeof *tiles, cmp_tile_len_desc); /* units taken longest first balance the pool */
+  *out = tiles;
+  *ntiles = nt;
+  *max_len = mx;
+  return XPI_OK;
+}
+
 static xpi_status tiled(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
-                        const xpi_cpu_kv_layer *kv, const int32_t *pos, int32_t n, int32_t hq, float scale,
+                        const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq, float scale,
                         int32_t nsplit) {
   const int nth = xpi_pool_size(pool);
-  int32_t max_len = 0;
-  for (int32_t t = 0; t < n; t++) max_len = pos[t] + 1 > max_len ? pos[t] + 1 : max_len;
-  tiled_job j = {.k = k, .out = out, .q = q, .kv = kv, .pos = pos, .n = n, .hq = hq, .grp = hq / kv->hk,
+  tiled_job j = {.k = k, .out = out, .q = q, .kv = kv, .b = b, .hq = hq, .grp = hq / kv->hk,
                  .hdp = XPI_CPU_ATTN_HDP(kv->hd), .scale = scale};
-  j.ntiles = (int32_t)(((int64_t)n * j.grp + XPI_CPU_ATTN_ROWS - 1) / XPI_CPU_ATTN_ROWS);
+  qtile *tiles = NULL;
+  int32_t max_len = 0;
+  XPI_TRY(make_tiles(b, n, j.grp, &tiles, &j.ntiles, &max_len));
+  j.tiles = tiles;
   const int64_t base = (int64_t)j.ntiles * kv->hk;
   j.nsplit = nsplit > 0 ? nsplit : choose_nsplit(base, max_len, nth);
   j.units = base * j.nsplit;
@@ -166,14 +218,17 @@ static xpi_status tiled(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, co
   j.scratch_per = (xpi_cpu_attn_scratch_floats(kv->hd) + 2 * XPI_CPU_ATTN_ROWS +
                    (size_t)XPI_CPU_ATTN_ROWS * (size_t)j.hdp + 7) & ~(size_t)7;
   /* head_dim and the unit count are bounded by the model's shape, but check the products anyway */
-  if (kv->hd > (1 << 20) || nth > (1 << 16) || j.units > ((int64_t)1 << 30))
+  if (kv->hd > (1 << 20) || nth > (1 << 16) || j.units > ((int64_t)1 << 30)) {
+    free(tiles);
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: head_dim %d, %d threads, %lld work units are too large",
                    kv->hd, nth, (long long)j.units);
+  }
   j.scratch = aligned_alloc(64, ((size_t)nth * j.scratch_per * sizeof(float) + 63) & ~(size_t)63);
   if (j.nsplit > 1) j.part = malloc((size_t)j.units * part_per(&j) * sizeof(float));
   if (!j.scratch || (j.nsplit > 1 && !j.part)) {
     free(j.scratch);
     free(j.part);
+    free(tiles);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "attention: out of memory for scratch (%d threads, head_dim %d)", nth,
                    kv->hd);
   }
@@ -181,6 +236,7 @@ static xpi_status tiled(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, co
   if (j.nsplit > 1) merge_pieces(&j);
   free(j.scratch);
   free(j.part);
+  free(tiles);
   return XPI_OK;
 }
 
@@ -223,11 +279,14 @@ static void eager_run(void *ctx, int ith, int nth) {
   }
 }
 
-static xpi_status eager(xpi_pool *pool, float *out, const float *q, const xpi_cpu_kv_layer *kv, const int32_t *pos,
-                        int32_t n, int32_t hq, float scale) {
+/* One run of consecutive tokens [a, e) of one sequence, as transformers' eager attention: its positions
+ * 0..L-1 gathered through the block table and repeated per q head, full score rows, softmax, P @ V. */
+static xpi_status eager_run_of(xpi_pool *pool, float *out, const float *q, const xpi_cpu_kv_layer *kv,
+                               const xpi_cpu_attn_batch *b, int32_t a, int32_t e, int32_t hq, float scale) {
   int32_t L = 0;
-  for (int32_t t = 0; t < n; t++) L = pos[t] + 1 > L ? pos[t] + 1 : L;
-  const int32_t hd = kv->hd, grp = hq / kv->hk;
+  for (int32_t t = a; t < e; t++) L = b->pos[t] + 1 > L ? b->pos[t] + 1 : L;
+  const int32_t hd = kv->hd, grp = hq / kv->hk, n = e - a;
+  const int32_t *tbl = b->tables + (size_t)b->seq[a] * (size_t)b->max_blocks;
   size_t kvn = (size_t)hq * (size_t)L * (size_t)hd, scn = (size_t)n * (size_t)hq * (size_t)L;
   float *kx = malloc(kvn * sizeof *kx), *vx = malloc(kvn * sizeof *vx), *scores = malloc(scn * sizeof *scores);
   if (!kx || !vx || !scores) {
@@ -236,16 +295,18 @@ static xpi_status eager(xpi_pool *pool, float *out, const float *q, const xpi_cp
     free(scores);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "eager attention: out of memory for %d x %d scores", n * hq, L);
   }
+  const int32_t mask = (1 << kv->block_shift) - 1;
   for (int32_t h = 0; h < hq; h++) /* repeat_kv: each query head gets its own copy of its KV head */
     for (int32_t s = 0; s < L; s++) {
-      const int64_t src = (int64_t)s * kv->slot_stride + (int64_t)(h / grp) * kv->head_stride;
+      const int64_t src = (int64_t)tbl[s >> kv->block_shift] * kv->block_stride + (int64_t)(s & mask) * kv->slot_stride +
+                          (int64_t)(h / grp) * kv->head_stride;
       float *kd = kx + ((size_t)h * L + s) * hd, *vd = vx + ((size_t)h * L + s) * hd;
       for (int32_t i = 0; i < hd; i++) {
         kd[i] = xpi_cpu_load_elem(kv->k, kv->dtype, src + i);
         vd[i] = xpi_cpu_load_elem(kv->v, kv->dtype, src + i);
       }
     }
-  eager_job ej = {out, q, pos, n, hq, hd, L, scale, kx, vx, scores};
+  eager_job ej = {out + (size_t)a * hq * hd, q + (size_t)a * hq * hd, b->pos + a, n, hq, hd, L, scale, kx, vx, scores};
   xpi_pool_run(pool, eager_run, &ej);
   free(kx);
   free(vx);
@@ -254,9 +315,13 @@ static xpi_status eager(xpi_pool *pool, float *out, const float *q, const xpi_cp
 }
 
 xpi_status xpi_cpu_attention(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
-                             const xpi_cpu_kv_layer *kv, const int32_t *pos, int32_t n, int32_t hq, float scale,
-                             xpi_attn_impl impl, int32_t nsplit) {
+                             const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq,
+                             float scale, xpi_attn_impl impl, int32_t nsplit) {
   if (n <= 0) return XPI_OK;
-  if (impl == XPI_ATTN_EAGER) return eager(pool, out, q, kv, pos, n, hq, scale);
-  return tiled(pool, k, out, q, kv, pos, n, hq, scale, nsplit);
+  if (impl != XPI_ATTN_EAGER) return tiled(pool, k, out, q, kv, b, n, hq, scale, nsplit);
+  for (int32_t a = 0, e; a < n; a = e) {
+    for (e = a + 1; e < n && b->seq[e] == b->seq[a]; e++) {}
+    XPI_TRY(eager_run_of(pool, out, q, kv, b, a, e, hq, scale));
+  }
+  return XPI_OK;
 }

@@ -1,8 +1,9 @@
 /* The AVX2 + FMA + F16C attention tile (cpu_kernels.h), two paths:
  *  - direct (one or two query rows, head_dim a multiple of 8: decode with a GQA group of <= 2): K and V rows
  *    are converted in registers (f16 via vcvtph2ps, bf16 by a 16-bit shift) as the FMAs consume them, read
- *    as alternating long runs (DKEYS keys of K, then the same keys of V) and software-prefetched PF_KEYS keys
- *    ahead along that chain, so the cache streams at close to memory bandwidth;
+ *    as alternating long runs (DKEYS keys of K, then the same keys of V; their row addresses looked up in the
+ *    block table once per step) and software-prefetched PF_KEYS keys ahead along that chain, so the cache
+ *    streams at close to memory bandwidth;
  *  - buffered (everything else: prefill tiles of up to XPI_CPU_ATTN_ROWS rows, larger groups): per block of
  *    XPI_CPU_ATTN_KEYS keys the K rows are converted once into an f32 buffer in L1 (zero-padded to a multiple
  *    of 8 floats) and shared by all rows of the tile, scores computed three rows x four keys at a time
@@ -30,14 +31,15 @@ static inline __m128 hsum4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* dst[j][0..hdp) = row j0+j of src (rows ld elements apart) as f32, zero-padded past hd; j < nk. */
-static void load_rows(float *dst, const void *src, xpi_dtype dt, int64_t j0, int32_t nk, int64_t ld, int32_t hd,
-                      int64_t hdp, int32_t pf_end) {
+/* dst[j][0..hdp) = key j0+j's row of src (found through the tile's block table) as f32, zero-padded past hd;
+ * j < nk. Rows PF_KEYS keys ahead (below pf_end) are prefetched. */
+static void load_rows(float *dst, const xpi_cpu_attn_tile *t, const void *src, xpi_dtype dt, int32_t j0, int32_t nk,
+                      int32_t hd, int64_t hdp, int32_t pf_end) {
   const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
   for (int32_t j = 0; j < nk; j++) {
-    const unsigned char *row = (const unsigned char *)src + (size_t)(j0 + j) * (size_t)ld * esz;
+    const unsigned char *row = (const unsigned char *)src + (size_t)xpi_cpu_attn_row(t, j0 + j) * esz;
     if (j0 + j + PF_KEYS < pf_end) {
-      const char *pf = (const char *)row + (size_t)PF_KEYS * (size_t)ld * esz;
+      const char *pf = (const char *)src + (size_t)xpi_cpu_attn_row(t, j0 + j + PF_KEYS) * esz;
       for (size_t b = 0; b < rowb; b += 64) _mm_prefetch(pf + b, _MM_HINT_T0);
     }
     float *d = dst + (int64_t)j * hdp;
@@ -321,25 +323,24 @@ static ALWAYS_INLINE void prefetch_row(const void *row, size_t bytes) {
   for (size_t b = 0; b < bytes; b += 64) _mm_prefetch((const char *)row + b, _MM_HINT_T0);
 }
 
-/* Prefetch along the chain of streams the direct path walks: key jj of the current block (rows from cur), or
- * past its nk keys, key jj - nk of the block read next (rows from nxt, nnk of them). */
-static ALWAYS_INLINE void prefetch_chain(const unsigned char *cur, const unsigned char *nxt, int32_t jj, int32_t nk,
-                                         int32_t nnk, size_t ldb, size_t rowb) {
-  if (jj < nk) prefetch_row(cur + (size_t)jj * ldb, rowb);
-  else if (jj - nk < nnk) prefetch_row(nxt + (size_t)(jj - nk) * ldb, rowb);
+/* Prefetch along the chain of streams the direct path walks: row jj of the current run of rows (cur, nk of
+ * them), or past it, row jj - nk of the run read next (nxt, nnk rows). */
+static ALWAYS_INLINE void prefetch_chain(const unsigned char *const *cur, const unsigned char *const *nxt, int32_t jj,
+                                         int32_t nk, int32_t nnk, size_t rowb) {
+  if (jj < nk) prefetch_row(cur[jj], rowb);
+  else if (jj - nk < nnk) prefetch_row(nxt[jj - nk], rowb);
 }
 
-/* Scores of rows qa, qb against keys j0..j0+nk of k (rows ld elements apart), times scale; prefetches PF_KEYS
- * keys ahead, continuing into the nnk rows at nxt (the V rows of this block). */
-static ALWAYS_INLINE void scores2_direct(float *sa, float *sb, const float *qa, const float *qb, const void *k,
-                                         int64_t ld, int64_t j0, int32_t nk, int32_t hd, float scale,
-                                         const void *nxt, int32_t nnk, xpi_dtype dt) {
-  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz, ldb = (size_t)ld * esz;
-  const unsigned char *base = (const unsigned char *)k + (size_t)j0 * ldb;
+/* Scores of rows qa, qb against the nk K rows kr[], times scale; prefetches PF_KEYS rows ahead, continuing
+ * into the nnk rows nxt[] (the V rows of this step). */
+static ALWAYS_INLINE void scores2_direct(float *sa, float *sb, const float *qa, const float *qb,
+                                         const unsigned char *const *kr, int32_t nk, int32_t hd, float scale,
+                                         const unsigned char *const *nxt, int32_t nnk, xpi_dtype dt) {
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
   int32_t j = 0;
   for (; j + 4 <= nk; j += 4) {
-    const unsigned char *k0 = base + (size_t)j * ldb, *k1 = k0 + ldb, *k2 = k1 + ldb, *k3 = k2 + ldb;
-    for (int d = 0; d < 4; d++) prefetch_chain(base, nxt, j + PF_KEYS + d, nk, nnk, ldb, rowb);
+    const unsigned char *k0 = kr[j], *k1 = kr[j + 1], *k2 = kr[j + 2], *k3 = kr[j + 3];
+    for (int d = 0; d < 4; d++) prefetch_chain(kr, nxt, j + PF_KEYS + d, nk, nnk, rowb);
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
     for (int32_t i = 0; i < hd; i += 8) {
       const __m256 x = _mm256_loadu_ps(qa + i), y = _mm256_loadu_ps(qb + i);
@@ -360,8 +361,8 @@ static ALWAYS_INLINE void scores2_direct(float *sa, float *sb, const float *qa, 
     _mm_storeu_ps(sb + j, _mm_mul_ps(hsum4x8(b0, b1, b2, b3), _mm_set1_ps(scale)));
   }
   for (; j < nk; j++) {
-    const unsigned char *k0 = base + (size_t)j * ldb;
-    prefetch_chain(base, nxt, j + PF_KEYS, nk, nnk, ldb, rowb);
+    const unsigned char *k0 = kr[j];
+    prefetch_chain(kr, nxt, j + PF_KEYS, nk, nnk, rowb);
     __m256 a0 = _mm256_setzero_ps(), b0 = a0;
     for (int32_t i = 0; i < hd; i += 8) {
       const __m256 kk = ld8(k0, i, dt);
@@ -373,13 +374,12 @@ static ALWAYS_INLINE void scores2_direct(float *sa, float *sb, const float *qa, 
   }
 }
 
-/* acc_a = acc_a*ca + sum_j pa[j] V_{j0+j} (and b), j < nk, V rows read in place; prefetches as
- * scores2_direct, continuing into the nnk rows at nxt (the K rows of the next block). */
+/* acc_a = acc_a*ca + sum_j pa[j] V_j (and b) over the nk V rows vr[], read in place; prefetches as
+ * scores2_direct, continuing into the nnk rows nxt[] (the K rows of the next step). */
 static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, const float *pb, float ca, float cb,
-                                     const void *v, int64_t ld, int64_t j0, int32_t nk, int32_t hd, const void *nxt,
-                                     int32_t nnk, xpi_dtype dt) {
-  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz, ldb = (size_t)ld * esz;
-  const unsigned char *base = (const unsigned char *)v + (size_t)j0 * ldb;
+                                     const unsigned char *const *vr, int32_t nk, int32_t hd,
+                                     const unsigned char *const *nxt, int32_t nnk, xpi_dtype dt) {
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2, rowb = (size_t)hd * esz;
   const __m256 vca = _mm256_set1_ps(ca), vcb = _mm256_set1_ps(cb);
   /* the rows PF_KEYS keys ahead are prefetched one per key during the first 32-float pass, not in one burst
    * (a burst of 128 lines overflows the outstanding-miss queue and the excess is dropped) */
@@ -390,8 +390,8 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
     __m256 b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb), b1 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 8), vcb);
     __m256 b2 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 16), vcb), b3 = _mm256_mul_ps(_mm256_loadu_ps(accb + i + 24), vcb);
     for (int32_t j = 0; j < nk; j++) {
-      const unsigned char *row = base + (size_t)j * ldb;
-      if (i == 0) prefetch_chain(base, nxt, j + PF_KEYS, nk, nnk, ldb, rowb);
+      const unsigned char *row = vr[j];
+      if (i == 0) prefetch_chain(vr, nxt, j + PF_KEYS, nk, nnk, rowb);
       const __m256 wa = _mm256_broadcast_ss(pa + j), wb = _mm256_broadcast_ss(pb + j);
       __m256 x = ld8(row, i, dt);
       a0 = _mm256_fmadd_ps(wa, x, a0);
@@ -418,7 +418,7 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
   for (; i < hd; i += 8) {
     __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acca + i), vca), b0 = _mm256_mul_ps(_mm256_loadu_ps(accb + i), vcb);
     for (int32_t j = 0; j < nk; j++) {
-      const __m256 x = ld8(base + (size_t)j * ldb, i, dt);
+      const __m256 x = ld8(vr[j], i, dt);
       a0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pa + j), x, a0);
       b0 = _mm256_fmadd_ps(_mm256_broadcast_ss(pb + j), x, b0);
     }
@@ -436,20 +436,26 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
                                                            * xpi_cpu_attn_scratch_floats() for any hd */
 static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, xpi_dtype dt) {
   const int64_t hdp = XPI_CPU_ATTN_HDP(t->hd);
-  const size_t ldb = (size_t)t->ld * (dt == XPI_DT_F32 ? 4 : 2);
+  const size_t esz = dt == XPI_DT_F32 ? 4 : 2;
   float *sc = t->scratch, *dummy_acc = sc + 2 * DKEYS, dummy_m = -INFINITY, dummy_l = 0;
   const int two = t->nq == 2;
   const float *qa = t->q[0], *qb = two ? t->q[1] : t->q[0];
   float *acca = t->acc, *accb = two ? t->acc + hdp : dummy_acc;
   float *ma = &t->m[0], *la = &t->l[0], *mb = two ? &t->m[1] : &dummy_m, *lb = two ? &t->l[1] : &dummy_l;
   const int32_t lasta = t->last[0], lastb = two ? t->last[1] : t->last[0];
+  /* the rows of this step's keys (K, V) and of the next step's K, found through the block table once */
+  const unsigned char *rows[3][DKEYS], **kr = rows[0], **vr = rows[1], **kn = rows[2];
   if (!two) memset(dummy_acc, 0, (size_t)hdp * sizeof *dummy_acc);
+  int32_t nk = end - t->s0 < DKEYS ? end - t->s0 : DKEYS;
+  for (int32_t j = 0; j < nk; j++) kr[j] = (const unsigned char *)t->k + (size_t)xpi_cpu_attn_row(t, t->s0 + j) * esz;
   for (int32_t b0 = t->s0; b0 < end; b0 += DKEYS) {
-    const int32_t nk = end - b0 < DKEYS ? end - b0 : DKEYS, nk8 = (nk + 7) & ~7;
+    const int32_t nk8 = (nk + 7) & ~7;
     const int32_t nnk = end - b0 - nk < DKEYS ? end - b0 - nk : DKEYS; /* keys of the next step */
+    for (int32_t j = 0; j < nk; j++) vr[j] = (const unsigned char *)t->v + (size_t)xpi_cpu_attn_row(t, b0 + j) * esz;
+    for (int32_t j = 0; j < nnk; j++)
+      kn[j] = (const unsigned char *)t->k + (size_t)xpi_cpu_attn_row(t, b0 + nk + j) * esz;
     const int acta = lasta >= b0, actb = lastb >= b0;
-    scores2_direct(sc, sc + DKEYS, qa, qb, t->k, t->ld, b0, nk, t->hd, t->scale,
-                   (const unsigned char *)t->v + (size_t)b0 * ldb, nk, dt);
+    scores2_direct(sc, sc + DKEYS, qa, qb, kr, nk, t->hd, t->scale, vr, nk, dt);
     if (nk8 > nk) {
       memset(sc + nk, 0, (size_t)(nk8 - nk) * sizeof *sc);
       memset(sc + DKEYS + nk, 0, (size_t)(nk8 - nk) * sizeof *sc);
@@ -459,8 +465,11 @@ static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, x
     else memset(sc, 0, (size_t)nk8 * sizeof *sc);
     if (actb) cb = softmax_block(sc + DKEYS, nk8, lastb - b0 < nk - 1 ? lastb - b0 : nk - 1, mb, lb);
     else memset(sc + DKEYS, 0, (size_t)nk8 * sizeof *sc);
-    pv2_direct(acca, accb, sc, sc + DKEYS, ca, cb, t->v, t->ld, b0, nk, t->hd,
-               (const unsigned char *)t->k + (size_t)(b0 + nk) * ldb, nnk, dt);
+    pv2_direct(acca, accb, sc, sc + DKEYS, ca, cb, vr, nk, t->hd, kn, nnk, dt);
+    const unsigned char **sw = kr; /* the next step's K rows become this step's */
+    kr = kn;
+    kn = sw;
+    nk = nnk;
   }
 }
 
@@ -492,7 +501,7 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
     float corr[XPI_CPU_ATTN_ROWS];
     for (int32_t r = 0; r < t->nq; r++)
       if (t->last[r] >= b0) act[na++] = r;
-    load_rows(kv, t->k, t->dt, b0, nk, t->ld, t->hd, hdp, end);
+    load_rows(kv, t, t->k, t->dt, b0, nk, t->hd, hdp, end);
     memset(kv + nk * hdp, 0, (size_t)(nk4 - nk) * (size_t)hdp * sizeof(float)); /* keys scored but masked */
     int32_t i = 0;
     for (; i + 3 <= na; i += 3)
@@ -507,7 +516,7 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
       if (nk8 > nk4) memset(sc + r * KEYS + nk4, 0, (size_t)(nk8 - nk4) * sizeof(float));
       corr[i] = softmax_block(sc + r * KEYS, nk8, lim, &t->m[r], &t->l[r]);
     }
-    load_rows(kv, t->v, t->dt, b0, nk, t->ld, t->hd, hdp, end);
+    load_rows(kv, t, t->v, t->dt, b0, nk, t->hd, hdp, end);
     for (i = 0; i + 3 <= na; i += 3)
       pv3(t->acc + act[i] * hdp, t->acc + act[i + 1] * hdp, t->acc + act[i + 2] * hdp, sc + act[i] * KEYS,
           sc + act[i + 1] * KEYS, sc + act[i + 2] * KEYS, corr[i], corr[i + 1], corr[i + 2], kv, hdp, nk);

@@ -1,5 +1,6 @@
 /* The scalar attention tile (cpu_kernels.h): plain C, the oracle the vector tiles are tested against and
- * the kernel of the reference path (use_kernels = 0). Per row and block of XPI_CPU_ATTN_KEYS keys: scores,
+ * the kernel of the reference path (use_kernels = 0). Rows are found through the block table one key at a
+ * time. Per row and block of XPI_CPU_ATTN_KEYS keys: scores,
  * block max, rescale of the running sum and output, then exp-weighted sum of V rows, all in key order. */
 #include <math.h>
 #include <stdint.h>
@@ -30,7 +31,7 @@ void xpi_cpu_attn_tile_scalar(const xpi_cpu_attn_tile *t) {
       const int32_t b1 = b0 + XPI_CPU_ATTN_KEYS < end ? b0 + XPI_CPU_ATTN_KEYS : end;
       float bm = -INFINITY;
       for (int32_t j = b0; j < b1; j++) {
-        sc[j - b0] = dot_row(t->q[r], t->k, t->dt, (int64_t)j * t->ld, t->hd) * t->scale;
+        sc[j - b0] = dot_row(t->q[r], t->k, t->dt, xpi_cpu_attn_row(t, j), t->hd) * t->scale;
         bm = sc[j - b0] > bm ? sc[j - b0] : bm;
       }
       const float mn = bm > m ? bm : m;
@@ -40,7 +41,8 @@ void xpi_cpu_attn_tile_scalar(const xpi_cpu_attn_tile *t) {
       for (int32_t j = b0; j < b1; j++) {
         const float p = expf(sc[j - b0] - mn);
         l += p;
-        for (int32_t i = 0; i < t->hd; i++) acc[i] += p * xpi_cpu_load_elem(t->v, t->dt, (int64_t)j * t->ld + i);
+        const int64_t off = xpi_cpu_attn_row(t, j);
+        for (int32_t i = 0; i < t->hd; i++) acc[i] += p * xpi_cpu_load_elem(t->v, t->dt, off + i);
       }
       m = mn;
     }

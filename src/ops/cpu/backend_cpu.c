@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "core/threadpool.h"
 #include "ops/cpu/attention_cpu.h"
+#include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/matmul_cpu.h"
 #include "ops/cpu/quant_weight.h"
@@ -25,8 +26,9 @@ typedef struct cpu_impl {
 
 struct xpi_kv {
   xpi_dtype dtype;                /* f32, bf16 or f16 */
-  int32_t n_layers, n_ctx, hk, hd;
-  void *k, *v;                    /* [n_layers][hk][n_ctx][hd] each: a head's slots are contiguous */
+  int32_t n_layers, n_blocks, block_size, block_shift, hk, hd;
+  void *k, *v;                    /* [n_layers][n_blocks][hk][block_size][hd] each: a block's rows of one head
+                                   * are contiguous (4-8 KiB runs at head_dim 128) */
 };
 
 static cpu_impl *impl_of(xpi_backend *be) { return (cpu_impl *)be->impl; }
@@ -84,6 +86,22 @@ static xpi_status cpu_sync(xpi_backend *be) {
   return XPI_OK;
 }
 
+/* MemAvailable of /proc/meminfo: the kernel's estimate of what can be allocated without swapping. */
+static xpi_status cpu_free_memory(xpi_backend *be, uint64_t *bytes) {
+  (void)be;
+  *bytes = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return xpi_err(XPI_ERR_IO, "cpu: cannot read /proc/meminfo for the free memory");
+  char line[256];
+  unsigned long long kb = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) found = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+  fclose(f);
+  if (!found) return xpi_err(XPI_ERR_IO, "cpu: /proc/meminfo has no MemAvailable line");
+  *bytes = (uint64_t)kb * 1024;
+  return XPI_OK;
+}
+
 /* ------------------------------------------------------------------ weights */
 
 static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
@@ -127,28 +145,33 @@ static void cpu_weight_free(xpi_backend *be, xpi_weight *w) {
 
 /* ------------------------------------------------------------------ KV cache */
 
-static xpi_status cpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_ctx, int32_t hk, int32_t hd,
-                                xpi_dtype dtype, xpi_kv **out) {
+static xpi_status cpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_blocks, int32_t block_size, int32_t hk,
+                                int32_t hd, xpi_dtype dtype, xpi_kv **out) {
   (void)be;
   *out = NULL;
   if (!is_float_dtype(dtype))
     return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: KV cache dtype %s is not supported (f32, bf16, f16)", xpi_dtype_name(dtype));
-  if (n_layers <= 0 || n_ctx <= 0 || hk <= 0 || hd <= 0)
-    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad KV cache shape");
+  if (n_layers <= 0 || n_blocks <= 0 || hk <= 0 || hd <= 0 || block_size <= 0 || block_size > (1 << 16) ||
+      (block_size & (block_size - 1)))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad KV cache shape (block size %d must be a power of two)", block_size);
   size_t esz = xpi_dtype_size(dtype);
-  size_t per = (size_t)n_layers * (size_t)n_ctx;
-  if (per / (size_t)n_ctx != (size_t)n_layers || per > SIZE_MAX / ((size_t)hk * (size_t)hd * esz))
-    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: KV cache of %d layers x %d tokens is too large", n_layers, n_ctx);
-  size_t bytes = per * (size_t)hk * (size_t)hd * esz;
+  size_t per = (size_t)n_layers * (size_t)n_blocks, row = (size_t)block_size * (size_t)hk * (size_t)hd * esz;
+  if (per / (size_t)n_blocks != (size_t)n_layers || per > SIZE_MAX / 2 / row)
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: KV cache of %d layers x %d blocks is too large", n_layers, n_blocks);
+  size_t bytes = per * row;
   xpi_kv *kv = calloc(1, sizeof *kv);
   if (!kv) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: out of memory");
   kv->dtype = dtype;
   kv->n_layers = n_layers;
-  kv->n_ctx = n_ctx;
+  kv->n_blocks = n_blocks;
+  kv->block_size = block_size;
+  while ((1 << kv->block_shift) < block_size) kv->block_shift++;
   kv->hk = hk;
   kv->hd = hd;
-  kv->k = calloc(1, bytes);
-  kv->v = calloc(1, bytes);
+  /* Not cleared: a slot is always written before it is read. Large pools come from mmap, so pages the engine
+   * never hands out cost no memory. */
+  kv->k = malloc(bytes);
+  kv->v = malloc(bytes);
   if (!kv->k || !kv->v) {
     free(kv->k);
     free(kv->v);
@@ -308,29 +331,54 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
 
 /* ------------------------------------------------------------------ attention */
 
-static const void *kv_row(const xpi_kv *kv, const void *base, int32_t layer, int32_t slot, int32_t h) {
-  size_t idx = (((size_t)layer * (size_t)kv->hk + (size_t)h) * (size_t)kv->n_ctx + (size_t)slot) * (size_t)kv->hd;
-  return (const unsigned char *)base + idx * xpi_dtype_size(kv->dtype);
+/* Element offset of (layer, block, head h, row r) in kv->k / kv->v. */
+static size_t kv_off(const xpi_kv *kv, int32_t layer, int32_t block, int32_t h, int32_t r) {
+  return ((((size_t)layer * (size_t)kv->n_blocks + (size_t)block) * (size_t)kv->hk + (size_t)h) *
+              (size_t)kv->block_size + (size_t)r) * (size_t)kv->hd;
+}
+
+/* The map is built by the engine; check it anyway (a bad block id would write outside the pool). */
+static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) {
+  const int64_t max_pos = (int64_t)map->max_blocks * kv->block_size;
+  for (int32_t t = 0; t < n; t++) {
+    if (map->pos[t] < 0 || map->pos[t] >= max_pos || map->seq[t] < 0)
+      return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV block table (%lld positions)", map->pos[t],
+                     (long long)max_pos);
+    /* the blocks token t reads: all of its sequence's up to its position (checked once per run of tokens) */
+    if (t + 1 < n && map->seq[t + 1] == map->seq[t] && map->pos[t + 1] >= map->pos[t]) continue;
+    const int32_t *tbl = map->tables + (size_t)map->seq[t] * (size_t)map->max_blocks;
+    for (int32_t b = 0; b <= map->pos[t] >> kv->block_shift; b++)
+      if (tbl[b] < 0 || tbl[b] >= kv->n_blocks)
+        return xpi_err(XPI_ERR_INTERNAL, "attention: block %d of sequence row %d is %d, outside the pool of %d", b,
+                       map->seq[t], tbl[b], kv->n_blocks);
+  }
+  return XPI_OK;
 }
 
 static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
-                                int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                                int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
                                 float scale, xpi_attn_impl impl) {
   if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
     return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
                    hk, hd, layer);
-  for (int32_t t = 0; t < n; t++)
-    if (pos[t] < 0 || pos[t] >= kv->n_ctx)
-      return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV cache of %d tokens", pos[t], kv->n_ctx);
+  XPI_TRY(check_map(kv, map, n));
   const xpi_cpu_kernels *ks = impl_of(be)->k;
-  for (int32_t t = 0; t < n; t++) /* store this step's keys and values at their slots */
+  const size_t esz = xpi_dtype_size(kv->dtype);
+  const int32_t mask = kv->block_size - 1;
+  for (int32_t t = 0; t < n; t++) { /* store this step's keys and values at their slots */
+    const int32_t p = map->pos[t], blk = map->tables[(size_t)map->seq[t] * (size_t)map->max_blocks + (size_t)(p >> kv->block_shift)];
     for (int32_t h = 0; h < hk; h++) {
-      store_elems(ks, (void *)kv_row(kv, kv->k, layer, pos[t], h), kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
-      store_elems(ks, (void *)kv_row(kv, kv->v, layer, pos[t], h), kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
+      const size_t off = kv_off(kv, layer, blk, h, p & mask) * esz;
+      store_elems(ks, (unsigned char *)kv->k + off, kv->dtype, k + ((size_t)t * hk + h) * hd, hd);
+      store_elems(ks, (unsigned char *)kv->v + off, kv->dtype, v + ((size_t)t * hk + h) * hd, hd);
     }
-  const xpi_cpu_kv_layer layer_kv = {kv_row(kv, kv->k, layer, 0, 0), kv_row(kv, kv->v, layer, 0, 0), kv->dtype, hk,
-                                     hd, (int64_t)kv->n_ctx * hd, hd};
-  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, pos, n, hq, scale, impl, 0);
+  }
+  const size_t l0 = kv_off(kv, layer, 0, 0, 0) * esz;
+  const xpi_cpu_kv_layer layer_kv = {(unsigned char *)kv->k + l0, (unsigned char *)kv->v + l0, kv->dtype, hk, hd,
+                                     (int64_t)kv->block_size * hd, hd, (int64_t)hk * kv->block_size * hd,
+                                     kv->block_shift};
+  const xpi_cpu_attn_batch batch = {map->pos, map->seq, map->tables, map->max_blocks};
+  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, &batch, n, hq, scale, impl, 0);
 }
 
 /* ------------------------------------------------------------------ elementwise */
@@ -362,17 +410,32 @@ static xpi_status cpu_add(xpi_backend *be, float *x, const float *y, int64_t cou
   return XPI_OK;
 }
 
-static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
-  (void)be;
-  for (int32_t r = 0; r < rows; r++) {
-    const float *p = x + (size_t)r * cols;
+typedef struct {
+  int32_t *out;
+  const float *x;
+  int32_t rows, cols;
+} argmax_job;
+
+static void argmax_run(void *ctx, int ith, int nth) {
+  argmax_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->rows, ith, nth, 1, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    const float *p = j->x + (size_t)r * (size_t)j->cols;
     int32_t best = 0, finite = 1;
-    for (int32_t c = 0; c < cols; c++) {
-      finite &= p[c] - p[c] == 0.0f; /* false for NaN and +-Inf */
+    for (int32_t c = 0; c < j->cols; c++) {
+      finite &= p[c] - p[c] == 0; /* false for NaN and infinities */
       if (p[c] > p[best]) best = c;
     }
-    out[r] = finite ? best : -1;
+    j->out[r] = finite ? best : -1;
   }
+}
+
+/* Rows in parallel (a batched decode step takes one per sequence). */
+static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
+  argmax_job j = {out, x, rows, cols};
+  if (rows == 1) argmax_run(&j, 0, 1);
+  else xpi_pool_run(impl_of(be)->pool, argmax_run, &j);
   return XPI_OK;
 }
 
@@ -394,7 +457,10 @@ static void cpu_describe(const xpi_backend *be, xpi_dtype wdt, char *out, size_t
     snprintf(out, cap, "%s", k->isa);
     return;
   }
-  snprintf(out, cap, "%s (%s: decode %s, prefill %s)", k->isa, xpi_dtype_name(wdt), k->gemv_isa[wdt],
+  char batched[48] = "";
+  if (k->smalln[wdt])
+    snprintf(batched, sizeof batched, ", %d-%d tokens %s", XPI_CPU_GEMM_MIN_N, k->smalln_max[wdt], k->smalln_isa);
+  snprintf(out, cap, "%s (%s: decode %s%s, prefill %s)", k->isa, xpi_dtype_name(wdt), k->gemv_isa[wdt], batched,
            k->gemm[wdt] ? k->gemm[wdt]->name : k->gemv_isa[wdt]);
 }
 
@@ -422,6 +488,7 @@ static const xpi_backend_ops k_cpu_ops = {
   .replay = NULL,
   .graph_free = NULL,
   .sync = cpu_sync,
+  .free_memory = cpu_free_memory,
 };
 
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out) {

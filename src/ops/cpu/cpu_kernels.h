@@ -33,8 +33,11 @@ typedef struct xpi_cpu_attn_tile {
   const float *q[XPI_CPU_ATTN_ROWS]; /* query rows, hd floats each */
   int32_t last[XPI_CPU_ATTN_ROWS];   /* row r sees keys j <= last[r] (its position) */
   int32_t nq, hd;                    /* 1 <= nq <= XPI_CPU_ATTN_ROWS */
-  const void *k, *v;                 /* element 0 of key 0's row of this KV head, in dt (f32/bf16/f16) */
-  int64_t ld;                        /* elements from key j's row to key j+1's */
+  const void *k, *v;                 /* element 0 of this KV head's row 0 in block 0, in dt (f32/bf16/f16) */
+  int64_t ld;                        /* elements from a row to the next inside a block */
+  const int32_t *blk;                /* block table: key j is row j & (2^bshift - 1) of block blk[j >> bshift] */
+  int32_t bshift;                    /* 30 with blk = {0}: one contiguous run of rows */
+  int64_t bstride;                   /* elements from block b's rows to block b+1's */
   xpi_dtype dt;
   int32_t s0, s1;                    /* keys [s0, s1) */
   float scale;
@@ -42,6 +45,17 @@ typedef struct xpi_cpu_attn_tile {
   float *acc;                        /* [nq][XPI_CPU_ATTN_HDP(hd)] running output, updated in place */
   float *scratch;                    /* xpi_cpu_attn_scratch_floats(hd) floats, 32-byte aligned */
 } xpi_cpu_attn_tile;
+
+/* Offset in elements from t->k (or t->v) to key j's row. */
+static inline int64_t xpi_cpu_attn_row(const xpi_cpu_attn_tile *t, int32_t j) {
+  return (int64_t)t->blk[j >> t->bshift] * t->bstride + (int64_t)(j & ((1 << t->bshift) - 1)) * t->ld;
+}
+
+/* Keys j..(returned - 1) are consecutive rows of one block (at most up to end). */
+static inline int32_t xpi_cpu_attn_run_end(const xpi_cpu_attn_tile *t, int32_t j, int32_t end) {
+  const int64_t e = (((int64_t)j >> t->bshift) + 1) << t->bshift;
+  return e < end ? (int32_t)e : end;
+}
 
 /* Scratch one attn_tile call needs: query rows, one block of converted K or V rows, and the scores. */
 static inline size_t xpi_cpu_attn_scratch_floats(int32_t hd) {
@@ -82,6 +96,13 @@ typedef struct xpi_cpu_kernels {
   xpi_cpu_mm_fn gemv[8];
   const xpi_cpu_gemm *gemm[8];
   const char *gemv_isa[8];
+  /* Per weight dtype: the batched-decode matmul for XPI_CPU_GEMM_MIN_N..smalln_max[dt] tokens (one token per
+   * decoding sequence), run over row slices like the GEMV; NULL: the GEMM serves those tokens. Float weights:
+   * the small-n kernel; q8/q4 (AMX table): the decode GEMV itself. mm_smalln.h says why and where each limit
+   * comes from. */
+  xpi_cpu_mm_fn smalln[8];
+  int32_t smalln_max[8];
+  const char *smalln_isa;
   float (*dot)(const float *a, const float *b, int64_t n);
   void (*axpy)(float *y, float a, const float *x, int64_t n);           /* y += a*x */
   void (*scale)(float *y, float a, int64_t n);                          /* y *= a */

@@ -107,6 +107,9 @@ static const xpi_cpu_isa k_pref_gemv_dense[] = {XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_q[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_bf16[] = {XPI_ISA_AMX, XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_dense[] = {XPI_ISA_AVX2, PREF_END};
+/* batched decode of float weights: the AVX-512 small-n kernel (the AMX table's up to 16 bf16 tokens, where its
+ * GEMM takes over), else the AVX2 one (mm_smalln.h) */
+static const xpi_cpu_isa k_pref_smalln[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVX2, PREF_END};
 
 static const xpi_cpu_kernels *first_of(const xpi_cpu_isa *pref) {
   for (; *pref != PREF_END; pref++) {
@@ -134,6 +137,10 @@ static void build_auto(void) {
     k.gemv[dt] = g->gemv[dt], k.gemv_isa[dt] = g->gemv_isa[dt];
     k.gemm[dt] = m->gemm[dt];
   }
+  const xpi_cpu_kernels *sn = first_of(k_pref_smalln);
+  memcpy(k.smalln, sn->smalln, sizeof k.smalln);
+  memcpy(k.smalln_max, sn->smalln_max, sizeof k.smalln_max);
+  k.smalln_isa = sn->smalln_isa;
   k_auto = k;
   xpi_log(1, "cpu: auto kernels: bf16 decode %s, prefill %s; q8/q4 decode %s, prefill %s", k.gemv_isa[XPI_DT_BF16],
           k.gemm[XPI_DT_BF16] ? k.gemm[XPI_DT_BF16]->name : "-", k.gemv_isa[XPI_DT_Q8],

@@ -20,6 +20,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm_q.h"
+#include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/quant.h"
 #include "ops/cpu/simd_avx2.h"
 
@@ -554,6 +555,16 @@ static void to_half_avx2(uint16_t *dst, const float *src, int64_t n, xpi_dtype d
   for (; i < n; i++) dst[i] = dt == XPI_DT_F16 ? xpi_f32_to_f16(src[i]) : xpi_f32_to_bf16(src[i]);
 }
 
+#define SMALLN(NAME, DT)                                                                                        \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,    \
+                   int64_t r1, int64_t cols) {                                                                     \
+    (void)aux;                                                                                                     \
+    xpi_cpu_mm_smalln_avx2(DT, Y, ldy, X, n, W, r0, r1, cols);                                                     \
+  }
+SMALLN(smalln_f32, XPI_DT_F32)
+SMALLN(smalln_f16, XPI_DT_F16)
+SMALLN(smalln_bf16, XPI_DT_BF16)
+
 static const xpi_cpu_kernels k_avx2 = {
   .isa = "avx2",
   .gemv = {[XPI_DT_F32] = gemv_f32_t, [XPI_DT_F16] = gemv_f16_t, [XPI_DT_BF16] = gemv_bf16_t, [XPI_DT_Q8] = gemv_q8,
@@ -562,6 +573,10 @@ static const xpi_cpu_kernels k_avx2 = {
            [XPI_DT_Q4] = &gemm_i8_q4},
   .gemv_isa = {[XPI_DT_F32] = "avx2", [XPI_DT_F16] = "avx2", [XPI_DT_BF16] = "avx2", [XPI_DT_Q8] = "avx2",
                [XPI_DT_Q4] = "avx2"},
+  .smalln = {[XPI_DT_F32] = smalln_f32, [XPI_DT_F16] = smalln_f16, [XPI_DT_BF16] = smalln_bf16},
+  .smalln_max = {[XPI_DT_F32] = XPI_CPU_SMALLN_MAX_AVX2, [XPI_DT_F16] = XPI_CPU_SMALLN_MAX_AVX2,
+                 [XPI_DT_BF16] = XPI_CPU_SMALLN_MAX_AVX2},
+  .smalln_isa = "avx2",
   .dot = dot_avx2,
   .axpy = axpy_avx2,
   .scale = scale_avx2,

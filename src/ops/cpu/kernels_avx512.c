@@ -2,7 +2,8 @@
  *  - the q8/q4 decode GEMV on 512-bit vectors with vpdpbusd (below),
  *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (q256.h, EVEX-encoded on ymm),
  *  - the bf16 prefill GEMM with vdpbf16ps (below: this table's; "auto" prefers the AVX2 f32 GEMM, measured 1.9x
- *    faster on a Xeon, dispatch.c), and the AVX-512 packers of its and the AMX GEMMs' activations.
+ *    faster on a Xeon, dispatch.c), and the AVX-512 packers of its and the AMX GEMMs' activations,
+ *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c).
  * Everything else (the f32/f16 GEMM and GEMV, the bf16 GEMV, vector kernels) is the AVX2 table's, which every
  * AVX-512 CPU also runs: bf16 decode is bound by memory, and the AVX2 GEMV's four-stream reading is what sets
  * its speed (kernels_avx2.c).
@@ -22,6 +23,7 @@
 
 #define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_epi32(acc, u8, s8)
 #include "ops/cpu/q256.h"
+#include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/amx_layout.h"
 #include "ops/cpu/simd_avx512.h"
 
@@ -257,6 +259,17 @@ static void bf16_run(float *Y, int64_t ldy, const void *Pa, int32_t n, const voi
 static const xpi_cpu_gemm gemm_bf16 = {"avx512-bf16x" XPI_AMX_TERMS_STR, 16, 16, xpi_amx_bf16_pack_bytes,
                                        xpi_amx_bf16_pack, bf16_scratch_bytes, bf16_run, 8 * XPI_AMX_BF16_TERMS};
 
+/* ------------------------------------------------------------------ batched decode, float weights */
+#define SMALLN(NAME, DT)                                                                                        \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,    \
+                   int64_t r1, int64_t cols) {                                                                     \
+    (void)aux;                                                                                                     \
+    xpi_cpu_mm_smalln_avx512(DT, Y, ldy, X, n, W, r0, r1, cols);                                                   \
+  }
+SMALLN(smalln_f32, XPI_DT_F32)
+SMALLN(smalln_f16, XPI_DT_F16)
+SMALLN(smalln_bf16, XPI_DT_BF16)
+
 /* ------------------------------------------------------------------ table */
 XPI_GQ_GEMM(gemm_vnni, "avx512-int8", q256_ukr_q8, q256_ukr_q4)
 
@@ -268,6 +281,11 @@ static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
 static void build_table(void) {
   k_avx512 = q256_table(xpi_cpu_kernels_avx2(), "avx512", gemv_q8, gemv_q4, &gemm_vnni_q8, &gemm_vnni_q4);
   k_avx512.gemm[XPI_DT_BF16] = &gemm_bf16;
+  k_avx512.smalln[XPI_DT_F32] = smalln_f32;
+  k_avx512.smalln[XPI_DT_F16] = smalln_f16;
+  k_avx512.smalln[XPI_DT_BF16] = smalln_bf16;
+  for (int dt = XPI_DT_F32; dt <= XPI_DT_BF16; dt++) k_avx512.smalln_max[dt] = XPI_CPU_SMALLN_MAX;
+  k_avx512.smalln_isa = "avx512";
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_avx512(void) {

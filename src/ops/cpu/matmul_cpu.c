@@ -1,4 +1,5 @@
-/* The CPU matmul driver (matmul_cpu.h): decode runs the table's GEMV over row slices, prefill its phased GEMM:
+/* The CPU matmul driver (matmul_cpu.h): decode runs the table's GEMV over row slices (a batched decode of float
+ * weights its small-n kernel), prefill its phased GEMM:
  * the activations packed once (threads packing disjoint token ranges), then tiles of rows x tokens.
  *
  * Why tiles: with rows alone, a matrix of few row panels leaves threads idle (1024 rows are 64 panels of 16,
@@ -84,13 +85,14 @@ typedef struct {
   char *scratch;
   size_t scratch_stride;
   int64_t pr, pt; /* tile grid */
+  xpi_cpu_mm_fn rows; /* decode: the GEMV or the small-n kernel, over row slices */
 } mm_job;
 
 static void gemv_run(void *ctx, int ith, int nth) {
   const mm_job *j = ctx;
   int64_t b, e;
   xpi_pool_range(j->r1 - j->r0, ith, nth, 8, &b, &e);
-  if (b < e) j->k->gemv[j->dt](j->Y, j->ldy, j->X, j->n, j->W, j->aux, j->r0 + b, j->r0 + e, j->cols);
+  if (b < e) j->rows(j->Y, j->ldy, j->X, j->n, j->W, j->aux, j->r0 + b, j->r0 + e, j->cols);
 }
 
 static void pack_run(void *ctx, int ith, int nth) {
@@ -117,8 +119,10 @@ void xpi_cpu_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *k,
                     int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0, int64_t r1,
                     int64_t cols) {
   const int nth = xpi_pool_size(pool);
-  mm_job j = {k, dt, Y, ldy, X, n, W, aux, r0, r1, cols, k->gemm[dt], NULL, NULL, 0, 1, 1};
-  if (n < XPI_CPU_GEMM_MIN_N || !j.g || r1 <= r0) {
+  mm_job j = {k, dt, Y, ldy, X, n, W, aux, r0, r1, cols, k->gemm[dt], NULL, NULL, 0, 1, 1, k->gemv[dt]};
+  const int smalln = n >= XPI_CPU_GEMM_MIN_N && k->smalln[dt] && n <= k->smalln_max[dt];
+  if (smalln) j.rows = k->smalln[dt];
+  if (n < XPI_CPU_GEMM_MIN_N || smalln || !j.g || r1 <= r0) {
     xpi_pool_run_n(pool, gemv_run, &j, (int)(r1 - r0 < nth ? (r1 - r0 > 0 ? r1 - r0 : 1) : nth));
     return;
   }

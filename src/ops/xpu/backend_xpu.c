@@ -160,20 +160,23 @@ static void xpu_weight_free(xpi_backend *be, xpi_weight *w) {
 
 /* ------------------------------------------------------------------ KV cache */
 
-static xpi_status xpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_ctx, int32_t hk, int32_t hd, xpi_dtype dtype,
-                                xpi_kv **out) {
+static xpi_status xpu_kv_create(xpi_backend *be, int32_t n_layers, int32_t n_blocks, int32_t block_size, int32_t hk,
+                                int32_t hd, xpi_dtype dtype, xpi_kv **out) {
   *out = NULL;
   if (!is_float(dtype))
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: KV cache dtype %s is not supported", be->device, xpi_dtype_name(dtype));
-  if (n_layers <= 0 || n_ctx <= 0 || hk <= 0 || hd <= 0)
-    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: bad KV cache shape", be->device);
-  size_t per = (size_t)n_ctx * (size_t)hk * (size_t)hd; /* each factor < 2^31: no overflow on 64-bit */
-  if ((size_t)n_layers > SIZE_MAX / 4 / per)
+  if (n_layers <= 0 || n_blocks <= 0 || hk <= 0 || hd <= 0 || block_size <= 0 || block_size > (1 << 16) ||
+      (block_size & (block_size - 1)))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: bad KV cache shape (block size %d must be a power of two)",
+                   be->device, block_size);
+  size_t per = (size_t)block_size * (size_t)hk * (size_t)hd; /* each factor < 2^31: no overflow on 64-bit */
+  if ((size_t)n_blocks > SIZE_MAX / 8 / per || (size_t)n_layers > SIZE_MAX / 8 / per / (size_t)n_blocks)
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: KV cache size overflows", be->device);
-  size_t bytes = (size_t)n_layers * per * xpi_dtype_size(dtype);
+  size_t bytes = (size_t)n_layers * (size_t)n_blocks * per * xpi_dtype_size(dtype);
   xpi_kv *kv = calloc(1, sizeof *kv);
   if (!kv) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device);
-  *kv = (xpi_kv){dtype, n_layers, n_ctx, hk, hd, NULL, NULL};
+  *kv = (xpi_kv){dtype, n_layers, n_blocks, block_size, 0, hk, hd, NULL, NULL};
+  while ((1 << kv->block_shift) < block_size) kv->block_shift++;
   kv->k = xpu_alloc(be, bytes);
   kv->v = kv->k ? xpu_alloc(be, bytes) : NULL;
   if (!kv->v) {
@@ -282,6 +285,10 @@ static void xpu_destroy(xpi_backend *be) {
   free(be);
 }
 
+static xpi_status xpu_free_memory_op(xpi_backend *be, uint64_t *bytes) {
+  return xpi_xpu_free_memory(im_of(be)->d->index, bytes);
+}
+
 static const xpi_backend_ops k_xpu_ops = {
   .name = "xpu",
   .destroy = xpu_destroy,
@@ -306,6 +313,7 @@ static const xpi_backend_ops k_xpu_ops = {
   .replay = xpu_replay,
   .graph_free = xpu_graph_free,
   .sync = xpu_sync_op,
+  .free_memory = xpu_free_memory_op,
 };
 
 /* The compute queue group of the device (ordinal 0 where the driver does not say). */

@@ -127,8 +127,8 @@ const char *xpu_ze_result_name(ze_result_t r);
 
 struct xpi_kv {
   xpi_dtype dtype;
-  int32_t n_layers, n_ctx, hk, hd;
-  void *k, *v; /* device: [n_layers][n_ctx][hk][hd] each */
+  int32_t n_layers, n_blocks, block_size, block_shift, hk, hd;
+  void *k, *v; /* device: [n_layers][n_blocks][block_size][hk][hd] each */
 };
 
 /* The ops (xpu_ops.c), installed in the table by backend_xpu.c. */
@@ -141,8 +141,8 @@ xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int
                     const xpi_rope_params *rp, const float *inv_freq, const xpi_weight *q_norm,
                     const xpi_weight *k_norm, float eps);
 xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
-                         int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd, float scale,
-                         xpi_attn_impl impl);
+                         int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                         float scale, xpi_attn_impl impl);
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
 xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);

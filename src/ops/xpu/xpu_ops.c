@@ -107,8 +107,8 @@ xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int
 }
 
 xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
-                         int32_t layer, const int32_t *pos, int32_t n, int32_t hq, int32_t hk, int32_t hd, float scale,
-                         xpi_attn_impl impl) {
+                         int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                         float scale, xpi_attn_impl impl) {
   if (!kv || layer < 0 || layer >= kv->n_layers || hk != kv->hk || hd != kv->hd)
     return xpi_err(XPI_ERR_INTERNAL, "%s: attention: layer %d / shape (hk %d, hd %d) does not match the KV cache",
                    be->device, layer, hk, hd);
@@ -118,27 +118,33 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
   if (hd > XPU_MAX_HD)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: attention: head_dim %d exceeds the XPU kernels' %d", be->device, hd,
                    XPU_MAX_HD);
+  if (map->max_blocks <= 0 || (int64_t)map->max_blocks << kv->block_shift > INT32_MAX)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: attention: %d blocks a sequence", be->device, map->max_blocks);
   if (n <= 0) return XPI_OK;
   size_t esz = xpi_dtype_size(kv->dtype);
-  size_t layer_off = (size_t)layer * (size_t)kv->n_ctx * (size_t)hk * (size_t)hd * esz;
+  size_t layer_off = (size_t)layer * (size_t)kv->n_blocks * (size_t)kv->block_size * (size_t)hk * (size_t)hd * esz;
   void *kc = (unsigned char *)kv->k + layer_off, *vc = (unsigned char *)kv->v + layer_off;
-  int kdt = (int)kv->dtype, n_ctx = kv->n_ctx;
-  xpu_arg st[] = {XA(kc), XA(vc), XA(kdt), XA(k), XA(v), XA(pos), XA(hk), XA(hd), XA(n_ctx)};
-  XPI_TRY(xpu_launch(be, XK_KV_STORE, ceil_div((uint64_t)hd, 64), (uint32_t)hk, (uint32_t)n, 64, 1, 1, st, 9));
+  int kdt = (int)kv->dtype, mb = map->max_blocks, bshift = kv->block_shift, nb = kv->n_blocks;
+  const int32_t *pos = map->pos, *seq = map->seq, *tables = map->tables;
+  xpu_arg st[] = {XA(kc), XA(vc), XA(kdt), XA(k), XA(v), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(nb),
+                  XA(hk), XA(hd)};
+  XPI_TRY(xpu_launch(be, XK_KV_STORE, ceil_div((uint64_t)hd, 64), (uint32_t)hk, (uint32_t)n, 64, 1, 1, st, 13));
   uint32_t rows = (uint32_t)n * (uint32_t)hq;
   if (impl == XPI_ATTN_EAGER) {
     void *scores = NULL;
-    XPI_TRY(xpu_scratch(be, (size_t)rows * (size_t)n_ctx * sizeof(float), &scores));
-    xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(hq), XA(hk), XA(hd), XA(scale), XA(scores),
-                   XA(n_ctx)};
-    return xpu_launch(be, XK_EAGER, rows, 1, 1, 64, 1, 1, a, 12);
+    XPI_TRY(xpu_scratch(be, (size_t)rows * ((size_t)mb << bshift) * sizeof(float), &scores));
+    xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
+                   XA(hk), XA(hd), XA(scale), XA(scores)};
+    return xpu_launch(be, XK_EAGER, rows, 1, 1, 64, 1, 1, a, 15);
   }
   if (impl == XPI_ATTN_FLASH) {
-    xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(n), XA(hq), XA(hk), XA(hd), XA(scale)};
-    return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 11);
+    xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(n),
+                   XA(hq), XA(hk), XA(hd), XA(scale)};
+    return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 15);
   }
-  xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(hq), XA(hk), XA(hd), XA(scale)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 10);
+  xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
+                 XA(hk), XA(hd), XA(scale)};
+  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 14);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {

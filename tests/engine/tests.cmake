@@ -1,0 +1,1 @@
+set_tests_properties(engine/test_engine PROPERTIES FIXTURES_REQUIRED random_models)
