@@ -124,18 +124,58 @@ XPI_API xpi_status xpi_detok_stream_push(xpi_detok_stream *s, int32_t id, const 
 /* Text held back at the end (an incomplete character at end of generation, decoded as tokenizers would). */
 XPI_API xpi_status xpi_detok_stream_flush(xpi_detok_stream *s, const char **piece, size_t *piece_len);
 
+/* ---------------------------------------------------------------- chat templates */
+/* The model's own chat template (tokenizer_config.json "chat_template", or chat_template.jinja), rendered by
+ * libxpuinfer's Jinja engine exactly as transformers' tokenizer.apply_chat_template(messages, tools=...,
+ * documents=..., add_generation_prompt=..., tokenize=False, **kwargs) renders it: jinja2's sandboxed environment
+ * with trim_blocks and lstrip_blocks, loopcontrols, {% generation %}, raise_exception(), strftime_now(),
+ * tojson as json.dumps(ensure_ascii=False), and the tokenizer's special tokens (bos_token, eos_token, unk_token,
+ * pad_token) as variables. Templates that raise (raise_exception, undefined values, type errors, the sandbox's
+ * refusals) fail with XPI_ERR_INVALID_ARGUMENT and the template's message or its line and column; a template that
+ * does not parse fails with XPI_ERR_FORMAT. Every render is bounded in time and memory. */
 typedef struct xpi_chat_message {
-  const char *role;    /* "system", "user", "assistant" */
-  const char *content; /* UTF-8 */
+  const char *role;              /* "system", "user", "assistant", "tool", ... */
+  const char *content;           /* UTF-8 text; NULL: the message has no "content" key (unless content_json) */
+  const char *content_json;      /* instead of content: any JSON value, e.g. a list of parts
+                                    [{"type": "text", "text": "..."}, {"type": "image"}]; NULL: unused */
+  const char *reasoning_content; /* assistant: its reasoning ("thinking") text, or NULL */
+  const char *tool_calls_json;   /* assistant: a JSON array of calls
+                                    [{"id", "type": "function", "function": {"name", "arguments": {...}}}], or NULL */
+  const char *tool_call_id;      /* role "tool": the id of the call it answers, or NULL */
+  const char *name;              /* role "tool": the tool's name, or NULL */
+  const char *extra_json;        /* a JSON object of further keys for this message, or NULL */
 } xpi_chat_message;
-/* Renders a conversation with the tokenizer's chat template (Qwen3 / Qwen2 ChatML, Llama 3, Llama 3.1/3.2/3.3
- * Instruct without tools), as transformers' apply_chat_template(messages, tokenize=False, add_generation_prompt,
- * enable_thinking). Llama 3.2 dates its system block with the current local date, as transformers does; set
- * XPI_CHAT_DATE (e.g. "26 Jul 2024") for reproducible prompts. A template the
- * library does not know is XPI_ERR_UNSUPPORTED. Size query on text (NUL-terminated). */
+
+typedef struct xpi_chat_options {
+  size_t struct_size;
+  int add_generation_prompt;   /* end with the assistant's turn header (default 1; transformers' default is 0) */
+  const char *tools_json;      /* JSON array of tools ({"type": "function", "function": {...}}) or NULL (tools=None) */
+  const char *documents_json;  /* JSON array of documents or NULL (documents=None) */
+  const char *variables_json;  /* JSON object of further template variables, e.g. {"enable_thinking": false,
+                                  "reasoning_effort": "low", "date_string": "26 Jul 2024"}; they override the
+                                  special tokens and the conversation's keys */
+  const char *chat_template;   /* Jinja source to render instead of the tokenizer's, or NULL */
+  const char *template_name;   /* with several named templates: which (NULL: "tool_use" when tools are given and
+                                  the tokenizer has it, else "default") */
+  int64_t now;                 /* strftime_now's clock, seconds since the epoch rendered in local time as
+                                  datetime.now(); 0: the current time */
+} xpi_chat_options;
+XPI_API void xpi_chat_options_default(xpi_chat_options *o);
+
+/* Renders a conversation of n_msgs structured messages. tok may be NULL when opts->chat_template is given (no
+ * special tokens then). Size query on text (NUL-terminated); with the current clock (opts->now 0) a template
+ * that prints the time can differ between the two calls: fix now to render identically. */
 XPI_API xpi_status xpi_apply_chat_template(const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n_msgs,
-                                           int add_generation_prompt, int enable_thinking,
-                                           char *text, size_t cap, size_t *len_out);
+                                           const xpi_chat_options *opts, char *text, size_t cap, size_t *len_out);
+/* The same from JSON (what a CLI, a jsonl batch or an OpenAI-style server holds): conversation is either a JSON
+ * array of messages or an object {"messages": [...], "tools": [...], "documents": [...],
+ * "add_generation_prompt": bool, ...} whose every other key is a template variable (enable_thinking,
+ * bos_token, date_string, ...). Message objects pass to the template as they are. Precedence, lowest first: the
+ * tokenizer's special tokens, tools=None and documents=None, opts->add_generation_prompt, the conversation's keys,
+ * opts->tools_json / documents_json, opts->variables_json. */
+XPI_API xpi_status xpi_apply_chat_template_json(const xpi_tokenizer *tok, const char *conversation, size_t len,
+                                                const xpi_chat_options *opts, char *text, size_t cap,
+                                                size_t *len_out);
 
 /* ---------------------------------------------------------------- hub */
 typedef struct xpi_download_options {

@@ -1,16 +1,21 @@
-/* tokenizer_config.json (or chat_template.jinja): special token names and the chat template, recognised by a
- * fingerprint of its distinctive parts (the Jinja text is never interpreted; tok_chat.c renders the family). */
+/* tokenizer_config.json and the chat templates next to it, as transformers loads them: the special tokens (a
+ * string or an AddedToken object {"content": ...}), "chat_template" as one template or a list of {name,
+ * template}, chat_template.jinja (transformers 5; it wins over tokenizer_config.json) and
+ * additional_chat_templates/NAME.jinja. Each template is parsed here once (src/jinja); a template that does not
+ * parse keeps its error, reported when it is used, so the tokenizer still loads. */
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "jinja/jinja.h"
 #include "tokenizer/tok_internal.h"
 
-static xpi_status oom(void) { return xpi_err(XPI_ERR_OUT_OF_MEMORY, "tokenizer: out of memory"); }
+#define MAX_TEMPLATE_BYTES (16u << 20)
 
-static int has(const char *s, const char *needle) { return strstr(s, needle) != NULL; }
+static xpi_status oom(void) { return xpi_err(XPI_ERR_OUT_OF_MEMORY, "tokenizer: out of memory"); }
 
 /* A special token field: "text", {"content": "text"} or null. */
 static xpi_status config_token(const char *path, const cJSON *cfg, const char *key, char **out) {
@@ -23,81 +28,99 @@ static xpi_status config_token(const char *path, const cJSON *cfg, const char *k
   return XPI_OK;
 }
 
-/* ChatML's default system prompt: the first literal '<|im_start|>system\n TEXT <|im_end|>' in the template (a
- * Jinja string, so "\\n" stands for a newline); NULL when there is none. */
-static xpi_status chatml_default_system(const char *tpl, char **out) {
-  *out = NULL;
-  for (const char *p = strstr(tpl, "<|im_start|>system"); p; p = strstr(p + 1, "<|im_start|>system")) {
-    const char *q = p + strlen("<|im_start|>system");
-    if (*q == '\n') q++;
-    else if (q[0] == '\\' && q[1] == 'n') q += 2;
-    else continue;
-    const char *end = strstr(q, "<|im_end|>");
-    if (!end || end == q) continue;
-    size_t n = (size_t)(end - q);
-    if (memchr(q, '\'', n) || memchr(q, '"', n) || memchr(q, '{', n) || memchr(q, '+', n)) continue;
-    tok_buf b = {0};
-    xpi_status st = XPI_OK;
-    for (size_t i = 0; !st && i < n; i++) {
-      if (q[i] == '\\' && i + 1 < n && q[i + 1] == 'n') { st = tok_buf_put(&b, "\n", 1); i++; }
-      else st = tok_buf_put(&b, q + i, 1);
+void tok_chat_free(tok_chat *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->n; i++) {
+    free(c->v[i].name);
+    free(c->v[i].origin);
+    free(c->v[i].error);
+    jj_template_free(c->v[i].tpl);
+  }
+  free(c->v);
+  free(c);
+}
+
+/* Adds (or replaces) a named template; a parse error is kept as the template's error. */
+static xpi_status add_template(tok_chat *c, const char *name, const char *src, size_t len, const char *origin) {
+  size_t i;
+  for (i = 0; i < c->n; i++)
+    if (!strcmp(c->v[i].name, name)) break;
+  if (i == c->n) {
+    tok_chat_template *nv = realloc(c->v, (c->n + 1) * sizeof *nv);
+    if (!nv) return oom();
+    c->v = nv;
+    memset(&c->v[c->n], 0, sizeof *c->v);
+    if (!(c->v[c->n].name = strdup(name))) return oom();
+    c->n++;
+  } else {
+    jj_template_free(c->v[i].tpl);
+    free(c->v[i].error);
+    free(c->v[i].origin);
+    c->v[i].tpl = NULL;
+    c->v[i].error = NULL;
+  }
+  tok_chat_template *t = &c->v[i];
+  if (!(t->origin = strdup(origin))) return oom();
+  xpi_status st = jj_template_parse(src, len, &t->tpl);
+  if (st == XPI_ERR_OUT_OF_MEMORY) return st;
+  if (st && !(t->error = strdup(xpi_last_error()))) return oom();
+  xpi_err_clear();
+  return XPI_OK;
+}
+
+static xpi_status add_template_file(tok_chat *c, const char *name, const char *path) {
+  char *src = NULL;
+  size_t len = 0;
+  XPI_TRY(xpi_read_file(path, MAX_TEMPLATE_BYTES, &src, &len));
+  xpi_status st = add_template(c, name, src, len, path);
+  free(src);
+  return st;
+}
+
+/* additional_chat_templates/NAME.jinja (transformers 5's layout for named templates). */
+static xpi_status load_additional(tok_chat *c, const char *dir) {
+  char *sub = xpi_path_join(dir, "additional_chat_templates");
+  if (!sub) return oom();
+  DIR *d = opendir(sub);
+  xpi_status st = XPI_OK;
+  if (d) {
+    struct dirent *e;
+    while (!st && (e = readdir(d))) {
+      size_t l = strlen(e->d_name);
+      if (l <= 6 || strcmp(e->d_name + l - 6, ".jinja")) continue;
+      char *path = xpi_path_join(sub, e->d_name), *name = strndup(e->d_name, l - 6);
+      st = path && name ? add_template_file(c, name, path) : oom();
+      free(path);
+      free(name);
     }
-    if (st) { tok_buf_free(&b); return st; }
-    *out = b.p;
-    return XPI_OK;
+    closedir(d);
+  }
+  free(sub);
+  return st;
+}
+
+static xpi_status config_templates(tok_chat *c, const char *path, const cJSON *ct) {
+  if (cJSON_IsString(ct)) return add_template(c, "default", ct->valuestring, strlen(ct->valuestring), path);
+  if (!cJSON_IsArray(ct))
+    return xpi_err(XPI_ERR_FORMAT, "%s: \"chat_template\" must be a string or a list of {\"name\", \"template\"}", path);
+  const cJSON *e;
+  int i = 0;
+  cJSON_ArrayForEach(e, ct) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name"), *tt = cJSON_GetObjectItemCaseSensitive(e, "template");
+    if (!cJSON_IsString(name) || !cJSON_IsString(tt))
+      return xpi_err(XPI_ERR_FORMAT, "%s: \"chat_template\"[%d] must be {\"name\": string, \"template\": string}", path, i);
+    XPI_TRY(add_template(c, name->valuestring, tt->valuestring, strlen(tt->valuestring), path));
+    i++;
   }
   return XPI_OK;
 }
 
-static int fingerprint(const char *tpl) {
-  if (has(tpl, "<|im_start|>") && has(tpl, "<|im_end|>") && has(tpl, "enable_thinking") && has(tpl, "</think>") &&
-      has(tpl, "reasoning_content") && has(tpl, "last_query_index"))
-    return TOK_CHAT_QWEN3;
-  if (has(tpl, "<|start_header_id|>") && has(tpl, "<|end_header_id|>") && has(tpl, "<|eot_id|>") &&
-      has(tpl, "| trim") && has(tpl, "bos_token") && !has(tpl, "Cutting Knowledge Date") && !has(tpl, "tools") &&
-      !has(tpl, "system_message"))
-    return TOK_CHAT_LLAMA3;
-  /* Llama 3.1 / 3.2 / 3.3 Instruct: every piece that shapes a conversation without tools, as the Jinja source
-   * spells it (so "\\n" is a backslash and an n). */
-  static const char *const llama31[] = {
-      "{{- bos_token }}",
-      "{%- if not date_string is defined %}",
-      "{%- if messages[0]['role'] == 'system' %}",
-      "{%- set system_message = messages[0]['content']|trim %}",
-      "{%- set messages = messages[1:] %}",
-      "{%- set system_message = \"\" %}",
-      "{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}",
-      "{{- \"Cutting Knowledge Date: December 2023\\n\" }}",
-      "{{- \"Today Date: \" + date_string + \"\\n\\n\" }}",
-      "{{- system_message }}\n{{- \"<|eot_id|>\" }}",
-      "{%- if not (message.role == 'ipython' or message.role == 'tool' or 'tool_calls' in message) %}",
-      "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + "
-      "'<|eot_id|>' }}",
-      "{%- if add_generation_prompt %}\n    {{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}",
-  };
-  int is_llama31 = 1;
-  for (size_t i = 0; i < sizeof llama31 / sizeof *llama31; i++) is_llama31 &= has(tpl, llama31[i]);
-  if (is_llama31 && has(tpl, "strftime_now")) return TOK_CHAT_LLAMA32_DATED;
-  if (is_llama31 && has(tpl, "{%- set date_string = \"26 Jul 2024\" %}")) return TOK_CHAT_LLAMA31;
-  /* Qwen2 / Qwen2.5: every turn '<|im_start|>' + role + '\n' + content + '<|im_end|>' + '\n' */
-  if (has(tpl, "<|im_start|>") && has(tpl, "<|im_end|>") && has(tpl, "add_generation_prompt") &&
-      (has(tpl, "message['content']") || has(tpl, "message.content")) && !has(tpl, "think") &&
-      !has(tpl, "reasoning") && !has(tpl, "bos_token") && !has(tpl, "date"))
-    return TOK_CHAT_CHATML;
-  return TOK_CHAT_UNKNOWN;
-}
-
 xpi_status tok_load_config(xpi_tokenizer *t, const char *dir) {
-  char *jinja = xpi_path_join(dir, "chat_template.jinja");
-  if (!jinja) return XPI_ERR_OUT_OF_MEMORY;
-  if (xpi_file_exists(jinja)) { /* transformers 5 saves the template on its own */
-    size_t len;
-    xpi_status st = xpi_read_file(jinja, 16u << 20, &t->chat_template, &len);
-    if (st) { free(jinja); return st; }
-  }
-  free(jinja);
+  tok_chat *chat = calloc(1, sizeof *chat);
+  if (!chat) return oom();
+  t->chat = chat;
   t->config_path = xpi_path_join(dir, "tokenizer_config.json");
-  if (!t->config_path) return XPI_ERR_OUT_OF_MEMORY;
+  if (!t->config_path) return oom();
   if (xpi_file_exists(t->config_path)) {
     cJSON *cfg = NULL;
     XPI_TRY(xpi_json_load_file(t->config_path, 64u << 20, &cfg));
@@ -108,28 +131,14 @@ xpi_status tok_load_config(xpi_tokenizer *t, const char *dir) {
     if (!st) st = config_token(t->config_path, cfg, "pad_token", &t->pad_token);
     if (!st) st = config_token(t->config_path, cfg, "unk_token", &t->unk_token);
     const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
-    if (!st && !t->chat_template && ct && !cJSON_IsNull(ct)) {
-      const char *tpl = NULL;
-      if (cJSON_IsString(ct)) tpl = ct->valuestring;
-      else if (cJSON_IsArray(ct)) { /* named templates: use "default" */
-        const cJSON *e;
-        cJSON_ArrayForEach(e, ct) {
-          const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
-          const cJSON *tt = cJSON_GetObjectItemCaseSensitive(e, "template");
-          if (cJSON_IsString(name) && !strcmp(name->valuestring, "default") && cJSON_IsString(tt)) tpl = tt->valuestring;
-        }
-      }
-      if (!tpl) st = xpi_err(XPI_ERR_FORMAT, "%s: \"chat_template\" must be a string or a list with a \"default\" "
-                             "template", t->config_path);
-      else if (!(t->chat_template = strdup(tpl))) st = oom();
-    }
+    if (!st && ct && !cJSON_IsNull(ct)) st = config_templates(chat, t->config_path, ct);
     cJSON_Delete(cfg);
     XPI_TRY(st);
   }
-  t->chat_family = t->chat_template ? fingerprint(t->chat_template) : TOK_CHAT_NONE;
-  if (t->chat_family == TOK_CHAT_CHATML) {
-    XPI_TRY(chatml_default_system(t->chat_template, &t->chat_default_system));
-    t->chat_tool_response = has(t->chat_template, "<tool_response>");
-  }
-  return XPI_OK;
+  char *jinja = xpi_path_join(dir, "chat_template.jinja");
+  if (!jinja) return oom();
+  xpi_status st = xpi_file_exists(jinja) ? add_template_file(chat, "default", jinja) : XPI_OK;
+  free(jinja);
+  XPI_TRY(st);
+  return load_additional(chat, dir);
 }

@@ -120,10 +120,16 @@ xpi_status tok_strs_add(tok_strs *s, const char *p, size_t n);
 /* Runs the chain and joins: out = decode(tokens). */
 xpi_status tok_dec_run(const tok_dec *d, tok_strs *tokens, tok_buf *out);
 
-/* LLAMA31: the Llama 3.1 / 3.3 Instruct template (dated system block, fixed default date); LLAMA32_DATED: the
- * Llama 3.2 one, whose default date is the current day (strftime_now; XPI_CHAT_DATE overrides). */
-enum { TOK_CHAT_NONE = 0, TOK_CHAT_UNKNOWN, TOK_CHAT_QWEN3, TOK_CHAT_LLAMA3, TOK_CHAT_CHATML, TOK_CHAT_LLAMA31,
-       TOK_CHAT_LLAMA32_DATED };
+/* Chat templates (tok_config.c): each named template parsed once, or the error that kept it from parsing. */
+struct jj_template;
+typedef struct tok_chat_template {
+  char *name;                /* "default", "tool_use", ... */
+  char *origin;              /* the file it came from, for messages */
+  struct jj_template *tpl;   /* NULL when it did not parse */
+  char *error;               /* the parse error, or NULL */
+} tok_chat_template;
+typedef struct tok_chat { tok_chat_template *v; size_t n; } tok_chat;
+void tok_chat_free(tok_chat *c);
 
 /* ---- the tokenizer */
 typedef struct tok_added {
@@ -157,11 +163,9 @@ struct xpi_tokenizer {
   int32_t *post_single; size_t n_post_single; int post_seq_pos; /* ids before/after the sequence */
   int has_post;
   /* tokenizer_config.json */
-  char *chat_template; char *bos_token; char *eos_token; char *pad_token; char *unk_token;
+  char *bos_token; char *eos_token; char *pad_token; char *unk_token;
   char *config_path;
-  int chat_family;             /* TOK_CHAT_* from the chat template's fingerprint */
-  char *chat_default_system;   /* ChatML: system prompt used when the conversation has none (or NULL) */
-  int chat_tool_response;      /* ChatML: tool turns as <tool_response> inside a user turn (Qwen2.5) */
+  tok_chat *chat;              /* chat templates (src/chat renders them) */
   char *vocab_arena;           /* the vocabulary's token strings */
   int dec_byte_fallback;       /* decoder has ByteFallback */
   int strip_stop;              /* decoder has Strip with stop > 0 (streaming cannot anchor) */

@@ -299,8 +299,7 @@ static void tok_destroy(xpi_tokenizer *t) {
   if (t->dec) tok_dec_free(t->dec);
   free(t->dec);
   free(t->post_single);
-  free(t->chat_template);
-  free(t->chat_default_system);
+  tok_chat_free(t->chat);
   free(t->bos_token);
   free(t->eos_token);
   free(t->pad_token);

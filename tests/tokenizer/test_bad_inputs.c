@@ -101,12 +101,47 @@ static void bad_files(void) {
             "tokenizer_config.json: \"chat_template\"");
   CHECK_ERR(load_json("{" GOOD_MODEL "}", "{\"eos_token\": 5}", NULL), XPI_ERR_FORMAT,
             "tokenizer_config.json: \"eos_token\"");
-  /* an unknown template loads, but rendering is refused */
+  /* any template renders (the Jinja engine); one that does not parse still loads, and rendering names the error */
   CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"chat_template\": \"{% for m in messages %}{{ m.content }}{% endfor %}\"}",
                      &t));
-  xpi_chat_message m = {"user", "ab"};
+  xpi_chat_message m = {.role = "user", .content = "ab"};
   size_t len = 0;
-  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "not a template family");
+  char out[16];
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, NULL, out, sizeof out, &len));
+  CHECK(!strcmp(out, "ab"), "generic template: %s", out);
+  xpi_tokenizer_free(t);
+  CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"chat_template\": \"{% for m in messages %}\\n{{ m.content }\"}", &t));
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, NULL, out, sizeof out, &len), XPI_ERR_FORMAT,
+            "tokenizer_config.json: chat template 'default': template syntax error at line 2, column 14");
+  xpi_tokenizer_free(t);
+  /* named templates: "default", or "tool_use" when tools are given; none named default needs a choice */
+  CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"}, "
+                     "{\"name\": \"tool_use\", \"template\": \"T{{ tools|length }}\"}]}", &t));
+  xpi_chat_options o;
+  xpi_chat_options_default(&o);
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, &o, out, sizeof out, &len));
+  CHECK(!strcmp(out, "D"), "default template: %s", out);
+  o.tools_json = "[{\"type\": \"function\"}]";
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, &o, out, sizeof out, &len));
+  CHECK(!strcmp(out, "T1"), "tool_use template: %s", out);
+  o.template_name = "default";
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, &o, out, sizeof out, &len));
+  CHECK(!strcmp(out, "D"), "template_name: %s", out);
+  o.template_name = "nope";
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, &o, out, sizeof out, &len), XPI_ERR_INVALID_ARGUMENT,
+            "no chat template named 'nope' (the tokenizer has 'default', 'tool_use')");
+  xpi_tokenizer_free(t);
+  CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"chat_template\": [{\"name\": \"rag\", \"template\": \"R\"}]}", &t));
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, NULL, out, sizeof out, &len), XPI_ERR_INVALID_ARGUMENT,
+            "none is named 'default'");
+  xpi_tokenizer_free(t);
+  CHECK_ERR(load_json("{" GOOD_MODEL "}", "{\"chat_template\": [{\"name\": \"x\"}]}", NULL), XPI_ERR_FORMAT,
+            "\"chat_template\"[0] must be {\"name\": string, \"template\": string}");
+  /* special tokens as strings or AddedToken objects */
+  CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"bos_token\": {\"content\": \"<s>\", \"lstrip\": false}, \"eos_token\": "
+                     "\"</s>\", \"chat_template\": \"{{ bos_token }}{{ eos_token }}{{ pad_token is defined }}\"}", &t));
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, NULL, out, sizeof out, &len));
+  CHECK(!strcmp(out, "<s></s>False"), "special tokens: %s", out);
   xpi_tokenizer_free(t);
   /* chat_template.jinja (transformers 5) wins over tokenizer_config.json */
   static const char jinja[] =
@@ -118,7 +153,7 @@ static void bad_files(void) {
   xpi_test_write_file(jp, jinja, strlen(jinja));
   CHECK_OK(load_json("{" GOOD_MODEL "}", "{\"chat_template\": \"{{ unknown }}\"}", &t));
   char text[256];
-  CHECK_OK(xpi_apply_chat_template(t, &m, 1, 1, 1, text, sizeof text, &len));
+  CHECK_OK(xpi_apply_chat_template(t, &m, 1, NULL, text, sizeof text, &len));
   CHECK(!strcmp(text, "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nab<|im_end|>\n"
                       "<|im_start|>assistant\n"), "chat_template.jinja: %s", text);
   xpi_tokenizer_free(t);
@@ -165,8 +200,8 @@ static void bad_calls(void) {
   xpi_detok_stream_free(s);
   CHECK_ERR(xpi_detok_stream_create(NULL, 0, &s), XPI_ERR_INVALID_ARGUMENT, "tok is NULL");
   /* no tokenizer_config.json: no chat template */
-  xpi_chat_message m = {"user", "ab"};
-  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, 1, 1, text, sizeof text, &len), XPI_ERR_UNSUPPORTED, "chat_template");
+  xpi_chat_message m = {.role = "user", .content = "ab"};
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, NULL, text, sizeof text, &len), XPI_ERR_UNSUPPORTED, "chat_template");
   xpi_tokenizer_free(t);
 
   /* chat template buffer too small, bad messages */
@@ -174,12 +209,25 @@ static void bad_calls(void) {
   CHECK_OK(xpi_tokenizer_load(q, &t));
   free(q);
   if (!t) return;
-  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, 1, 1, text, sizeof text, &len), XPI_ERR_BUFFER_TOO_SMALL, "needs");
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, NULL, text, sizeof text, &len), XPI_ERR_BUFFER_TOO_SMALL, "needs");
   CHECK(len == strlen("<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n"), "len %zu", len);
-  xpi_chat_message bad_m = {"user", NULL};
-  CHECK_ERR(xpi_apply_chat_template(t, &bad_m, 1, 1, 1, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT, "message 0");
-  xpi_chat_message bad_u = {"user", "\xC0\x80"};
-  CHECK_ERR(xpi_apply_chat_template(t, &bad_u, 1, 1, 1, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT, "UTF-8");
+  xpi_chat_message bad_m = {.role = NULL, .content = "x"};
+  CHECK_ERR(xpi_apply_chat_template(t, &bad_m, 1, NULL, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT,
+            "message 0 has no role");
+  xpi_chat_message bad_u = {.role = "user", .content = "\xC0\x80"};
+  CHECK_ERR(xpi_apply_chat_template(t, &bad_u, 1, NULL, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT,
+            "message 0: content is not valid UTF-8 (byte 0)");
+  xpi_chat_message bad_j = {.role = "assistant", .tool_calls_json = "[{\"id\": }]"};
+  CHECK_ERR(xpi_apply_chat_template(t, &bad_j, 1, NULL, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT,
+            "message 0: tool_calls_json: invalid JSON near line 1, column 9");
+  bad_j.tool_calls_json = "{}";
+  CHECK_ERR(xpi_apply_chat_template(t, &bad_j, 1, NULL, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT,
+            "tool_calls_json must be a JSON array");
+  xpi_chat_message both = {.role = "user", .content = "a", .content_json = "\"b\""};
+  CHECK_ERR(xpi_apply_chat_template(t, &both, 1, NULL, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT,
+            "content or content_json");
+  xpi_chat_options small = {.struct_size = 4};
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, &small, text, sizeof text, &len), XPI_ERR_INVALID_ARGUMENT, "struct_size");
   xpi_tokenizer_free(t);
 }
 

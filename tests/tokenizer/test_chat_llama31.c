@@ -1,7 +1,8 @@
-/* Llama 3.1 / 3.3 Instruct chat template (tests/data/chat_templates, the Hub's official texts): golden renders made
- * with jinja2 as transformers' apply_chat_template runs it (date_string not passed, so "26 Jul 2024"), the ids of
- * the render from Hugging Face tokenizers 0.23.2 encode(text, add_special_tokens=False), the Llama 3.2 template
- * (dated with the current day, or XPI_CHAT_DATE), and the refusals: tool turns, an empty conversation. */
+/* Llama 3.1 / 3.3 Instruct chat template (tests/data/chat_templates, the Hub's official texts) through the Jinja
+ * engine: golden renders made with jinja2 as transformers' apply_chat_template runs it (date_string not passed, so
+ * "26 Jul 2024"), the ids of the render from Hugging Face tokenizers 0.23.2 encode(text, add_special_tokens=False),
+ * the Llama 3.2 template (dated with strftime_now: the current day, or the caller's fixed clock), a tool call and
+ * its result, and an empty conversation, on which the template itself fails (messages[0] is undefined). */
 #include <time.h>
 #include "check.h"
 
@@ -46,11 +47,11 @@ static xpi_tokenizer *load_with(const char *data, const char *template_file) {
   return t;
 }
 
-static char *render(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen) {
+static char *render_opts(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, const xpi_chat_options *o) {
   size_t len = 0;
-  CHECK_ERR(xpi_apply_chat_template(t, m, n, gen, 1, NULL, 0, &len), XPI_ERR_BUFFER_TOO_SMALL, "needs");
+  CHECK_ERR(xpi_apply_chat_template(t, m, n, o, NULL, 0, &len), XPI_ERR_BUFFER_TOO_SMALL, "needs");
   char *text = malloc(len + 1);
-  if (xpi_apply_chat_template(t, m, n, gen, 1, text, len + 1, &len)) {
+  if (xpi_apply_chat_template(t, m, n, o, text, len + 1, &len)) {
     CHECK(0, "render failed: %s", xpi_last_error());
     free(text);
     return NULL;
@@ -58,11 +59,18 @@ static char *render(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n,
   return text;
 }
 
+static char *render(const xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int gen) {
+  xpi_chat_options o;
+  xpi_chat_options_default(&o);
+  o.add_generation_prompt = gen;
+  return render_opts(t, m, n, &o);
+}
+
 static const xpi_chat_message PIRATE[] = {
-    {"system", "  You are a pirate.\n"},
-    {"user", "\tAhoy \xF0\x9F\x8F\xB4\xE2\x80\x8D\xE2\x98\xA0\xEF\xB8\x8F \xE3\x80\x80"}, /* pirate flag, U+3000 */
-    {"assistant", "Arr!\n\n"},
-    {"user", " Where's the gold? "},
+    {.role = "system", .content = "  You are a pirate.\n"},
+    {.role = "user", .content = "\tAhoy \xF0\x9F\x8F\xB4\xE2\x80\x8D\xE2\x98\xA0\xEF\xB8\x8F \xE3\x80\x80"}, /* pirate flag, U+3000 */
+    {.role = "assistant", .content = "Arr!\n\n"},
+    {.role = "user", .content = " Where's the gold? "},
 };
 static const char PIRATE_TEXT[] =
     "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday "
@@ -93,21 +101,29 @@ static void golden(const char *data, const char *template_file) {
   }
   free(text);
   /* no system message: an empty one after the dates; no generation prompt */
-  xpi_chat_message hi = {"user", "hi"};
+  xpi_chat_message hi = {.role = "user", .content = "hi"};
   text = render(t, &hi, 1, 0);
   CHECK(text && !strcmp(text, "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge "
                               "Date: December 2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|"
                               "end_header_id|>\n\nhi<|eot_id|>"),
         "%s: \"hi\" rendered as \"%s\"", template_file, text ? text : "(error)");
   free(text);
-  /* refusals */
+  /* a tool call and its result: the template's ipython turn (before the engine, these were refused) */
+  xpi_chat_message tool[] = {
+      {.role = "user", .content = "weather?"},
+      {.role = "assistant", .tool_calls_json = "[{\"type\": \"function\", \"function\": {\"name\": \"w\", "
+                                              "\"arguments\": {\"city\": \"Oslo\"}}}]"},
+      {.role = "tool", .content = "{\"t\": 21}", .name = "w"}};
+  text = render(t, tool, 3, 1);
+  CHECK(text && strstr(text, "<|start_header_id|>assistant<|end_header_id|>\n\n{\"name\": \"w\", \"parameters\": "
+                             "{\"city\": \"Oslo\"}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n\n"
+                             "\"{\\\"t\\\": 21}\"<|eot_id|>"),
+        "%s: tool call rendered as \"%s\"", template_file, text ? text : "(error)");
+  free(text);
+  /* the template reads messages[0]['role']: an empty conversation fails as it does under jinja2 */
   size_t len;
-  xpi_chat_message tool[] = {{"user", "weather?"}, {"tool", "{\"t\": 21}"}};
-  CHECK_ERR(xpi_apply_chat_template(t, tool, 2, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED,
-            "message 1 has role \"tool\"");
-  tool[1].role = "ipython";
-  CHECK_ERR(xpi_apply_chat_template(t, tool, 2, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "role \"ipython\"");
-  CHECK_ERR(xpi_apply_chat_template(t, NULL, 0, 1, 1, NULL, 0, &len), XPI_ERR_INVALID_ARGUMENT, "at least one message");
+  CHECK_ERR(xpi_apply_chat_template(t, NULL, 0, NULL, NULL, 0, &len), XPI_ERR_INVALID_ARGUMENT,
+            "UndefinedError");
   xpi_tokenizer_free(t);
 }
 
@@ -141,12 +157,15 @@ static void in_tokenizer_config(const char *data) {
 }
 
 /* Llama 3.2 dates its system block with the current local date (strftime_now, as transformers renders it);
- * XPI_CHAT_DATE fixes the date. Both ways the rest must equal the Llama 3.1 render. */
-static char *render_gen(xpi_tokenizer *t, const xpi_chat_message *m, size_t n) {
+ * options.now fixes the clock. Both ways the rest must equal the Llama 3.1 render. */
+static char *render_gen(xpi_tokenizer *t, const xpi_chat_message *m, size_t n, int64_t now) {
+  xpi_chat_options o;
+  xpi_chat_options_default(&o);
+  o.now = now;
   size_t len = 0;
-  xpi_apply_chat_template(t, m, n, 1, 1, NULL, 0, &len);
+  xpi_apply_chat_template(t, m, n, &o, NULL, 0, &len);
   char *buf = malloc(len + 1);
-  if (buf && xpi_apply_chat_template(t, m, n, 1, 1, buf, len + 1, &len) != XPI_OK) buf[0] = 0;
+  if (buf && xpi_apply_chat_template(t, m, n, &o, buf, len + 1, &len) != XPI_OK) buf[0] = 0;
   return buf;
 }
 
@@ -154,26 +173,25 @@ static void llama32_dated(const char *data) {
   xpi_tokenizer *t32 = load_with(data, "meta-llama-Llama-3.2-3B-Instruct.jinja");
   xpi_tokenizer *t31 = load_with(data, "meta-llama-Llama-3.1-8B-Instruct.jinja");
   if (!t32 || !t31) goto out;
-  xpi_chat_message m[2] = {{"system", "Be brief."}, {"user", "hi"}};
-  char *want31 = render_gen(t31, m, 2);
-  unsetenv("XPI_CHAT_DATE");
+  xpi_chat_message m[2] = {{.role = "system", .content = "Be brief."}, {.role = "user", .content = "hi"}};
+  char *want31 = render_gen(t31, m, 2, 0);
   char today[64];
   time_t now = time(NULL);
   struct tm tm;
   localtime_r(&now, &tm);
   strftime(today, sizeof today, "Today Date: %d %b %Y\n", &tm);
-  char *got = render_gen(t32, m, 2);
+  char *got = render_gen(t32, m, 2, 0);
   CHECK(got && strstr(got, today) != NULL, "Llama 3.2 render lacks \"%s\": %s", today, got ? got : "(null)");
   free(got);
-  setenv("XPI_CHAT_DATE", "26 Jul 2024", 1); /* the 3.1 template's date: the whole text must then be identical */
-  got = render_gen(t32, m, 2);
+  /* the 3.1 template's date (noon local time on 26 Jul 2024): the whole text must then be identical */
+  struct tm d = {.tm_year = 124, .tm_mon = 6, .tm_mday = 26, .tm_hour = 12, .tm_isdst = -1};
+  got = render_gen(t32, m, 2, (int64_t)mktime(&d));
   CHECK(got && want31 && !strcmp(got, want31), "Llama 3.2 with a fixed date differs from 3.1:\n%s\n---\n%s", got, want31);
   free(got);
-  setenv("XPI_CHAT_DATE", "02 Jan 2025", 1);
-  got = render_gen(t32, m, 2);
+  d = (struct tm){.tm_year = 125, .tm_mon = 0, .tm_mday = 2, .tm_hour = 12, .tm_isdst = -1};
+  got = render_gen(t32, m, 2, (int64_t)mktime(&d));
   CHECK(got && strstr(got, "Today Date: 02 Jan 2025\n\nBe brief.<|eot_id|>") != NULL, "fixed date: %s", got);
   free(got);
-  unsetenv("XPI_CHAT_DATE");
   free(want31);
 out:
   xpi_tokenizer_free(t32);

@@ -1,4 +1,4 @@
-"""Chat templates, differential: our xpi_apply_chat_template (through tests/tokenizer/tok_driver) against the
+"""Chat templates, differential: xpi_apply_chat_template (the Jinja engine, through tests/tokenizer/tok_driver) against the
 real Jinja templates of tokenizer_config.json rendered with jinja2 the way transformers' apply_chat_template
 does (sandboxed environment, trim_blocks, lstrip_blocks, loopcontrols), on generated conversations: system
 prompts, multi-turn, assistant turns with <think> reasoning before or after the last user turn, tool
@@ -7,8 +7,9 @@ and enable_thinking both ways. The texts must be identical.
 
 The official Llama 3.1 / 3.3 Instruct templates (tests/data/chat_templates/*.jinja, saved from the Hub by
 llama.cpp's scripts/get_chat_template.py; 3.1 and 3.3 are byte-identical) are compared the same way on
-system/user/assistant conversations. The Llama 3.2 one dates its system block with strftime_now (the current
-local date under transformers), so it must be refused, and so must tool/ipython turns and an empty conversation."""
+system/user/assistant conversations and on tool calls with their results; an empty conversation fails under
+jinja2 (the template reads messages[0]) and must fail here. The Llama 3.2 one dates its system block with
+strftime_now: rendered at a fixed instant on both sides, and with the current date when the clock is not fixed."""
 import json
 import os
 import random
@@ -197,13 +198,29 @@ def check_llama31(tmp, failures):
             text = bytes.fromhex(got["text"]).decode() if "text" in got else got
             if text != want:
                 failures.append((name, r, text, want))
-        # refusals: what the API cannot express must not render
-        bad = [{"chat": [{"role": "user", "content": "x"}, {"role": role, "content": "{\"a\": 1}"}], "gen": True}
-               for role in ("tool", "ipython")] + [{"chat": [], "gen": True}]
-        with_error = [("error" in g) and (needle in g["error"]) for g, needle in
-                      zip(run_driver(d, bad), ('role "tool"', 'role "ipython"', "at least one message"))]
-        if not all(with_error):
-            failures.append((name, bad, with_error, "every refusal case refused"))
+        # tool calls and their results (arguments as objects or JSON strings), then the ipython turn
+        tool_reqs = []
+        for k in range(N // 4 + 1):
+            args = {"city": rng.choice(["Oslo", "東京", "a\"b"]), "days": rng.randint(1, 9)}
+            call = {"type": "function", "function": {"name": "get_weather",
+                                                      "arguments": args if k % 2 else json.dumps(args)}}
+            msgs = [{"role": "user", "content": llama_content(rng)},
+                    {"role": "assistant", "tool_calls": [call]},
+                    {"role": rng.choice(["tool", "ipython"]), "content": rng.choice(['{"t": 21}', "sunny", ""])}]
+            tool_reqs.append({"chat": msgs, "gen": True})
+        for r, got in zip(tool_reqs, run_driver(d, tool_reqs)):
+            try:
+                want = tpl.render(messages=r["chat"], tools=None, documents=None, add_generation_prompt=True,
+                                  bos_token=bos, eos_token="<|eot_id|>")
+            except jinja2.exceptions.TemplateError as e:
+                want = "error"
+            compared += 1
+            text = bytes.fromhex(got["text"]).decode() if "text" in got else "error"
+            if text != want:
+                failures.append((name, r, text, want))
+        empty = run_driver(d, [{"chat": [], "gen": True}])[0]
+        if "UndefinedError" not in empty.get("error", ""):
+            failures.append((name, [], empty, "an UndefinedError, as jinja2 gives"))
         try:  # the template itself fails on an empty conversation, as we do
             tpl.render(messages=[], add_generation_prompt=True, bos_token=bos)
             failures.append((name, [], "rendered", "jinja2 fails on an empty conversation"))
@@ -213,16 +230,17 @@ def check_llama31(tmp, failures):
 
 
 def check_llama32(tmp, failures, rng):
-    """Llama 3.2 dates its system block with strftime_now (transformers: the current local date). With the date
-    fixed through XPI_CHAT_DATE, every conversation must render as jinja2 does at that instant; without it, the
+    """Llama 3.2 dates its system block with strftime_now (transformers: the current local date). With the clock
+    fixed (the request's "now"), every conversation must render as jinja2 does at that instant; without it, the
     render carries today's date."""
     import datetime
     d = llama_dir(tmp, LLAMA32_TEMPLATE)
     with open(os.path.join(d, "chat_template.jinja"), encoding="utf-8") as f:
         tpl = make_env(datetime.datetime(2026, 11, 29)).from_string(f.read())
     convs = [llama_conversation(rng) for _ in range(N)]
-    reqs = [{"chat": c, "gen": bool(i % 2)} for i, c in enumerate(convs)]
-    got = run_driver(d, reqs, env={"XPI_CHAT_DATE": "29 Nov 2026"})
+    now = int(datetime.datetime(2026, 11, 29, 12).timestamp())  # local noon, as strftime_now renders local time
+    reqs = [{"chat": c, "gen": bool(i % 2), "now": now} for i, c in enumerate(convs)]
+    got = run_driver(d, reqs)
     for r, g in zip(reqs, got):
         want = tpl.render(messages=r["chat"], add_generation_prompt=r["gen"], bos_token="<|begin_of_text|>")
         text = bytes.fromhex(g["text"]).decode() if "text" in g else g

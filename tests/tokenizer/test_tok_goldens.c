@@ -129,11 +129,13 @@ static void check_chat(const char *data, const cJSON *chat) {
       m[i].role = cJSON_GetObjectItem(e, "role")->valuestring;
       m[i].content = cJSON_GetObjectItem(e, "content")->valuestring;
     }
-    int think = strstr(c->string, "thinking=False") == NULL;
+    xpi_chat_options o;
+    xpi_chat_options_default(&o);
+    if (strstr(c->string, "thinking=False")) o.variables_json = "{\"enable_thinking\": false}";
     size_t len = 0;
-    CHECK_ERR(xpi_apply_chat_template(t, m, n, 1, think, NULL, 0, &len), XPI_ERR_BUFFER_TOO_SMALL, "needs");
+    CHECK_ERR(xpi_apply_chat_template(t, m, n, &o, NULL, 0, &len), XPI_ERR_BUFFER_TOO_SMALL, "needs");
     char *text = malloc(len + 1);
-    CHECK_OK(xpi_apply_chat_template(t, m, n, 1, think, text, len + 1, &len));
+    CHECK_OK(xpi_apply_chat_template(t, m, n, &o, text, len + 1, &len));
     const char *want = cJSON_GetObjectItem(c, "text")->valuestring;
     CHECK(!strcmp(text, want), "%s: got \"%s\"", c->string, text);
     CHECK(ids_equal(t, want, 0, cJSON_GetObjectItem(c, "ids")), "%s: ids of the rendered text", c->string);
@@ -157,9 +159,9 @@ static void check_tinyfortunes(const char *src) {
   }
   CHECK(n > 0, "no tinyfortunes prompts");
   /* no chat_template in its tokenizer_config.json */
-  xpi_chat_message m = {"user", "hi"};
+  xpi_chat_message m = {.role = "user", .content = "hi"};
   size_t len;
-  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "chat_template");
+  CHECK_ERR(xpi_apply_chat_template(t, &m, 1, NULL, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "chat_template");
   CHECK(xpi_tokenizer_token_id(t, "<|endoftext|>") == 4093, "eos id");
   CHECK(xpi_tokenizer_config_token_id(t, "eos_token") == 4093, "config eos id");
   CHECK(xpi_tokenizer_bos_id(t) == -1, "no bos");
@@ -192,9 +194,9 @@ static void check_queries(const char *data) {
   CHECK(xpi_tokenizer_vocab_size(q) == 151669 && xpi_tokenizer_vocab_size(l3) == 128256 &&
         xpi_tokenizer_vocab_size(l2) == 32000, "vocab sizes");
   CHECK(!strcmp(xpi_tokenizer_token_text(l2, 1), "<s>") && xpi_tokenizer_token_text(l2, 32000) == NULL, "token text");
-  xpi_chat_message m = {"user", "hi"};
+  xpi_chat_message m = {.role = "user", .content = "hi"};
   size_t len;
-  CHECK_ERR(xpi_apply_chat_template(l2, &m, 1, 1, 1, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "tokenizer_config.json");
+  CHECK_ERR(xpi_apply_chat_template(l2, &m, 1, NULL, NULL, 0, &len), XPI_ERR_UNSUPPORTED, "tokenizer_config.json");
 }
 
 /* Byte-fallback pieces of one emoji: nothing comes out until the character is complete. */

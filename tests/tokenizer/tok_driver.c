@@ -2,7 +2,8 @@
  * on stdin writes one JSON line on stdout.
  *   {"text": str}  -> {"ids", "ids_sp", "dec", "dec_skip", "dec_sp", "dec_sp_skip", "stream", "stream_skip"}
  *   {"ids": [int]} -> {"dec", "dec_skip", "stream", "stream_skip"}
- *   {"chat": [{"role", "content"}], "gen": 0|1, "think": 0|1} -> {"text"} (xpi_apply_chat_template)
+ *   {"chat": [{"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content"}], "gen": 0|1, "think": 0|1, "now": seconds} -> {"text"} (xpi_apply_chat_template
+ *   with add_generation_prompt = gen and enable_thinking = think; now fixes strftime_now's clock)
  * ids = encode(text, add_special_tokens=False), ids_sp = with True; dec* decode ids (dec_sp* decode ids_sp);
  * Texts are hex-encoded UTF-8. stream* are the concatenated pieces of a streaming decode of ids_sp (or the given ids). Errors: {"error"}. */
 #include <stdio.h>
@@ -109,18 +110,34 @@ int main(int argc, char **argv) {
       const cJSON *msgs = cJSON_GetObjectItem(req, "chat");
       size_t nm = (size_t)cJSON_GetArraySize(msgs), len = 0;
       xpi_chat_message *m = calloc(nm + 1, sizeof *m);
-      for (size_t i = 0; i < nm; i++) {
-        const cJSON *e = cJSON_GetArrayItem(msgs, (int)i);
+      char **json = calloc(2 * nm + 1, sizeof *json); /* printed JSON fields, freed below */
+      for (size_t i = 0; i < nm; i++) { /* dict keys to the structured message */
+        const cJSON *e = cJSON_GetArrayItem(msgs, (int)i), *c = cJSON_GetObjectItem(e, "content");
+        const cJSON *tc = cJSON_GetObjectItem(e, "tool_calls");
         m[i].role = cJSON_GetObjectItem(e, "role")->valuestring;
-        m[i].content = cJSON_GetObjectItem(e, "content")->valuestring;
+        if (cJSON_IsString(c)) m[i].content = c->valuestring;
+        else if (c) m[i].content_json = json[2 * i] = cJSON_PrintUnformatted(c);
+        if (tc) m[i].tool_calls_json = json[2 * i + 1] = cJSON_PrintUnformatted(tc);
+        const cJSON *f;
+        if (cJSON_IsString(f = cJSON_GetObjectItem(e, "reasoning_content"))) m[i].reasoning_content = f->valuestring;
+        if (cJSON_IsString(f = cJSON_GetObjectItem(e, "tool_call_id"))) m[i].tool_call_id = f->valuestring;
+        if (cJSON_IsString(f = cJSON_GetObjectItem(e, "name"))) m[i].name = f->valuestring;
       }
-      int gen = cJSON_IsTrue(cJSON_GetObjectItem(req, "gen")), think = cJSON_IsTrue(cJSON_GetObjectItem(req, "think"));
-      xpi_status st = xpi_apply_chat_template(t, m, nm, gen, think, NULL, 0, &len);
+      xpi_chat_options o;
+      xpi_chat_options_default(&o);
+      o.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(req, "gen"));
+      o.variables_json = cJSON_IsTrue(cJSON_GetObjectItem(req, "think")) ? "{\"enable_thinking\": true}"
+                                                                          : "{\"enable_thinking\": false}";
+      const cJSON *now = cJSON_GetObjectItem(req, "now");
+      if (cJSON_IsNumber(now)) o.now = (int64_t)now->valuedouble;
+      xpi_status st = xpi_apply_chat_template(t, m, nm, &o, NULL, 0, &len);
       char *buf = malloc(len + 1);
-      if (st == XPI_ERR_BUFFER_TOO_SMALL) st = xpi_apply_chat_template(t, m, nm, gen, think, buf, len + 1, &len);
+      if (st == XPI_ERR_BUFFER_TOO_SMALL) st = xpi_apply_chat_template(t, m, nm, &o, buf, len + 1, &len);
       if (st) err = 1;
       else add_hex(out, "text", buf, len);
       free(buf);
+      for (size_t i = 0; i < 2 * nm; i++) free(json[i]);
+      free(json);
       free(m);
     } else {
       cJSON_AddStringToObject(out, "error", "bad request line");

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gen.h"
 
@@ -196,18 +197,22 @@ void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it)
   xpi_status s = XPI_OK;
   int chat = d->chat || it->msgs;
   if (chat) {
-    xpi_chat_message one[2], *msgs = it->msgs;
+    xpi_chat_message one[2] = {{0}}, *msgs = it->msgs;
     size_t nm = it->n_msgs;
     if (!msgs) { /* a plain prompt with --chat: one user message, after --system */
       nm = 0;
-      if (d->system) one[nm++] = (xpi_chat_message){"system", d->system};
-      one[nm++] = (xpi_chat_message){"user", it->prompt};
+      if (d->system) one[nm++] = (xpi_chat_message){.role = "system", .content = d->system};
+      one[nm++] = (xpi_chat_message){.role = "user", .content = it->prompt};
       msgs = one;
     }
-    s = xpi_apply_chat_template(tok, msgs, nm, 1, !d->no_think, NULL, 0, &len);
+    xpi_chat_options co;
+    xpi_chat_options_default(&co);
+    co.now = (int64_t)time(NULL); /* one clock for both calls: a template that prints the date renders the same */
+    if (d->no_think) co.variables_json = "{\"enable_thinking\": false}";
+    s = xpi_apply_chat_template(tok, msgs, nm, &co, NULL, 0, &len);
     if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
       text = malloc(len + 1);
-      s = text ? xpi_apply_chat_template(tok, msgs, nm, 1, !d->no_think, text, len + 1, &len) : XPI_ERR_OUT_OF_MEMORY;
+      s = text ? xpi_apply_chat_template(tok, msgs, nm, &co, text, len + 1, &len) : XPI_ERR_OUT_OF_MEMORY;
     }
     if (s != XPI_OK) {
       char msg[512];
