@@ -278,6 +278,8 @@ typedef struct xpi_token_event {
   size_t text_len;
   const xpi_logprob *top;     /* logprobs requested: log-softmax of the raw logits, best first */
   int32_t n_top;
+  float logprob;              /* logprobs requested: the sampled token's own log-softmax value (it may be outside
+                                 top when sampling); else 0 */
 } xpi_token_event;
 /* Called for every generated token. Return 0 to continue, nonzero to stop (finish reason "stop"). */
 typedef int (*xpi_token_callback)(const xpi_token_event *ev, void *user);

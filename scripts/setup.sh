@@ -2,7 +2,7 @@
 # Installs what libxpuinfer needs to build and test on Debian 12. Idempotent; run as root.
 set -euo pipefail
 APT_PKGS=(build-essential cmake pkg-config git ca-certificates
-  libze-dev libze1 libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev
+  libze-dev libze1 libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev
   clang-15 llvm-15 llvm-spirv-15 spirv-tools
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1
   python3 python3-venv python3-pip)
@@ -20,6 +20,9 @@ if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
   "$VENV/bin/pip" install -q "tokenizers==0.23.2" numpy safetensors
 # jinja2 renders the real chat templates as transformers does (tests/tokenizer/test_chat_template.py)
 "$VENV/bin/python" -c "import jinja2" 2>/dev/null || "$VENV/bin/pip" install -q jinja2
+# the official OpenAI client drives `xpuinfer serve` in tests/serve
+"$VENV/bin/python" -c "import openai; assert openai.__version__ == '3.57.0'" 2>/dev/null || \
+  "$VENV/bin/pip" install -q "openai==3.57.0"
 # Intel's CPU OpenCL runtime (not a Debian package; ~0.8 GB, ~90 s to install here): zesim runs the Intel-tuned
 # kernels on it in the tests (tests/xpu_intel). Its own venv, versions pinned as tested. A failed install does not
 # fail setup: CMake then does not find it and those tests are skipped, saying why.

@@ -241,7 +241,8 @@ static xpi_status job_generate_init(xpi_engine *e, xpi_seq *s, const xpi_gen_opt
   XPI_TRY(xpi_seq_output_init(&s->out, e->model->tok, e->model->cfg.eos_ids, e->model->cfg.n_eos, o));
   s->out_ready = 1;
   s->logprobs = o->logprobs < e->vocab ? o->logprobs : e->vocab;
-  if (s->logprobs > 0 && !(s->top = malloc((size_t)s->logprobs * sizeof *s->top)))
+  if (s->logprobs > 0 && (!(s->top = malloc((size_t)s->logprobs * sizeof *s->top)) ||
+                         !(s->lp_raw = malloc((size_t)e->vocab * sizeof *s->lp_raw))))
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   s->device_greedy = s->smp.greedy && s->logprobs == 0 && s->smp.penalty == 1.0f;
   s->job = JOB_GENERATE;
@@ -327,11 +328,11 @@ xpi_status xpi_engine_cancel(xpi_engine *e, uint64_t seq_id) {
 
 /* ------------------------------------------------------------------ one step */
 
-static void push_event(xpi_engine *e, xpi_seq *s, int32_t id, const char *text, size_t len) {
+static void push_event(xpi_engine *e, xpi_seq *s, int32_t id, const char *text, size_t len, float logprob) {
   xpi_pending_event *ev = &e->events[e->n_events++];
   ev->s = s;
   ev->tok = (xpi_token_event){.id = id, .text = text, .text_len = len, .top = s->logprobs > 0 ? s->top : NULL,
-                              .n_top = s->logprobs};
+                              .n_top = s->logprobs, .logprob = logprob};
 }
 
 /* Token and final events of the step, with no lock held. Ended sequences are destroyed after their final
@@ -390,7 +391,11 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
     xpi_seq_fail(s, XPI_ERR_NUMERIC, msg);
     return;
   }
-  if (s->logprobs > 0) xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
+  double lse = 0;
+  if (s->logprobs > 0) {
+    lse = xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
+    memcpy(s->lp_raw, lg, (size_t)e->vocab * sizeof *lg);
+  }
   int32_t id = s->device_greedy ? e->argmax[r] : xpi_sampler_sample(&s->smp, lg, s->tokens, s->n_tok);
   const char *piece = "";
   size_t plen = 0;
@@ -402,7 +407,7 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   double now = xpi_now_s();
   if (s->t_first == 0) s->t_first = now;
   s->t_last = now;
-  push_event(e, s, id, piece, plen);
+  push_event(e, s, id, piece, plen, s->logprobs > 0 ? (float)((double)s->lp_raw[id] - lse) : 0.0f);
   if (!s->out.finished) *next_tok = id;
 }
 

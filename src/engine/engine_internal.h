@@ -47,6 +47,7 @@ typedef struct xpi_seq {
   int device_greedy;           /* the argmax computed on the device is all the job needs */
   int32_t logprobs;
   xpi_logprob *top;
+  float *lp_raw;               /* logprobs: the row's raw logits (sampling rewrites the row in place) */
   float *eval_logits;          /* JOB_EVAL: the caller's buffer, rows from position out_from */
   int eval_all;
   xpi_seq_callback cb;

@@ -10,6 +10,7 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_download(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "xpuinfer <cmd>: <what>: <xpi_last_error()>" on stderr and returns the exit code 1. */
 int cli_fail(const char *cmd, const char *what, xpi_status s);

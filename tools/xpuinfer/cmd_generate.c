@@ -2,14 +2,13 @@
  * template), run them all through one engine (continuous batching: every prompt of -f at once, as many
  * together as --parallel and the KV pool allow), and print the texts (or one JSON object per prompt) in input
  * order. Public API only. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
-#include "download_progress.h"
+#include "cli_load.h"
 #include "gen.h"
 
 #define CMD "generate"
@@ -18,7 +17,6 @@ static void help(void) {
   printf(
     "usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE) [options]\n"
     "\n"
-    "  -m, --model DIR|REPO     model folder or Hugging Face repo id (org/name[@rev])\n"
     "  -p, --prompt TEXT        the prompt\n"
     "  -f, --file FILE          one prompt per line (empty lines skipped), all run together; FILE.jsonl (or\n"
     "                           --jsonl): one JSON object per line with \"prompt\" (a string) or \"messages\"\n"
@@ -40,28 +38,15 @@ static void help(void) {
     "      --seed S             random seed (same seed, same text; default 0)\n"
     "      --stop TEXT          stop when the text contains TEXT (repeatable)\n"
     "      --ignore-eos         do not stop at end-of-sequence tokens\n"
-    "      --attn NAME          sdpa (default), eager, flash_attention_2\n"
-    "      --threads N          CPU threads (default: all cores)\n"
-    "      --device NAME        auto (default), cpu, xpu, xpu:N\n"
-    "      --device-map auto    split the layers over all visible XPUs\n"
-    "      --dtype NAME         auto (as stored), bf16, f16, f32\n"
-    "      --quant q8|q4        weight-only quantization at load\n"
-    "      --kv-dtype NAME      KV cache dtype: f32 (CPU default), bf16, f16\n"
-    "      --kv-pool SIZE       KV pool in bytes (K, M, G suffixes; default: half the free memory, at most\n"
-    "                           what the sequences need)\n"
-    "      --kv-pool-tokens N   the KV pool in positions instead\n"
-    "      --block-size N       positions per KV block: 16 or 32 (default 32)\n"
-    "      --step-tokens N      tokens per step, decode and prefill chunks together (default 512)\n"
-    "      --no-prefix-cache    do not share the KV blocks of identical prompt prefixes\n"
-    "      --no-fused           unfused reference kernels\n"
-    "      --n-ctx N            longest sequence, prompt plus new tokens (default max_position_embeddings)\n"
     "      --json               one JSON object per prompt and line: index, prompt, text, prompt_ids, ids,\n"
     "                           finish_reason, prompt_tokens, completion_tokens, ttft_s, tok_s; a prompt that\n"
     "                           cannot run gives {\"index\", \"error\"} and the others go on\n"
     "      --logprobs N         with --json: the N best log-probabilities of each generated token\n"
     "  -q, --quiet              no timing on stderr\n"
     "\n"
-    "Exit status: 0 when every prompt ran, 1 when one or more failed (after all have run), 2 for bad options.\n");
+    "\nmodel and engine:\n%s"
+    "\nExit status: 0 when every prompt ran, 1 when one or more failed (after all have run), 2 for bad options.\n",
+    cli_load_help);
 }
 
 static double now_s(void) {
@@ -71,9 +56,9 @@ static double now_s(void) {
 }
 
 typedef struct opts {
-  const char *model, *prompt, *file, *system;
-  int no_special, chat, no_think, json, quiet, logprobs, n_ctx, jsonl, parallel, block, step, no_prefix;
-  long long kv_bytes, kv_tokens;
+  const char *prompt, *file, *system;
+  int no_special, chat, no_think, json, quiet, logprobs, jsonl, parallel;
+  cli_load_opts load;
   const char *stops[64];
   size_t n_stops;
 } opts;
@@ -138,25 +123,9 @@ static int flush_done(run_state *rs, int *next) {
   return failed;
 }
 
-static int parse_size(const char *v, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (errno || end == v || x <= 0) return 1;
-  double mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
-  if (*end == 'i' || *end == 'B') end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
-  if (*end || x * mul > 9.0e18) return 1;
-  *out = (long long)(x * mul);
-  return 0;
-}
-
 int cmd_generate(int argc, char **argv) {
   opts o = {0};
-  xpi_model_options mo;
-  xpi_model_options_default(&mo);
+  cli_load_opts_init(&o.load);
   /* sampling flags, applied over the model's generation_config.json after loading */
   long long n_new = -1, top_k = -1;
   double temp = -1, top_p = -1, min_p = -1, rep = -1;
@@ -170,8 +139,10 @@ int cmd_generate(int argc, char **argv) {
 #define INT(dst, lo, hi) do { NEED(); if (cli_parse_int(v, lo, hi, &dst)) return cli_usage_error(CMD, "%s: '%s' is not an integer in [%lld, %lld]", a, v, (long long)(lo), (long long)(hi)); } while (0)
 #define FLT(dst) do { NEED(); if (cli_parse_float(v, &dst)) return cli_usage_error(CMD, "%s: '%s' is not a number", a, v); } while (0)
     long long t;
+    int shared = cli_load_opt(CMD, argc, argv, &i, &o.load);
+    if (shared < 0) return 2;
+    if (shared) continue;
     if (ARG("-h") || ARG("--help")) { help(); return 0; }
-    else if (ARG("-m") || ARG("--model")) { NEED(); o.model = v; }
     else if (ARG("-p") || ARG("--prompt")) { NEED(); o.prompt = v; }
     else if (ARG("-f") || ARG("--file")) { NEED(); o.file = v; }
     else if (ARG("--jsonl")) o.jsonl = 1;
@@ -190,47 +161,21 @@ int cmd_generate(int argc, char **argv) {
     else if (ARG("--seed")) { INT(seed, 0, 0x7fffffffffffffffLL); sampling = 1; }
     else if (ARG("--stop")) { NEED(); if (o.n_stops == 64) return cli_usage_error(CMD, "at most 64 --stop strings"); o.stops[o.n_stops++] = v; }
     else if (ARG("--ignore-eos")) ignore_eos = 1;
-    else if (ARG("--attn")) { NEED(); mo.attn_implementation = v; }
-    else if (ARG("--threads")) { INT(t, 0, 1024); mo.n_threads = (int)t; }
-    else if (ARG("--device")) { NEED(); mo.device = v; }
-    else if (ARG("--device-map")) { NEED(); mo.device_map = v; }
-    else if (ARG("--dtype")) { NEED(); mo.dtype = v; }
-    else if (ARG("--quant")) { NEED(); mo.quant = v; }
-    else if (ARG("--kv-dtype")) { NEED(); mo.kv_dtype = v; }
-    else if (ARG("--kv-pool")) { NEED(); if (parse_size(v, &o.kv_bytes)) return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", v); }
-    else if (ARG("--kv-pool-tokens")) INT(o.kv_tokens, 1, 1LL << 40);
-    else if (ARG("--block-size")) { INT(t, 16, 32); o.block = (int)t; }
-    else if (ARG("--step-tokens")) { INT(t, 1, 65536); o.step = (int)t; }
-    else if (ARG("--no-prefix-cache")) o.no_prefix = 1;
-    else if (ARG("--no-fused")) mo.use_kernels = 0;
-    else if (ARG("--n-ctx")) { INT(t, 1, 1 << 30); o.n_ctx = (int)t; }
     else if (ARG("--json")) o.json = 1;
     else if (ARG("--logprobs")) { INT(t, 1, 1000); o.logprobs = (int)t; }
     else if (ARG("-q") || ARG("--quiet")) o.quiet = 1;
     else return cli_usage_error(CMD, "unknown option '%s'", a);
   }
-  if (!o.model) return cli_usage_error(CMD, "-m MODEL is required");
+  if (cli_load_check(CMD, &o.load)) return 2;
   if (!o.prompt == !o.file) return cli_usage_error(CMD, "give exactly one of -p TEXT and -f FILE");
   if (o.logprobs && !o.json) return cli_usage_error(CMD, "--logprobs needs --json");
   if (o.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
-  if (o.kv_bytes && o.kv_tokens) return cli_usage_error(CMD, "give --kv-pool or --kv-pool-tokens, not both");
   size_t flen = o.file ? strlen(o.file) : 0;
   if (flen >= 6 && !strcmp(o.file + flen - 6, ".jsonl")) o.jsonl = 1;
-  if (o.quiet) mo.download.quiet = 1;
 
-  double t0 = now_s();
   xpi_model *m = NULL;
-  cli_progress bar; /* a repo id downloads on first use: same bar as `xpuinfer download` */
-  cli_progress_attach(&mo.download, &bar, o.quiet);
-  xpi_status s = xpi_model_load(o.model, &mo, &m);
-  cli_progress_finish(&bar);
-  if (s != XPI_OK) return cli_fail(CMD, "loading the model", s);
-  if (!o.quiet) {
-    xpi_model_info info = {.struct_size = sizeof info};
-    xpi_model_get_info(m, &info);
-    fprintf(stderr, "load: %.3f s (%s, %d layers, %s weights on %s, attention %s)\n", now_s() - t0, info.architecture,
-            info.n_layers, info.weight_dtype, info.device, info.attn_implementation);
-  }
+  if (cli_load_model(CMD, &o.load, o.quiet, &m)) return 1;
+  xpi_status s;
   xpi_gen_options go;
   xpi_gen_options_from_model(m, &go);
   if (sampling) go.greedy = 0;
@@ -257,14 +202,8 @@ int cmd_generate(int argc, char **argv) {
   }
   rs.stream = !o.file && !o.json;
   xpi_engine_options eo;
-  xpi_engine_options_default(&eo);
+  cli_engine_options(&o.load, &eo);
   eo.max_seqs = o.parallel ? o.parallel : rs.n < 1 ? 1 : rs.n < 256 ? rs.n : 256;
-  eo.max_seq_len = o.n_ctx;
-  eo.kv_pool_bytes = o.kv_bytes;
-  eo.kv_pool_tokens = o.kv_tokens;
-  if (o.block) eo.block_size = o.block;
-  if (o.step) eo.step_tokens = o.step;
-  eo.prefix_caching = !o.no_prefix;
   xpi_engine *e = NULL;
   s = xpi_engine_create(m, &eo, &e);
   if (s != XPI_OK) {

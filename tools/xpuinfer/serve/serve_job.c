@@ -1,0 +1,480 @@
+/* One request's sequence. The engine's thread calls on_event with each token: the server decodes the ids
+ * itself without special tokens (what OpenAI clients get, as vLLM), ends the text at the first stop string
+ * (excluded, as OpenAI), holds back a tail that could still become one, and queues what may go out: SSE chunks
+ * for a stream, or the whole text for one response. The HTTP thread of the request waits on the job, watches
+ * its client's socket, and cancels the sequence when the client goes. A job is freed by whichever side lets go
+ * last (the HTTP side, and the engine's final event). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve.h"
+
+struct serve_job {
+  serve_state *srv;
+  serve_job *prev, *next;      /* srv->jobs while submitted */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int refs;
+  oai_request r;
+  oai_meta meta;
+  char id[48];
+  uint64_t seq;
+  int32_t n_prompt;
+  double t_submit;
+  xpi_detok_stream *ds;
+  char *text;                  /* the client's text so far (ends before a stop string once one is found) */
+  size_t len, cap, emitted;    /* emitted: bytes of text already queued for the client */
+  size_t max_stop;
+  int stop_hit, n_gen, first_token;
+  oai_logprob *lps;            /* not streaming: every token's */
+  size_t n_lps, cap_lps;
+  char *out;                   /* streaming: SSE bytes not yet read by the HTTP side */
+  size_t out_len, out_cap, out_pos;
+  int oom, done, http_gone;
+  xpi_status status;           /* of the sequence */
+  char *error;
+  xpi_finish_reason finish;
+  int32_t cached;
+};
+
+static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+  if (*len + n + 1 > *cap) {
+    size_t c = *cap ? *cap : 256;
+    while (c < *len + n + 1) c *= 2;
+    char *q = realloc(*buf, c);
+    if (!q) return -1;
+    *buf = q;
+    *cap = c;
+  }
+  memcpy(*buf + *len, s, n);
+  *len += n;
+  (*buf)[*len] = 0;
+  return 0;
+}
+
+/* Queues a formatted chunk (taking it); NULL means out of memory. */
+static void queue(serve_job *j, char *chunk) {
+  if (!chunk || append(&j->out, &j->out_len, &j->out_cap, chunk, strlen(chunk))) j->oom = 1;
+  free(chunk);
+}
+
+static char *token_text(const xpi_tokenizer *tok, int32_t id) {
+  size_t n = 0;
+  xpi_status s = xpi_detokenize(tok, &id, 1, 0, NULL, 0, &n);
+  if (s != XPI_OK && s != XPI_ERR_BUFFER_TOO_SMALL) return calloc(1, 1);
+  char *t = malloc(n + 1);
+  if (t && xpi_detokenize(tok, &id, 1, 0, t, n + 1, &n) != XPI_OK) *t = 0;
+  return t;
+}
+
+static int make_logprob(serve_job *j, const xpi_token_event *t, size_t offset, oai_logprob *lp) {
+  memset(lp, 0, sizeof *lp);
+  lp->token = token_text(j->srv->tok, t->id);
+  lp->logprob = t->logprob;
+  lp->text_offset = offset;
+  int32_t n = j->r.top_logprobs < t->n_top ? j->r.top_logprobs : t->n_top;
+  if (n > 0 && (lp->top = calloc((size_t)n, sizeof *lp->top)))
+    for (int32_t i = 0; i < n; i++) {
+      lp->top[i].token = token_text(j->srv->tok, t->top[i].id);
+      lp->top[i].logprob = t->top[i].logprob;
+      lp->n_top = i + 1;
+      if (!lp->top[i].token) return -1;
+    }
+  return lp->token && (n <= 0 || lp->top) ? 0 : -1;
+}
+
+/* The first stop string in text that ends after old_len (none before: the text would have ended there). */
+static int find_stop(const serve_job *j, size_t old_len, size_t *pos) {
+  int found = 0;
+  for (size_t i = 0; i < j->r.n_stops; i++) {
+    const char *st = j->r.stops[i];
+    size_t sl = strlen(st);
+    if (sl > j->len) continue;
+    size_t from = old_len >= sl ? old_len - sl + 1 : 0;
+    for (size_t p = from; p + sl <= j->len; p++)
+      if (!memcmp(j->text + p, st, sl)) {
+        if (!found || p < *pos) *pos = p;
+        found = 1;
+        break;
+      }
+  }
+  return found;
+}
+
+/* Bytes at the end of the text that begin some stop string: they wait for the next token. */
+static size_t holdback(const serve_job *j) {
+  size_t best = 0;
+  for (size_t i = 0; i < j->r.n_stops; i++) {
+    const char *st = j->r.stops[i];
+    size_t sl = strlen(st);
+    for (size_t k = sl - 1; k > best; k--)
+      if (k <= j->len && !memcmp(j->text + j->len - k, st, k)) {
+        best = k;
+        break;
+      }
+  }
+  return best;
+}
+
+/* Queues text[emitted, end) (and a token's logprobs) as one chunk. */
+static void emit(serve_job *j, size_t end, const oai_logprob *lp) {
+  if (end < j->emitted) end = j->emitted;
+  if (j->r.stream && (end > j->emitted || lp))
+    queue(j, oai_format_chunk(&j->meta, j->text + j->emitted, end - j->emitted, 0, lp, j->r.logprobs, NULL,
+                              j->r.include_usage));
+  j->emitted = end;
+}
+
+static void job_unref(serve_job *j) {
+  pthread_mutex_lock(&j->mu);
+  int left = --j->refs;
+  pthread_mutex_unlock(&j->mu);
+  if (left) return;
+  oai_request_free(&j->r);
+  xpi_detok_stream_free(j->ds);
+  free(j->text);
+  for (size_t i = 0; i < j->n_lps; i++) oai_logprob_free(&j->lps[i]);
+  free(j->lps);
+  free(j->out);
+  free(j->error);
+  pthread_cond_destroy(&j->cv);
+  pthread_mutex_destroy(&j->mu);
+  free(j);
+}
+
+static int on_token(serve_job *j, const xpi_token_event *t) {
+  pthread_mutex_lock(&j->mu);
+  if (j->http_gone || j->stop_hit) {
+    pthread_mutex_unlock(&j->mu);
+    return 1;
+  }
+  if (!j->first_token) {
+    j->first_token = 1;
+    metrics_ttft(&j->srv->metrics, serve_now() - j->t_submit);
+  }
+  j->n_gen++;
+  const char *piece = "";
+  size_t pl = 0, old = j->len, pos = 0;
+  if (xpi_detok_stream_push(j->ds, t->id, &piece, &pl) != XPI_OK ||
+      append(&j->text, &j->len, &j->cap, piece, pl))
+    j->oom = 1;
+  if (j->r.n_stops && find_stop(j, old, &pos)) {
+    j->len = pos;
+    j->stop_hit = 1;
+  }
+  oai_logprob lp, *lpp = NULL;
+  if (j->r.logprobs) {
+    if (make_logprob(j, t, old < j->len ? old : j->len, &lp)) j->oom = 1;
+    lpp = &lp;
+  }
+  emit(j, j->stop_hit ? j->len : j->len - holdback(j), lpp);
+  if (lpp && !j->r.stream) { /* kept for the response */
+    if (j->n_lps == j->cap_lps) {
+      size_t c = j->cap_lps ? 2 * j->cap_lps : 64;
+      oai_logprob *q = realloc(j->lps, c * sizeof *q);
+      if (q) j->lps = q, j->cap_lps = c;
+    }
+    if (j->n_lps < j->cap_lps) j->lps[j->n_lps++] = lp;
+    else j->oom = 1, oai_logprob_free(&lp);
+  } else if (lpp) {
+    oai_logprob_free(&lp);
+  }
+  int stop = j->stop_hit || j->oom;
+  pthread_cond_broadcast(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+  return stop;
+}
+
+static const char *finish_name(const serve_job *j) {
+  return j->stop_hit || j->finish == XPI_FINISH_STOP ? "stop" : "length";
+}
+
+static void on_done(serve_job *j, const xpi_seq_result *res) {
+  serve_state *srv = j->srv;
+  pthread_mutex_lock(&j->mu);
+  j->status = res->status;
+  j->finish = res->gen.finish_reason;
+  j->cached = res->n_cached_tokens;
+  if (res->status != XPI_OK) {
+    size_t n = strlen(res->error);
+    if ((j->error = malloc(n + 1))) memcpy(j->error, res->error, n + 1);
+  }
+  const int cancelled = res->status == XPI_OK && j->finish == XPI_FINISH_CANCELLED && !j->stop_hit;
+  if (res->status == XPI_OK && !j->stop_hit && !cancelled) { /* the tail the stream held back */
+    const char *piece = "";
+    size_t pl = 0, old = j->len, pos = 0;
+    if (xpi_detok_stream_flush(j->ds, &piece, &pl) != XPI_OK || append(&j->text, &j->len, &j->cap, piece, pl))
+      j->oom = 1;
+    if (j->r.n_stops && find_stop(j, old, &pos)) j->len = pos, j->stop_hit = 1;
+  }
+  if (res->status == XPI_OK && !cancelled) emit(j, j->len, NULL);
+  if (j->r.stream && !j->http_gone) {
+    if (j->oom || res->status != XPI_OK || cancelled) {
+      serve_error e;
+      if (j->oom) serve_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+      else if (cancelled) serve_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+      else serve_error_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", res->error);
+      char *js = serve_error_json(&e);
+      if (js) {
+        char *ev = malloc(strlen(js) + 9);
+        if (ev) sprintf(ev, "data: %s\n\n", js);
+        queue(j, ev);
+      }
+      free(js);
+    } else {
+      queue(j, oai_format_chunk(&j->meta, "", 0, 0, NULL, j->r.logprobs, finish_name(j), j->r.include_usage));
+      if (j->r.include_usage) {
+        oai_usage u = {j->n_prompt, j->n_gen, j->cached};
+        queue(j, oai_format_usage_chunk(&j->meta, &u));
+      }
+    }
+    char *d = malloc(15);
+    if (d) strcpy(d, "data: [DONE]\n\n");
+    queue(j, d);
+  }
+  metrics_finished(&srv->metrics, j->n_prompt, j->n_gen);
+  j->done = 1;
+  pthread_cond_broadcast(&j->cv);
+  pthread_mutex_unlock(&j->mu);
+
+  pthread_mutex_lock(&srv->mu);
+  if (j->prev) j->prev->next = j->next;
+  else srv->jobs = j->next;
+  if (j->next) j->next->prev = j->prev;
+  j->prev = j->next = NULL;
+  srv->n_jobs--;
+  pthread_cond_broadcast(&srv->cv);
+  pthread_mutex_unlock(&srv->mu);
+  job_unref(j);
+}
+
+static int on_event(const xpi_seq_event *ev, void *user) {
+  if (ev->token) return on_token(user, ev->token);
+  on_done(user, ev->done);
+  return 0;
+}
+
+static void unlink_job(serve_state *srv, serve_job *j) {
+  pthread_mutex_lock(&srv->mu);
+  if (j->prev) j->prev->next = j->next;
+  else srv->jobs = j->next;
+  if (j->next) j->next->prev = j->prev;
+  srv->n_jobs--;
+  pthread_cond_broadcast(&srv->cv);
+  pthread_mutex_unlock(&srv->mu);
+}
+
+int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_job **out, serve_error *err) {
+  *out = NULL;
+  if (n > (size_t)srv->max_len) {
+    serve_error_set(err, 400, "invalid_request_error", r->kind == OAI_CHAT ? "messages" : "prompt",
+                    "context_length_exceeded",
+                    "the prompt has %zu tokens, but this server's context holds %d (prompt plus completion)", n,
+                    srv->max_len);
+    free(ids);
+    return -1;
+  }
+  int32_t max_new = r->has_max_tokens ? r->max_tokens : srv->max_len - (int32_t)n + 1;
+  if ((int64_t)n + max_new - 1 > srv->max_len) {
+    serve_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
+                    "the prompt has %zu tokens and max_tokens is %d, but this server's context holds %d positions "
+                    "(prompt + max_tokens - 1): lower max_tokens or shorten the prompt",
+                    n, max_new, srv->max_len);
+    free(ids);
+    return -1;
+  }
+  serve_job *j = calloc(1, sizeof *j);
+  if (!j || xpi_detok_stream_create(srv->tok, 1, &j->ds) != XPI_OK) {
+    free(j);
+    free(ids);
+    serve_error_set(err, 503, "server_error", NULL, NULL, "out of memory");
+    return -1;
+  }
+  pthread_mutex_init(&j->mu, NULL);
+  pthread_cond_init(&j->cv, NULL);
+  j->srv = srv;
+  j->r = *r;
+  memset(r, 0, sizeof *r);
+  j->n_prompt = (int32_t)n;
+  for (size_t i = 0; i < j->r.n_stops; i++)
+    if (strlen(j->r.stops[i]) > j->max_stop) j->max_stop = strlen(j->r.stops[i]);
+  unsigned long long k = atomic_fetch_add(&srv->next_id, 1);
+  snprintf(j->id, sizeof j->id, "%s-%llx%08llx", j->r.kind == OAI_CHAT ? "chatcmpl" : "cmpl",
+           (unsigned long long)time(NULL), k);
+  j->meta = (oai_meta){j->r.kind, j->id, (long)time(NULL), srv->cfg.model_name};
+  if (j->r.stream && j->r.kind == OAI_CHAT)
+    queue(j, oai_format_chunk(&j->meta, "", 0, 1, NULL, j->r.logprobs, NULL, j->r.include_usage));
+  xpi_gen_options go;
+  oai_gen_options(&j->r, &srv->defaults, &go);
+  go.max_new_tokens = max_new;
+
+  pthread_mutex_lock(&srv->mu);
+  const int busy = srv->n_jobs >= srv->cfg.parallel + srv->cfg.max_queue, stopping = atomic_load(&srv->stopping);
+  if (!busy && !stopping) {
+    j->next = srv->jobs;
+    if (srv->jobs) srv->jobs->prev = j;
+    srv->jobs = j;
+    srv->n_jobs++;
+  }
+  pthread_mutex_unlock(&srv->mu);
+  if (busy || stopping) {
+    if (stopping) serve_error_set(err, 503, "server_error", NULL, NULL, "the server is shutting down");
+    else
+      serve_error_set(err, 503, "server_error", NULL, "server_busy",
+                      "the server is busy: %d requests are running or waiting (--parallel %d + --max-queue %d); "
+                      "retry later",
+                      srv->cfg.parallel + srv->cfg.max_queue, srv->cfg.parallel, srv->cfg.max_queue);
+    free(ids);
+    j->refs = 1;
+    job_unref(j);
+    return -1;
+  }
+  j->refs = 2; /* the HTTP side, and the engine's final event */
+  j->t_submit = serve_now();
+  uint64_t seq = 0;
+  xpi_status s = xpi_engine_submit(srv->engine, ids, n, &go, on_event, j, &seq);
+  free(ids);
+  if (s != XPI_OK) {
+    if (s == XPI_ERR_CONTEXT_LENGTH)
+      serve_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded", "%s", xpi_last_error());
+    else if (s == XPI_ERR_INVALID_ARGUMENT)
+      serve_error_set(err, 400, "invalid_request_error", NULL, NULL, "%s", xpi_last_error());
+    else if (s == XPI_ERR_OUT_OF_MEMORY)
+      serve_error_set(err, 503, "server_error", NULL, NULL, "%s", xpi_last_error());
+    else
+      serve_error_set(err, 500, "server_error", NULL, NULL, "%s", xpi_last_error());
+    unlink_job(srv, j);
+    j->refs = 1;
+    job_unref(j);
+    return -1;
+  }
+  pthread_mutex_lock(&j->mu);
+  j->seq = seq;
+  pthread_mutex_unlock(&j->mu);
+  *out = j;
+  return 0;
+}
+
+int job_is_stream(const serve_job *j) { return j->r.stream; }
+
+/* The peer closed its side or the connection broke (a request is fully read before we wait on a job, so a
+ * well-behaved client sends nothing more until the response has come). */
+static int client_gone(int fd) {
+  if (fd < 0) return 0;
+  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Marks the client gone and cancels the sequence (j->mu held on entry, released on return). */
+static void gone_unlock(serve_job *j) {
+  const int cancel = !j->done && !j->http_gone;
+  const uint64_t seq = j->seq;
+  j->http_gone = 1;
+  pthread_mutex_unlock(&j->mu);
+  if (cancel) {
+    xpi_engine_cancel(j->srv->engine, seq);
+    metrics_disconnect(&j->srv->metrics);
+  }
+}
+
+static void wait_a_little(serve_job *j) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec += 50 * 1000000L;
+  if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+  pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+}
+
+long job_read(serve_job *j, char *buf, size_t max, int fd) {
+  pthread_mutex_lock(&j->mu);
+  for (;;) {
+    if (j->out_pos < j->out_len) {
+      size_t n = j->out_len - j->out_pos < max ? j->out_len - j->out_pos : max;
+      memcpy(buf, j->out + j->out_pos, n);
+      j->out_pos += n;
+      if (j->out_pos == j->out_len) j->out_pos = j->out_len = 0;
+      pthread_mutex_unlock(&j->mu);
+      return (long)n;
+    }
+    if (j->done) {
+      pthread_mutex_unlock(&j->mu);
+      return 0;
+    }
+    if (client_gone(fd)) {
+      gone_unlock(j);
+      return -1;
+    }
+    wait_a_little(j);
+  }
+}
+
+int job_wait(serve_job *j, int fd, char **body, int *status) {
+  *body = NULL;
+  pthread_mutex_lock(&j->mu);
+  while (!j->done) {
+    if (client_gone(fd)) {
+      gone_unlock(j);
+      return -1;
+    }
+    wait_a_little(j);
+  }
+  serve_error e;
+  const int cancelled = j->status == XPI_OK && j->finish == XPI_FINISH_CANCELLED && !j->stop_hit;
+  if (j->oom) serve_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
+  else if (j->status != XPI_OK)
+    serve_error_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", j->error ? j->error : "");
+  else if (cancelled) serve_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+  if (j->oom || j->status != XPI_OK || cancelled) {
+    *status = e.status;
+    *body = serve_error_json(&e);
+  } else {
+    oai_usage u = {j->n_prompt, j->n_gen, j->cached};
+    *status = 200;
+    *body = oai_format_response(&j->meta, j->text ? j->text : "", j->len, j->lps, j->n_lps, j->r.logprobs,
+                                finish_name(j), &u);
+  }
+  pthread_mutex_unlock(&j->mu);
+  return 0;
+}
+
+void job_release(serve_job *j) {
+  if (!j) return;
+  pthread_mutex_lock(&j->mu);
+  gone_unlock(j);
+  job_unref(j);
+}
+
+void jobs_cancel_all(serve_state *srv) {
+  pthread_mutex_lock(&srv->mu);
+  for (serve_job *j = srv->jobs; j; j = j->next) {
+    pthread_mutex_lock(&j->mu);
+    uint64_t seq = j->seq;
+    pthread_mutex_unlock(&j->mu);
+    if (seq) xpi_engine_cancel(srv->engine, seq);
+  }
+  pthread_mutex_unlock(&srv->mu);
+}
+
+int jobs_wait(serve_state *srv, double deadline) {
+  pthread_mutex_lock(&srv->mu);
+  while (srv->n_jobs > 0 && serve_now() < deadline) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&srv->cv, &srv->mu, &ts);
+  }
+  int left = srv->n_jobs;
+  pthread_mutex_unlock(&srv->mu);
+  return left;
+}
+
+double serve_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
