@@ -3,7 +3,7 @@ completions, streaming and not) whose greedy texts equal `xpuinfer generate`'s f
 decoded by Hugging Face tokenizers without special tokens, as OpenAI servers return them), token counts in usage,
 stream_options.include_usage, logprobs against generate --logprobs, stop strings (cut before the stop, also across
 stream chunks), seeded sampling equal to generate's, max_completion_tokens, tools passed to the chat template
-(prompt tokens counted against jinja2 + tokenizers), GET /v1/models, and the client's errors (n = 2, unknown model,
+(prompt tokens counted against jinja2 + tokenizers), --chat-template-file, GET /v1/models, and the client's errors (n = 2, unknown model,
 a context overflow)."""
 import json
 import os
@@ -193,6 +193,16 @@ fail.check(m.get('xpuinfer_requests_total{endpoint="/v1/chat/completions",status
            f"metrics after the run: {m}")
 rc = srv.stop()
 fail.check(rc == 0, f"exit status {rc} after SIGTERM")
+# --chat-template-file (examples/chatml.jinja, the README's) for a model without a template
+srv2 = su.Server(su.TF, ["--chat-template-file", os.path.join(su.SRC, "examples", "chatml.jinja")])
+c2 = openai.OpenAI(base_url=srv2.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+r = c2.chat.completions.create(model="tiny", messages=msgs, max_tokens=2, temperature=0)
+text = env.from_string(open(os.path.join(su.SRC, "examples", "chatml.jinja")).read()).render(
+    messages=msgs, add_generation_prompt=True)
+want = len(TOK.encode(text, add_special_tokens=False).ids)
+fail.check(r.usage.prompt_tokens == want, f"--chat-template-file: {r.usage.prompt_tokens} prompt tokens, jinja2 gives {want}")
+fail.check(srv2.stop() == 0, "exit status (template file)")
+
 if fail.n:
     print("".join(srv.log))
 print(f"{fail.n} failures")
