@@ -131,7 +131,10 @@ static void run_one(const xpi_tokenizer *tok, oai_kind kind, const char *body, s
   int rc = oai_parse(kind, body, len, &r, &e);
   int32_t *ids = NULL;
   size_t n = 0;
-  if (rc == 0) rc = oai_prompt_ids(&r, tok, NULL, &ids, &n, &e);
+  if (rc == 0 && oai_prompt_ids(&r, tok, NULL, &ids, &n, &e)) {
+    oai_request_free(&r);
+    rc = -1;
+  }
   if (rc == 0) {
     g_ok++;
     xpi_gen_options d, go;
