@@ -37,17 +37,19 @@ void xpi_sched_truncate(xpi_engine *e, xpi_seq *s, int32_t n) {
   if (n >= s->n_tok) return;
   s->n_tok = n;
   if (s->n_computed > n) s->n_computed = n;
-  int32_t keep = blocks_for(e, s->n_computed);
-  while (s->n_blocks > keep) xpi_kv_blocks_release(e->bm, s->blocks[--s->n_blocks]);
-  if (s->n_published > keep) { /* recompute the hash chain of the blocks still published */
+  const int32_t full = s->n_computed / e->o.block_size;
+  if (s->n_published > full) { /* a published block must never be written again: recompute from its start */
+    s->n_computed = full * e->o.block_size;
     s->n_published = 0;
     s->last_hash = 0;
-    while ((s->n_published + 1) * (int64_t)e->o.block_size <= s->n_computed) {
+    while (s->n_published < full) {
       s->last_hash = xpi_kv_blocks_hash(s->last_hash, s->tokens + (size_t)s->n_published * e->o.block_size,
                                         e->o.block_size);
       s->n_published++;
     }
   }
+  const int32_t keep = blocks_for(e, s->n_computed);
+  while (s->n_blocks > keep) xpi_kv_blocks_release(e->bm, s->blocks[--s->n_blocks]);
 }
 
 /* Frees a victim's blocks and puts it back in the waiting list (sessions that are parked stay parked). */

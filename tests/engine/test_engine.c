@@ -476,6 +476,47 @@ static void test_errors(xpi_model *m) {
   free(dir);
 }
 
+/* ------------------------------------------------------------------ truncation (a request's callback stop) */
+
+/* A request's context cut back inside a published block (what a callback stop does when the stepping thread
+ * ran ahead) recomputes that block into a fresh one rather than writing into the shared one: the logits after
+ * the cut equal a fresh request's, and the published prefix still serves another request unchanged. */
+static void test_truncate(xpi_model *m) {
+  xpi_request *a = NULL, *b = NULL, *c = NULL;
+  CHECK_OK(xpi_request_create(m, NULL, &a));
+  CHECK_OK(xpi_request_create(m, NULL, &b));
+  CHECK_OK(xpi_request_create(m, NULL, &c));
+  if (!a || !b || !c) return;
+  int32_t t1[40], t2[40];
+  for (int i = 0; i < 40; i++) t1[i] = (int32_t)((i * 31 + 7) % 4000), t2[i] = i < 20 ? t1[i] : (int32_t)(i * 3 + 1);
+  const int32_t V = m->cfg.vocab_size;
+  float *la = malloc(sizeof(float) * (size_t)V * 20), *lb = malloc(sizeof(float) * (size_t)V * 20);
+  float *lc = malloc(sizeof(float) * (size_t)V * 40), *ld = malloc(sizeof(float) * (size_t)V * 40);
+  CHECK_OK(xpi_request_eval(a, t1, 40, 1, lc, (size_t)V * 40)); /* block 0 (positions 0..31) is published */
+  xpi_engine_lock(a->e);
+  xpi_sched_truncate(a->e, a->seq, 20);
+  CHECK(a->seq->n_computed == 0 && a->seq->n_published == 0 && xpi_request_n_past(a) == 20,
+        "cut inside the published block: computed %d, published %d", a->seq->n_computed, a->seq->n_published);
+  xpi_engine_unlock(a->e);
+  CHECK_OK(xpi_request_eval(a, t2 + 20, 20, 1, la, (size_t)V * 20));
+  CHECK_OK(xpi_request_eval(b, t2, 40, 1, ld, (size_t)V * 40));
+  memcpy(lb, ld + (size_t)V * 20, sizeof(float) * (size_t)V * 20);
+  double worst = 0;
+  for (size_t i = 0; i < (size_t)V * 20; i++) worst = fmax(worst, fabs((double)la[i] - lb[i]));
+  CHECK(worst < 1e-4, "after the cut: logits differ from a fresh request by %g", worst);
+  /* the first prompt again, last position only (so its first block comes from the prefix cache): that block
+   * still holds t1's keys */
+  CHECK_OK(xpi_request_eval(c, t1, 40, 0, ld, (size_t)V));
+  worst = 0;
+  for (size_t i = 0; i < (size_t)V; i++) worst = fmax(worst, fabs((double)lc[(size_t)V * 39 + i] - ld[i]));
+  CHECK(worst < 1e-4 && c->seq->n_cached == 32, "the published prefix changed: logits differ by %g (%d cached)", worst,
+        c->seq->n_cached);
+  xpi_request_free(a);
+  xpi_request_free(b);
+  xpi_request_free(c);
+  free(la), free(lb), free(lc), free(ld);
+}
+
 /* ------------------------------------------------------------------ threads */
 
 typedef struct bg_arg {
@@ -620,6 +661,7 @@ int main(void) {
     test_cancel(m);
     test_errors(m);
     test_background(m);
+    test_truncate(m);
     xpi_model_free(m);
   }
   test_request_threads(tf);

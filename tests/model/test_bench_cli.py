@@ -58,6 +58,29 @@ for args, needle in [(["-p", "8,x"], "-p"), (["-r", "0"], "-r"), (["--quant", "q
     if p.returncode == 0 or p.stdout.strip() or needle not in p.stderr:
         fail(f"bench {args}: want a failure naming {needle!r}, got exit {p.returncode}, "
              f"stdout {p.stdout!r}, stderr {p.stderr!r}")
+# --parallel: llama-batched-bench's tests, pp then tg for each (npp, npl), aggregate tok/s
+PKEYS = {"test", "n_parallel", "quant", "threads", "tok_s", "tok_s_min", "tok_s_max"}
+p = bench(["--parallel", "1,3", "-p", "32,64", "-n", "4", "-r", "2", "-t", "2", "--quant", "bf16,q4", "--json"])
+if p.returncode != 0:
+    fail(f"bench --parallel exited {p.returncode}: {p.stderr.strip()}")
+plines = [json.loads(line) for line in p.stdout.splitlines()]
+want = [(q, n, t) for q in ["bf16", "q4"] for pp in [32, 64] for n in [1, 3] for t in [f"pp{pp}", "tg4"]]
+got = [(o.get("quant"), o.get("n_parallel"), o.get("test")) for o in plines]
+if got != want:
+    fail(f"--parallel tests in order: {got} != {want}")
+for o in plines:
+    if set(o) != PKEYS or not 0 < o["tok_s_min"] <= o["tok_s"] <= o["tok_s_max"]:
+        fail(f"--parallel line {o}")
+p = bench(["--parallel", "2", "-p", "16", "-n", "2", "-r", "1"])
+rows = [line for line in p.stdout.splitlines() if line.startswith("| tinyfortunes")]
+if p.returncode != 0 or len(rows) != 2:
+    fail(f"--parallel table: exit {p.returncode}, {rows}")
+for args, needle in [(["--parallel", "0"], "--parallel"), (["--parallel", "2", "-d", "8"], "depth"),
+                     (["--kv-pool", "1G"], "--parallel"), (["--parallel", "2", "--kv-pool", "lots"], "--kv-pool")]:
+    p = bench(args + ["--json"])
+    if p.returncode == 0 or p.stdout.strip() or needle not in p.stderr:
+        fail(f"bench {args}: want a failure naming {needle!r}, got exit {p.returncode}, stderr {p.stderr!r}")
+
 p = subprocess.run([CLI, "bench", "-m", "/nonexistent/model", "--json"], capture_output=True, text=True)
 if p.returncode == 0 or "/nonexistent/model" not in p.stderr:
     fail(f"bench on a missing model: exit {p.returncode}, stderr {p.stderr!r}")

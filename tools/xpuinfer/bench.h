@@ -14,6 +14,7 @@ typedef struct bench_args {
   long long par[MAX_LIST];
   int n_par;
   int json;
+  long long kv_pool;            /* bytes, 0: the default */
 } bench_args;
 
 /* --parallel: llama-batched-bench's pp/tg tests through one engine. Returns the exit code. */

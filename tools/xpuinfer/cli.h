@@ -19,5 +19,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
 /* Strict number parsing for options; return 0 on success. */
 int cli_parse_int(const char *s, long long min, long long max, long long *out);
 int cli_parse_float(const char *s, double *out);
+/* A size in bytes: a number with an optional K, M or G suffix (powers of 1024; "i", "iB" or "B" after it). */
+int cli_parse_size(const char *s, long long *out);
 
 #endif

@@ -1,5 +1,4 @@
 /* The options of every command that loads a model and runs an engine (see cli_load.h). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,21 +31,6 @@ void cli_load_opts_init(cli_load_opts *lo) {
   xpi_model_options_default(&lo->mo);
 }
 
-static int parse_size(const char *v, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (errno || end == v || x <= 0) return 1;
-  double mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
-  if (*end == 'i' || *end == 'B') end += *end == 'i' ? (end[1] == 'B' ? 2 : 1) : 1;
-  if (*end || x * mul > 9.0e18) return 1;
-  *out = (long long)(x * mul);
-  return 0;
-}
-
 int cli_load_opt(const char *cmd, int argc, char **argv, int *i, cli_load_opts *lo) {
   const char *a = argv[*i];
   const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
@@ -64,7 +48,7 @@ int cli_load_opt(const char *cmd, int argc, char **argv, int *i, cli_load_opts *
   else if (ARG("--kv-dtype")) { NEED(); lo->mo.kv_dtype = v; }
   else if (ARG("--kv-pool")) {
     NEED();
-    if (parse_size(v, &lo->kv_bytes)) {
+    if (cli_parse_size(v, &lo->kv_bytes)) {
       cli_usage_error(cmd, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", v);
       return -1;
     }

@@ -40,6 +40,8 @@ static void bench_help(FILE *f) {
           "  --parallel LIST      batched: for each N, N sequences of each -p prompt length prefilled together,\n"
           "                       then -n tokens decoded by all N together, as llama-batched-bench (npl, npp,\n"
           "                       ntg): pp<N> and tg<N> tests with n_parallel, tok_s over all sequences\n"
+          "  --kv-pool SIZE       with --parallel: the engine's KV pool in bytes (K, M, G; default: room for\n"
+          "                       two repetitions' sequences)\n"
           "  --json               one JSON object per line per test instead of the table\n"
           "  -h, --help           this help\n");
 }
@@ -124,6 +126,7 @@ int cmd_bench(int argc, char **argv) {
   const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu";
   long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
   int n_pp = 2, n_depth = 1, json = 0, n_par = 0;
+  long long kv_pool = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_help(stdout); return 0; }
@@ -134,6 +137,9 @@ int cmd_bench(int argc, char **argv) {
     else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { if (parse_list("bench", a, v, 0, 1 << 20, pp, &n_pp)) return 2; }
     else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (parse_list("bench", a, v, 0, 1 << 22, depth, &n_depth)) return 2; }
     else if (!strcmp(a, "--parallel")) { if (parse_list("bench", a, v, 1, 4096, par, &n_par)) return 2; }
+    else if (!strcmp(a, "--kv-pool")) {
+      if (cli_parse_size(v, &kv_pool)) return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", v);
+    }
     else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
       if (cli_parse_int(v, 0, 1 << 20, &n_gen)) return cli_usage_error("bench", "%s: '%s' is not a count", a, v);
     } else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) {
@@ -146,6 +152,7 @@ int cmd_bench(int argc, char **argv) {
     else return cli_usage_error("bench", "unknown argument '%s'", a);
   }
   if (!model) return cli_usage_error("bench", "-m MODEL is required");
+  if (kv_pool && !n_par) return cli_usage_error("bench", "--kv-pool goes with --parallel");
 
   /* the --quant list; NULL entry = as stored */
   char qbuf[256];
@@ -166,7 +173,7 @@ int cmd_bench(int argc, char **argv) {
   }
   if (n_par) {
     if (n_depth != 1 || depth[0] != 0) return cli_usage_error("bench", "--parallel runs at depth 0 (no -d)");
-    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json};
+    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json, kv_pool};
     memcpy(ba.quants, quants, sizeof quants);
     memcpy(ba.pp, pp, sizeof pp);
     memcpy(ba.par, par, sizeof par);

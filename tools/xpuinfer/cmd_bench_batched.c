@@ -146,7 +146,8 @@ int bench_batched(const bench_args *a) {
     xpi_engine_options eo;
     xpi_engine_options_default(&eo);
     eo.max_seqs = (int32_t)max_npl;
-    eo.kv_pool_tokens = 2 * max_npl * (max_npp + a->n_gen + 2 * eo.block_size) + 4 * eo.block_size;
+    if (a->kv_pool) eo.kv_pool_bytes = a->kv_pool;
+    else eo.kv_pool_tokens = 2 * max_npl * (max_npp + a->n_gen + 2 * eo.block_size) + 4 * eo.block_size;
     if (max_npp + a->n_gen + 1 > info.max_position_embeddings) {
       rc = cli_usage_error("bench", "-p %lld + -n %lld exceed the model's %d positions", max_npp, a->n_gen,
                            info.max_position_embeddings);

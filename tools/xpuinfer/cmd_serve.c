@@ -141,18 +141,6 @@ out:
   return NULL;
 }
 
-static int parse_bytes(const char *v, size_t *out) {
-  char *end;
-  double x = strtod(v, &end);
-  if (end == v || !(x > 0)) return -1;
-  if (*end == 'K' || *end == 'k') x *= 1024, end++;
-  else if (*end == 'M' || *end == 'm') x *= 1024.0 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') x *= 1024.0 * 1024 * 1024, end++;
-  if (*end || x > 1e12) return -1;
-  *out = (size_t)x;
-  return 0;
-}
-
 int cmd_serve(int argc, char **argv) {
   cli_load_opts lo;
   cli_load_opts_init(&lo);
@@ -180,7 +168,7 @@ int cmd_serve(int argc, char **argv) {
     else if (ARG("--api-key")) { NEED(); cfg.api_key = *v ? v : NULL; }
     else if (ARG("--model-name")) { NEED(); cfg.model_name = v; }
     else if (ARG("--chat-template-file")) { NEED(); template_file = v; }
-    else if (ARG("--max-body")) { NEED(); if (parse_bytes(v, &cfg.max_body)) return cli_usage_error(CMD, "--max-body: '%s' is not a size", v); }
+    else if (ARG("--max-body")) { NEED(); if (cli_parse_size(v, &t) || t > (1LL << 40)) return cli_usage_error(CMD, "--max-body: '%s' is not a size (e.g. 8M)", v); cfg.max_body = (size_t)t; }
     else if (ARG("--max-header")) { NEED(); if (cli_parse_int(v, 1024, 1 << 24, &t)) return cli_usage_error(CMD, "--max-header: '%s' is not an integer in [1024, 16777216]", v); cfg.max_header = (size_t)t; }
     else if (ARG("--shutdown-timeout")) { NEED(); if (cli_parse_float(v, &d) || d < 0) return cli_usage_error(CMD, "--shutdown-timeout: '%s' is not a number of seconds", v); cfg.shutdown_timeout = d; }
     else if (ARG("-q") || ARG("--quiet")) cfg.quiet = 1;

@@ -62,6 +62,21 @@ int cli_parse_float(const char *s, double *out) {
   return 0;
 }
 
+int cli_parse_size(const char *v, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  double x = strtod(v, &end);
+  if (errno || end == v || !(x > 0)) return 1;
+  double mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1024, end++;
+  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
+  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
+  if (!strcmp(end, "i") || !strcmp(end, "iB") || !strcmp(end, "B")) end += strlen(end);
+  if (*end || x * mul > 9.0e18) return 1;
+  *out = (long long)(x * mul);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
