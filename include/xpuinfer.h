@@ -1,5 +1,5 @@
-/* libxpuinfer: run Hugging Face causal language models (Qwen3, Qwen2, Llama 3) from their Hub files
- * on Intel GPUs through Level Zero, or on the CPU.
+/* libxpuinfer: run Hugging Face causal language models (Qwen3, Qwen2, Llama 3) from their Hub files (chat
+ * templates included) on Intel GPUs through Level Zero, or on the CPU.
  *
  * Conventions
  * - Every call that can fail returns xpi_status; on failure xpi_last_error() gives a message for a person

@@ -18,8 +18,9 @@ VENV="${XPI_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}"
 if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 "$VENV/bin/python" -c "import tokenizers, numpy, safetensors" 2>/dev/null || \
   "$VENV/bin/pip" install -q "tokenizers==0.23.2" numpy safetensors
-# jinja2 renders the real chat templates as transformers does (tests/tokenizer/test_chat_template.py)
-"$VENV/bin/python" -c "import jinja2" 2>/dev/null || "$VENV/bin/pip" install -q jinja2
+# jinja2 renders the real chat templates as transformers does (tests/jinja, tests/tokenizer/test_chat_template.py);
+# pinned: the chat-template goldens were made with 3.1.6
+"$VENV/bin/python" -c "import jinja2, sys; sys.exit(jinja2.__version__ != '3.1.6')" 2>/dev/null || "$VENV/bin/pip" install -q "jinja2==3.1.6"
 # the official OpenAI client drives `xpuinfer serve` in tests/serve
 "$VENV/bin/python" -c "import openai; assert openai.__version__ == '3.57.0'" 2>/dev/null || \
   "$VENV/bin/pip" install -q "openai==3.57.0"

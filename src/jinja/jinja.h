@@ -32,9 +32,10 @@ typedef struct jj_var {
 typedef struct jj_render_opts {
   int64_t now;          /* strftime_now's clock in seconds since the epoch (local time as datetime.now()); 0: now */
   size_t max_output;    /* bytes; 0: 64 MiB */
-  size_t max_memory;    /* bytes the render may allocate; 0: 1 GiB */
-  uint64_t max_work;    /* evaluation steps plus bytes processed / 16; 0: 200 million */
-  unsigned max_depth;   /* evaluator recursion (macro calls, nesting); 0: 2000 */
+  size_t max_memory;    /* bytes the render may allocate; 0: 256 MiB */
+  uint64_t max_work;    /* evaluation steps plus bytes processed / 16; 0: 50 million (a real chat template takes
+                           thousands; a runaway loop stops within seconds) */
+  unsigned max_depth;   /* evaluator recursion (macro calls, nesting); 0: 1000 */
 } jj_render_opts;
 
 /* Renders with the given variables (later entries override earlier ones with the same name). *out is malloc'd,

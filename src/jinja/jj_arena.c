@@ -25,9 +25,11 @@ void *jj_alloc(jj_arena *a, size_t n) {
   jj_chunk *h = a->head;
   if (!h || h->cap - h->used < n) {
     size_t cap = n > CHUNK / 2 ? n : CHUNK;
-    if (cap > SIZE_MAX - sizeof(jj_chunk) - 16 || a->total + cap > a->limit)
+    if (cap > SIZE_MAX - sizeof(jj_chunk) - 16 || a->total + cap > a->limit) {
+      a->err->limit = 1;
       jj_throw(a->err, XPI_ERR_INVALID_ARGUMENT, 0, 0, "the template needs more than %zu MiB of memory",
                a->limit >> 20);
+    }
     jj_chunk *c = malloc(sizeof(jj_chunk) + 16 + cap);
     if (!c) jj_throw(a->err, XPI_ERR_OUT_OF_MEMORY, 0, 0, "out of memory");
     a->total += cap;
@@ -54,9 +56,11 @@ void *jj_zalloc(jj_arena *a, size_t n) {
 }
 
 void *jj_alloc_array(jj_arena *a, size_t n, size_t size) {
-  if (size && n > SIZE_MAX / size / 2)
+  if (size && n > SIZE_MAX / size / 2) {
+    a->err->limit = 1;
     jj_throw(a->err, XPI_ERR_INVALID_ARGUMENT, 0, 0, "the template needs more than %zu MiB of memory",
              a->limit >> 20);
+  }
   return jj_alloc(a, n * size);
 }
 
@@ -78,9 +82,11 @@ void jj_arena_free(jj_arena *a) {
 
 /* ---------------------------------------------------------------- buffers */
 static void buf_grow(jj_buf *b, size_t add) {
-  if (add > b->limit || b->len > b->limit - add)
-    jj_throw(b->err, XPI_ERR_INVALID_ARGUMENT, 0, 0, "the template's output would exceed %zu MiB",
+  if (add > b->limit || b->len > b->limit - add) {
+    b->err->limit = 1;
+    jj_throw(b->err, XPI_ERR_INVALID_ARGUMENT, 0, 0, "the template builds text longer than %zu MiB (the output limit)",
              b->limit >> 20);
+  }
   size_t need = b->len + add + 1;
   if (need <= b->cap) return;
   size_t cap = b->cap ? b->cap : 256;

@@ -22,6 +22,18 @@ void jj_fail_status(jj_ctx *c, int status, const char *fmt, ...) {
   longjmp(c->err.jb, 1);
 }
 
+void jj_fail_limit(jj_ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err.msg, sizeof c->err.msg, fmt, ap);
+  va_end(ap);
+  c->err.status = XPI_ERR_INVALID_ARGUMENT;
+  c->err.limit = 1;
+  c->err.line = c->line;
+  c->err.col = c->col;
+  longjmp(c->err.jb, 1);
+}
+
 void jj_fail(jj_ctx *c, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -50,9 +62,11 @@ void jj_fail_undefined(jj_ctx *c, jv v) {
 
 void jj_charge(jj_ctx *c, size_t units) {
   c->work += units;
-  if (c->work > c->work_limit)
+  if (c->work > c->work_limit) {
+    c->err.limit = 1;
     jj_fail(c, "the template ran too long (more than %llu steps): an endless loop?",
             (unsigned long long)c->work_limit);
+  }
 }
 
 static jj_buf *buf_new(jj_ctx *c) {
@@ -94,8 +108,10 @@ static void at(jj_ctx *c, const jj_node *n) {
 }
 
 static void enter(jj_ctx *c) {
-  if (++c->depth > c->depth_limit)
+  if (++c->depth > c->depth_limit) {
+    c->err.limit = 1;
     jj_fail(c, "RecursionError: the template nests calls or expressions more than %u deep", c->depth_limit);
+  }
 }
 static void leave(jj_ctx *c) { c->depth--; }
 
@@ -389,7 +405,7 @@ static jv concat_str(jj_ctx *c, jv a, jv b) {
     if (!b.markup) b = jj_markup_escape(c, b);
   }
   if (a.s->len > SIZE_MAX / 2 || a.s->len + b.s->len > c->out_limit)
-    jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+    jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
   jj_str *s = jj_alloc(&c->arena, sizeof(jj_str) + a.s->len + b.s->len + 1);
   memcpy(s->p, a.s->p, a.s->len);
   memcpy(s->p + a.s->len, b.s->p, b.s->len);
@@ -406,7 +422,7 @@ static jv repeat(jj_ctx *c, jv seq, int64_t times) {
   if (times < 0) times = 0;
   if (seq.t == JT_STR) {
     if (times && seq.s->len > c->out_limit / (uint64_t)times)
-      jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+      jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
     jj_buf *b = jj_tmpbuf(c);
     for (int64_t i = 0; i < times; i++) jj_buf_put(b, seq.s->p, seq.s->len);
     jv r = jv_strv(jj_buf_pop(c, b));
@@ -415,10 +431,10 @@ static jv repeat(jj_ctx *c, jv seq, int64_t times) {
   }
   jj_list *src = seq.l;
   if (times && src->n > (c->arena.limit / sizeof(jv)) / (uint64_t)times)
-    jj_fail(c, "the template builds a list too large for its memory limit");
+    jj_fail_limit(c, "the template builds a list too large for its memory limit");
   jj_list *l = jj_list_new(c, src->n * (size_t)times, src->kind == JL_TUPLE ? JL_TUPLE : JL_LIST);
   for (int64_t i = 0; i < times; i++) {
-    memcpy(l->v + l->n, src->v, src->n * sizeof(jv));
+    jj_copy(l->v + l->n, src->v, src->n * sizeof(jv));
     l->n += src->n;
   }
   jj_charge(c, l->n);
@@ -450,6 +466,8 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
   static const char *const names[] = {"+", "-", "*", "/", "//", "%", "**"};
   if (a.t == JT_UNDEF) jj_fail_undefined(c, a);
   if (b.t == JT_UNDEF) jj_fail_undefined(c, b);
+  if (a.t == JT_BIGINT || b.t == JT_BIGINT)
+    jj_fail(c, "OverflowError: arithmetic on an integer beyond 64 bits (the engine's integers are 64-bit)");
   int na = jj_is_number(a), nb = jj_is_number(b);
   if (na && nb) {
     int ints = is_intlike(a) && is_intlike(b);
@@ -525,8 +543,8 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
       if (a.t == JT_STR && b.t == JT_STR) return concat_str(c, a, b);
       if (a.t == JT_LIST && b.t == JT_LIST && (a.l->kind == JL_LIST || a.l->kind == JL_TUPLE) && a.l->kind == b.l->kind) {
         jj_list *l = jj_list_new(c, a.l->n + b.l->n, a.l->kind);
-        memcpy(l->v, a.l->v, a.l->n * sizeof(jv));
-        memcpy(l->v + a.l->n, b.l->v, b.l->n * sizeof(jv));
+        jj_copy(l->v, a.l->v, a.l->n * sizeof(jv));
+        jj_copy(l->v + a.l->n, b.l->v, b.l->n * sizeof(jv));
         l->n = a.l->n + b.l->n;
         jj_charge(c, l->n / 4);
         return jv_listv(l);
@@ -544,6 +562,23 @@ jv jj_binop(jj_ctx *c, int op, jv a, jv b) {
       unsupported(c, "*", a, b);
     }
     case OP_MOD:
+      if (a.t == JT_STR && a.markup) { /* Markup % args escapes the arguments (markupsafe) */
+        if (b.t == JT_LIST && b.l->kind == JL_TUPLE) {
+          jj_list *t = jj_list_new(c, b.l->n, JL_TUPLE);
+          for (size_t i = 0; i < b.l->n; i++) t->v[t->n++] = b.l->v[i].t == JT_STR ? jj_markup_escape(c, b.l->v[i]) : b.l->v[i];
+          b = jv_listv(t);
+        } else if (b.t == JT_DICT) {
+          jj_dict *d = jj_dict_new(c, b.d->n);
+          for (size_t i = 0; i < b.d->n; i++)
+            jj_dict_set(c, d, b.d->e[i].key, b.d->e[i].val.t == JT_STR ? jj_markup_escape(c, b.d->e[i].val) : b.d->e[i].val);
+          b = jv_dictv(d);
+        } else if (b.t == JT_STR) {
+          b = jj_markup_escape(c, b);
+        }
+        jv r = jj_percent_format(c, a.s, b);
+        r.markup = 1;
+        return r;
+      }
       if (a.t == JT_STR) return jj_percent_format(c, a.s, b);
       unsupported(c, "%", a, b);
     default:
@@ -855,6 +890,7 @@ static void exec_stmt(jj_ctx *c, jj_scope *s, const jj_node *n) {
       break;
     }
     case N_MACRO: {
+      for (jj_scope *p = s; p; p = p->parent) p->captured = 1;
       jj_func *f = jj_zalloc(&c->arena, sizeof *f);
       f->kind = JF_MACRO;
       f->node = n;
@@ -866,6 +902,7 @@ static void exec_stmt(jj_ctx *c, jj_scope *s, const jj_node *n) {
       break;
     }
     case N_CALLBLOCK: {
+      for (jj_scope *p = s; p; p = p->parent) p->captured = 1;
       jj_func *f = jj_zalloc(&c->arena, sizeof *f);
       f->kind = JF_MACRO;
       f->node = n;
@@ -880,8 +917,8 @@ static void exec_stmt(jj_ctx *c, jj_scope *s, const jj_node *n) {
       if (a.n_kw >= 32) jj_fail(c, "TypeError: too many keyword arguments");
       jj_str **kwn = jj_alloc_array(&c->arena, a.n_kw + 1, sizeof *kwn);
       jv *kwv = jj_alloc_array(&c->arena, a.n_kw + 1, sizeof *kwv);
-      memcpy(kwn, a.kwn, a.n_kw * sizeof *kwn);
-      memcpy(kwv, a.kwv, a.n_kw * sizeof *kwv);
+      jj_copy(kwn, a.kwn, a.n_kw * sizeof *kwn);
+      jj_copy(kwv, a.kwv, a.n_kw * sizeof *kwv);
       kwn[a.n_kw] = jj_str_c(&c->arena, "caller");
       kwv[a.n_kw] = caller;
       at(c, n);
@@ -894,8 +931,10 @@ static void exec_stmt(jj_ctx *c, jj_scope *s, const jj_node *n) {
       exec_body(c, scope_new(c, s), n->items, n->n_items);
       jj_buf *b = c->out;
       c->out = saved;
-      jv v = jv_strv(jj_buf_pop(c, b));
-      write_value(c, apply_filter_chain(c, s, n->b, v));
+      jv v = apply_filter_chain(c, s, n->b, jv_strv(jj_buf_pop(c, b)));
+      if (v.t != JT_STR) /* jinja2 yields the result into the output's "".join */
+        jj_fail(c, "TypeError: sequence item 0: expected str instance, %s found", jj_type_name(v));
+      write_value(c, v);
       break;
     }
     case N_WITH: {
@@ -930,15 +969,13 @@ static void exec_for_items(jj_ctx *c, jj_scope *outer, const jj_node *n, jv iter
   int32_t loop_id = jj_name_id(c->tpl, "loop", 4);
   if (n->c) { /* for x in y if cond: the filter sees the loop variables, not loop */
     items = jj_list_new(c, src->n, JL_LIST);
+    jj_scope *f = scope_new(c, outer);
     for (size_t i = 0; i < src->n; i++) {
-      jj_scope *f = scope_new(c, outer);
+      if (f->captured) f = scope_new(c, outer);
+      f->n = 0;
       assign(c, f, n->a, src->v[i]);
       if (jj_truthy(eval(c, f, n->c))) jj_list_push(c, items, src->v[i]);
     }
-  }
-  if (!items->n) {
-    exec_body(c, scope_new(c, outer), n->items2, n->n_items2);
-    return;
   }
   jj_loop *l = jj_zalloc(&c->arena, sizeof *l);
   l->items = items;
@@ -947,16 +984,25 @@ static void exec_for_items(jj_ctx *c, jj_scope *outer, const jj_node *n, jv iter
   l->scope = outer;
   jv lv = {.t = JT_LOOP};
   lv.loop = l;
+  jj_scope *it = NULL;
+  /* jinja2 runs the else block unless an iteration reached the end of the body: with no items, and also when every
+   * iteration left through break or continue */
+  int completed = 0;
   for (size_t i = 0; i < items->n; i++) {
     jj_charge(c, 1);
     l->index0 = i;
-    jj_scope *it = scope_new(c, outer);
+    /* a fresh scope per iteration (jinja2: assignments do not carry over), reused when nothing closed over it, so a
+     * long loop does not grow the arena */
+    if (!it || it->captured) it = scope_new(c, outer);
+    else it->n = 0;
     if (loop_id >= 0) scope_set(c, it, loop_id, lv);
     assign(c, it, n->a, items->v[i]);
     exec_body(c, it, n->items, n->n_items);
+    completed |= !c->loop_ctl;
     if (c->loop_ctl == 1) { c->loop_ctl = 0; break; }
     c->loop_ctl = 0;
   }
+  if (!completed && n->n_items2) exec_body(c, scope_new(c, outer), n->items2, n->n_items2);
 }
 
 /* ---------------------------------------------------------------- calls */
@@ -1093,13 +1139,17 @@ xpi_status jj_render(const jj_template *t, const jj_var *vars, size_t n_vars, co
   c->tpl = t;
   c->opts = o;
   c->arena.err = &c->err;
-  c->arena.limit = o->max_memory ? o->max_memory : (size_t)1 << 30;
+  c->arena.limit = o->max_memory ? o->max_memory : (size_t)256 << 20;
   c->out_limit = o->max_output ? o->max_output : (size_t)64 << 20;
-  c->work_limit = o->max_work ? o->max_work : 200000000ull;
+  c->work_limit = o->max_work ? o->max_work : 50000000ull;
   c->depth_limit = o->max_depth ? o->max_depth : 1000;
   xpi_status st = XPI_OK;
   if (setjmp(c->err.jb)) {
     st = (xpi_status)c->err.status;
+    if (!c->err.line) { /* limits hit inside the arena or a buffer: where the evaluator was */
+      c->err.line = c->line;
+      c->err.col = c->col;
+    }
     if (c->err.raised)
       xpi_err(st, "%s (raised by the template at line %u, column %u)", c->err.msg, c->err.line, c->err.col);
     else if (c->err.line)

@@ -2,6 +2,7 @@
  * reject / selectattr / rejectattr / unique / items / batch / slice return generators (single use, always true,
  * no len()), as in jinja2; sort and groupby are stable like Python's sorted. */
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,14 @@ static jv lower(jj_ctx *c, jv v) {
 }
 
 static int truthy_arg(jv *v, int dflt) { return v ? jj_truthy(*v) : dflt; }
+
+/* sorted(reverse=...) takes an int (a bool is one), not any truthy value. */
+static int reverse_arg(jj_ctx *c, jv *v) {
+  if (!v) return 0;
+  if (v->t != JT_INT && v->t != JT_BOOL)
+    jj_fail(c, "TypeError: '%s' object cannot be interpreted as an integer", jj_type_name(*v));
+  return v->i != 0;
+}
 
 static int64_t int_arg(jj_ctx *c, jv *v, int64_t dflt, const char *what) {
   if (!v) return dflt;
@@ -108,13 +117,13 @@ static void msort(jj_ctx *c, jv *v, jv *keys, size_t n, int reverse, jv *tv, jv 
   }
   while (i < h) { tv[o] = v[i]; tk[o++] = keys[i++]; }
   while (j < n) { tv[o] = v[j]; tk[o++] = keys[j++]; }
-  memcpy(v, tv, n * sizeof *v);
-  memcpy(keys, tk, n * sizeof *keys);
+  jj_copy(v, tv, n * sizeof *v);
+  jj_copy(keys, tk, n * sizeof *keys);
 }
 
 static jj_list *sorted(jj_ctx *c, jj_list *src, jv *keys, int reverse) {
   jj_list *l = jj_list_new(c, src->n, JL_LIST);
-  memcpy(l->v, src->v, src->n * sizeof(jv));
+  jj_copy(l->v, src->v, src->n * sizeof(jv));
   l->n = src->n;
   jv *tv = jj_alloc_array(&c->arena, src->n + 1, sizeof(jv)), *tk = jj_alloc_array(&c->arena, src->n + 1, sizeof(jv));
   jj_charge(c, src->n * 4);
@@ -296,7 +305,7 @@ static jv do_indent(jj_ctx *c, jv s, jj_args *a) {
   if (w && w->t == JT_STR) ind = w->s;
   else {
     int64_t n = int_arg(c, w, 4, "indent");
-    if (n > 1 << 20) jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+    if (n > 1 << 20) jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
     if (n < 0) n = 0;
     ind = jj_alloc(&c->arena, sizeof(jj_str) + (size_t)n + 1);
     memset(ind->p, ' ', (size_t)n);
@@ -407,7 +416,48 @@ static jv do_tojson(jj_ctx *c, jv value, jj_args *a) {
 }
 
 /* ---------------------------------------------------------------- the filters */
+static jv filter_impl(jj_ctx *c, int id, jv v, jj_args *a);
+
+/* jinja2's map, select, unique, batch, ... are generators: their errors come when they are iterated, not when the
+ * filter is applied (a generator that is only printed, or never used, does not fail). These run eagerly here, so an
+ * error is caught and handed to a generator that raises it when iterated. Limits and out of memory still stop. */
+static jv lazily(jj_ctx *c, int id, jv v, jj_args *a, const char *gname) {
+  jmp_buf saved;
+  memcpy(saved, c->err.jb, sizeof saved);
+  unsigned depth = c->depth;
+  int ctl = c->loop_ctl;
+  jj_buf *out = c->out;
+  uint32_t line = c->line, col = c->col;
+  if (setjmp(c->err.jb)) {
+    memcpy(c->err.jb, saved, sizeof saved);
+    if (c->err.limit || c->err.raised || c->err.status != XPI_ERR_INVALID_ARGUMENT) longjmp(c->err.jb, 1);
+    c->depth = depth;
+    c->loop_ctl = ctl;
+    c->out = out;
+    c->line = line;
+    c->col = col;
+    jj_list *l = jj_list_new(c, 0, JL_LIST);
+    l->deferred_error = jj_strndup(&c->arena, c->err.msg, strlen(c->err.msg));
+    return gen(l, gname);
+  }
+  jv r = filter_impl(c, id, v, a);
+  memcpy(c->err.jb, saved, sizeof saved);
+  return r;
+}
+
 jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
+  switch (id) {
+    case F_MAP: return lazily(c, id, v, a, "sync_do_map");
+    case F_SELECT: case F_REJECT: case F_SELECTATTR: case F_REJECTATTR:
+      return lazily(c, id, v, a, "select_or_reject");
+    case F_UNIQUE: return lazily(c, id, v, a, "sync_do_unique");
+    case F_BATCH: return lazily(c, id, v, a, "do_batch");
+    case F_SLICE: return lazily(c, id, v, a, "sync_do_slice");
+    default: return filter_impl(c, id, v, a);
+  }
+}
+
+static jv filter_impl(jj_ctx *c, int id, jv v, jj_args *a) {
   jj_charge(c, 1);
   switch (id) {
     case F_ABS:
@@ -434,20 +484,23 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
       jj_args_done(c, a, 2);
       jj_list *items = iter_arg(c, v), *out = jj_list_new(c, 0, JL_LIST);
       int has_fill = fill && fill->t != JT_NONE;
-      if (id == F_BATCH) {
-        if (n <= 0 && items->n) jj_fail(c, "ValueError: batch size must be positive");
-        jj_list *cur = NULL;
+      if (id == F_BATCH) { /* do_batch, step for step (a size of 0 yields an empty batch first, as it does) */
+        jj_list *cur = jj_list_new(c, 0, JL_LIST);
         for (size_t i = 0; i < items->n; i++) {
-          if (!cur || (int64_t)cur->n == n) {
-            cur = jj_list_new(c, 0, JL_LIST);
+          if ((int64_t)cur->n == n) {
             jj_list_push(c, out, jv_listv(cur));
+            cur = jj_list_new(c, 0, JL_LIST);
           }
           jj_list_push(c, cur, items->v[i]);
         }
-        if (cur && has_fill)
-          while ((int64_t)cur->n < n) jj_list_push(c, cur, *fill);
+        if (cur->n) {
+          if (has_fill)
+            while ((int64_t)cur->n < n) jj_list_push(c, cur, *fill);
+          jj_list_push(c, out, jv_listv(cur));
+        }
         return gen(out, "do_batch");
       }
+      if (n < 0) return gen(out, "sync_do_slice"); /* range(slices) is empty */
       if (n <= 0) jj_fail(c, "ZeroDivisionError: integer division or modulo by zero");
       if (n > 100000) jj_fail(c, "slice: too many slices");
       size_t len = items->n, per = len / (size_t)n, extra = len % (size_t)n, off = 0;
@@ -509,7 +562,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
         keys[i] = items->v[i].l->v[pos];
         if (!truthy_arg(cs, 0)) keys[i] = lower(c, keys[i]);
       }
-      return jv_listv(sorted(c, items, keys, truthy_arg(rev, 0)));
+      return jv_listv(sorted(c, items, keys, reverse_arg(c, rev)));
     }
     case F_E:
     case F_ESCAPE:
@@ -565,6 +618,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
       jv *dflt = jj_arg(c, a, 0, "default");
       jj_args_done(c, a, 1);
       if (v.t == JT_UNDEF) jj_fail_undefined(c, v);
+      if (v.t == JT_BIGINT) return jv_float(strtod(v.s->p, NULL));
       if (jj_is_number(v)) return jv_float(jj_num(v));
       double f;
       if (v.t == JT_STR && parse_float(v.s->p, v.s->len, &f)) return jv_float(f);
@@ -581,7 +635,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
         args = jv_dictv(d);
       } else {
         jj_list *t = jj_list_new(c, a->n_pos, JL_TUPLE);
-        memcpy(t->v, a->pos, a->n_pos * sizeof(jv));
+        jj_copy(t->v, a->pos, a->n_pos * sizeof(jv));
         t->n = a->n_pos;
         args = jv_listv(t);
       }
@@ -624,6 +678,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
       jj_args_done(c, a, 2);
       int64_t base = int_arg(c, basev, 10, "int");
       if (v.t == JT_UNDEF) jj_fail_undefined(c, v);
+      if (v.t == JT_BIGINT) return v;
       if (v.t == JT_INT || v.t == JT_BOOL) return jv_int(v.i);
       if (v.t == JT_FLOAT) {
         if (isinf(v.f)) jj_fail(c, "OverflowError: cannot convert float infinity to integer");
@@ -655,7 +710,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
     case F_LIST: {
       jj_args_done(c, a, 0);
       jj_list *items = iter_arg(c, v), *l = jj_list_new(c, items->n, JL_LIST);
-      memcpy(l->v, items->v, items->n * sizeof(jv));
+      jj_copy(l->v, items->v, items->n * sizeof(jv));
       l->n = items->n;
       return jv_listv(l);
     }
@@ -778,7 +833,7 @@ jv jj_filter_apply(jj_ctx *c, int id, jv v, jj_args *a) {
         }
         keys[i] = jv_listv(k);
       }
-      return jv_listv(sorted(c, items, keys, truthy_arg(rev, 0)));
+      return jv_listv(sorted(c, items, keys, reverse_arg(c, rev)));
     }
     case F_STRING:
       jj_args_done(c, a, 0);

@@ -24,7 +24,7 @@ static void emit_padded(jj_ctx *c, jj_buf *b, const spec *sp, const char *prefix
   char align = sp->align ? sp->align : dflt_align;
   uint32_t fill = sp->fill ? sp->fill : ' ';
   int64_t pad = sp->width > (int64_t)w ? sp->width - (int64_t)w : 0;
-  if (pad > (int64_t)c->out_limit) jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+  if (pad > (int64_t)c->out_limit) jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
   int64_t left = align == '<' ? 0 : align == '^' ? pad / 2 : pad;
   if (align == '=') {
     jj_buf_put(b, prefix, plen);
@@ -54,40 +54,45 @@ static void group_digits(char *out, size_t cap, const char *digits, char sep) {
 
 static void format_float(jj_ctx *c, jj_buf *b, double x, const spec *sp) {
   char type = sp->type;
-  char body[512], tmp[512];
   int64_t prec = sp->prec;
-  if (prec > 200) jj_fail(c, "ValueError: precision too big");
+  if (prec > 10000) jj_fail(c, "ValueError: precision too big");
+  size_t cap = (size_t)(prec > 0 ? prec : 0) * 2 + 800; /* %f of 1e308 has 309 digits, then the grouping */
+  char *body = jj_alloc(&c->arena, cap), *tmp = jj_alloc(&c->arena, cap);
+#define body_size cap
+#define tmp_size cap
   double ax = fabs(x);
   int neg = signbit(x) && !(x != x);
   if (x != x || isinf(x)) {
-    snprintf(body, sizeof body, "%s", x != x ? "nan" : "inf");
+    snprintf(body, body_size, "%s", x != x ? "nan" : "inf");
     if (type == 'E' || type == 'F' || type == 'G') { body[0] -= 32; body[1] -= 32; body[2] -= 32; }
   } else if (type == '%') {
-    snprintf(tmp, sizeof tmp, "%.*f", (int)(prec < 0 ? 6 : prec), ax * 100);
-    group_digits(body, sizeof body - 1, tmp, sp->group);
+    snprintf(tmp, tmp_size, "%.*f", (int)(prec < 0 ? 6 : prec), ax * 100);
+    group_digits(body, body_size - 1, tmp, sp->group);
     strcat(body, "%");
   } else if (!type) {
     if (prec < 0) {
       jj_buf *t = jj_tmpbuf(c);
       jj_write_float(t, ax);
-      snprintf(tmp, sizeof tmp, "%s", t->p ? t->p : "");
+      snprintf(tmp, tmp_size, "%s", t->p ? t->p : "");
       jj_buf_pop(c, t);
     } else {
-      snprintf(tmp, sizeof tmp, "%.*g", (int)(prec ? prec : 1), ax);
+      snprintf(tmp, tmp_size, "%.*g", (int)(prec ? prec : 1), ax);
       if (!strpbrk(tmp, ".e")) strcat(tmp, ".0");
     }
-    group_digits(body, sizeof body, tmp, sp->group);
+    group_digits(body, body_size, tmp, sp->group);
   } else {
     char f[16];
     snprintf(f, sizeof f, "%%%s.*%c", sp->alt ? "#" : "", type);
-    snprintf(tmp, sizeof tmp, f, (int)(prec < 0 ? 6 : prec), ax);
-    group_digits(body, sizeof body, tmp, sp->group);
+    snprintf(tmp, tmp_size, f, (int)(prec < 0 ? 6 : prec), ax);
+    group_digits(body, body_size, tmp, sp->group);
   }
   char prefix[4] = {0};
   if (neg) prefix[0] = '-';
   else if (sp->sign == '+') prefix[0] = '+';
   else if (sp->sign == ' ') prefix[0] = ' ';
   emit_padded(c, b, sp, prefix, body, strlen(body), '>');
+#undef body_size
+#undef tmp_size
 }
 
 static void format_int(jj_ctx *c, jj_buf *b, int64_t v, const spec *sp) {

@@ -93,7 +93,7 @@ jv jj_global_call(jj_ctx *c, int id, jj_args *a) {
       jj_obj *o = jj_zalloc(&c->arena, sizeof *o);
       o->kind = JO_CYCLER;
       o->items = jj_list_new(c, a->n_pos, JL_TUPLE);
-      memcpy(o->items->v, a->pos, a->n_pos * sizeof(jv));
+      jj_copy(o->items->v, a->pos, a->n_pos * sizeof(jv));
       o->items->n = a->n_pos;
       jv v = {.t = JT_OBJ};
       v.o = o;

@@ -27,9 +27,15 @@ typedef struct jj_err {
   uint32_t line, col;
   int status; /* xpi_status of the failure */
   int raised; /* raise_exception: msg is the template's own message */
+  int limit;  /* a limit (time, memory, output, depth) stopped the render */
 } jj_err;
 
 JJ_NORETURN void jj_throw(jj_err *e, int status, uint32_t line, uint32_t col, const char *fmt, ...) JJ_PRINTF(5, 6);
+
+/* memcpy that accepts NULL when n is 0 (empty lists have no storage). */
+static inline void jj_copy(void *dst, const void *src, size_t n) {
+  if (n) __builtin_memcpy(dst, src, n);
+}
 
 /* ------------------------------------------------------------------ arena */
 typedef struct jj_chunk { struct jj_chunk *next; size_t used, cap; } jj_chunk;
@@ -55,7 +61,9 @@ void jj_buf_cp(jj_buf *b, uint32_t cp); /* one code point as UTF-8 */
 
 /* ------------------------------------------------------------------ values */
 typedef enum {
-  JT_UNDEF, JT_NONE, JT_BOOL, JT_INT, JT_FLOAT, JT_STR, JT_LIST, JT_DICT, JT_NS, JT_FUNC, JT_LOOP, JT_OBJ
+  JT_UNDEF, JT_NONE, JT_BOOL, JT_INT, JT_FLOAT, JT_STR, JT_LIST, JT_DICT, JT_NS, JT_FUNC, JT_LOOP, JT_OBJ,
+  JT_BIGINT /* an integer beyond 64 bits from the caller's JSON: kept as its digits (s), printed exactly; arithmetic
+               on it is refused */
 } jj_type;
 
 /* Sequence kinds: what Python type a jj_list stands for (repr, JSON, indexing and reuse differ). */
@@ -255,7 +263,12 @@ void jj_buf_casefold(jj_buf *b, const char *s, size_t n);
 
 /* ------------------------------------------------------------------ render context */
 typedef struct jj_sym { int32_t id; jv v; } jj_sym;
-typedef struct jj_scope { struct jj_scope *parent; jj_sym *v; uint32_t n, cap; } jj_scope;
+typedef struct jj_scope {
+  struct jj_scope *parent;
+  jj_sym *v;
+  uint32_t n, cap;
+  uint8_t captured; /* a macro or caller closes over it: a loop must not reuse it for the next iteration */
+} jj_scope;
 
 typedef struct jj_ctx {
   jj_arena arena;
@@ -274,6 +287,7 @@ typedef struct jj_ctx {
 
 JJ_NORETURN void jj_fail(jj_ctx *c, const char *fmt, ...) JJ_PRINTF(2, 3);
 JJ_NORETURN void jj_fail_status(jj_ctx *c, int status, const char *fmt, ...) JJ_PRINTF(3, 4);
+JJ_NORETURN void jj_fail_limit(jj_ctx *c, const char *fmt, ...) JJ_PRINTF(2, 3); /* a render limit was reached */
 /* Raises the error an Undefined's use raises (UndefinedError, or the sandbox's SecurityError). */
 JJ_NORETURN void jj_fail_undefined(jj_ctx *c, jv u);
 void jj_charge(jj_ctx *c, size_t units);  /* counts work; fails past the limit */

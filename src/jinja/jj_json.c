@@ -70,6 +70,7 @@ static void dump_key(jj_ctx *c, jj_buf *b, jv k, const jj_dumps_opts *o) {
     case JT_BOOL: jj_buf_puts(b, k.i ? "\"true\"" : "\"false\""); return;
     case JT_NONE: jj_buf_puts(b, "\"null\""); return;
     case JT_INT: jj_buf_printf(b, "\"%lld\"", (long long)k.i); return;
+    case JT_BIGINT: jj_buf_putc(b, '"'); jj_buf_put(b, k.s->p, k.s->len); jj_buf_putc(b, '"'); return;
     case JT_FLOAT:
       t = jj_tmpbuf(c);
       dump_float(t, k.f);
@@ -90,6 +91,7 @@ static void dump(jj_ctx *c, jj_buf *b, jv v, const jj_dumps_opts *o, int level) 
     case JT_BOOL: jj_buf_puts(b, v.i ? "true" : "false"); return;
     case JT_INT: jj_buf_printf(b, "%lld", (long long)v.i); return;
     case JT_FLOAT: dump_float(b, v.f); return;
+    case JT_BIGINT: jj_buf_put(b, v.s->p, v.s->len); return;
     case JT_STR: jj_charge(c, v.s->len / 16); dump_str(b, v.s->p, v.s->len, o->ensure_ascii); return;
     case JT_LIST:
       if (v.l->kind == JL_LIST || v.l->kind == JL_TUPLE) break;
@@ -98,7 +100,7 @@ static void dump(jj_ctx *c, jj_buf *b, jv v, const jj_dumps_opts *o, int level) 
       jj_fail(c, "TypeError: Object of type %s is not JSON serializable", jj_type_name(v));
     default: break;
   }
-  if (level > 500) jj_fail(c, "RecursionError: maximum recursion depth exceeded while encoding a JSON object");
+  if (level > 500) jj_fail_limit(c, "RecursionError: maximum recursion depth exceeded while encoding a JSON object");
   if (v.t == JT_LIST) {
     jj_list *l = v.l;
     if (!l->n) { jj_buf_puts(b, "[]"); return; }
@@ -267,8 +269,11 @@ static jv pnumber(jp *p) {
   if (!is_float) {
     errno = 0;
     long long v = strtoll(tmp, NULL, 10);
-    /* beyond 64 bits Python keeps a big int; the closest double is what can be kept here */
-    if (errno == ERANGE) return jv_float(strtod(tmp, NULL));
+    if (errno == ERANGE) { /* beyond 64 bits Python keeps a big int: keep its digits (ids pass through exactly) */
+      jv r = jj_strv(&p->c->arena, tmp, len);
+      r.t = JT_BIGINT;
+      return r;
+    }
     return jv_int(v);
   }
   return jv_float(strtod(tmp, NULL));

@@ -363,7 +363,7 @@ static jv pad(jj_ctx *c, jv self, jj_args *a, int mode /* 0 center 1 ljust 2 rju
   }
   int64_t n = (int64_t)jj_str_ncp(self.s);
   if (width <= n) return self;
-  if (width > (int64_t)c->out_limit) jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+  if (width > (int64_t)c->out_limit) jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
   int64_t total = width - n, left = mode == 1 ? 0 : mode == 2 ? total : total / 2 + (total & width & 1);
   jj_buf *b = jj_tmpbuf(c);
   for (int64_t i = 0; i < left; i++) jj_buf_put(b, fill, fl);
@@ -527,7 +527,7 @@ static jv str_method(jj_ctx *c, jj_func *m, jj_args *a) {
       jj_args_done(c, a, 1);
       int64_t n = (int64_t)jj_str_ncp(s);
       if (width <= n) return self;
-      if (width > (int64_t)c->out_limit) jj_fail(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
+      if (width > (int64_t)c->out_limit) jj_fail_limit(c, "the template builds a string longer than %zu MiB", c->out_limit >> 20);
       jj_buf *b = jj_tmpbuf(c);
       size_t i = 0;
       if (s->len && (s->p[0] == '+' || s->p[0] == '-')) jj_buf_putc(b, s->p[i++]);
@@ -677,7 +677,7 @@ jv jj_method_call(jj_ctx *c, jj_func *m, jj_args *a) {
       case -2: {
         jj_args_done(c, a, a->n_pos);
         jj_list *t = jj_list_new(c, a->n_pos, JL_TUPLE);
-        memcpy(t->v, a->pos, a->n_pos * sizeof(jv));
+        jj_copy(t->v, a->pos, a->n_pos * sizeof(jv));
         t->n = a->n_pos;
         jv v = jv_listv(t);
         jj_loop *l = self.loop;
@@ -727,7 +727,7 @@ jv jj_method_call(jj_ctx *c, jj_func *m, jj_args *a) {
       if (m->id == M_COPY) {
         jj_args_done(c, a, 0);
         jj_list *n = jj_list_new(c, l->n, JL_LIST);
-        memcpy(n->v, l->v, l->n * sizeof(jv));
+        jj_copy(n->v, l->v, l->n * sizeof(jv));
         n->n = l->n;
         return jv_listv(n);
       }

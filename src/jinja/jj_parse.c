@@ -221,6 +221,8 @@ static void parse_call_args(parser *p, jj_node *n) {
 
 static jj_node *parse_call(parser *p, jj_node *callee) {
   jj_node *n = mk(p, N_CALL, CUR);
+  n->line = callee->line; /* errors point at the start of the call expression */
+  n->col = callee->col;
   n->a = callee;
   parse_call_args(p, n);
   return n;
@@ -1089,7 +1091,7 @@ xpi_status jj_template_parse(const char *src, size_t len, jj_template **out) {
   if (!t) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "chat template: out of memory");
   t->arena.err = &t->err;
   t->arena.limit = (size_t)64 << 20;
-  parser *p = NULL;
+  parser *volatile p = NULL; /* set after setjmp: volatile, so the error path sees it */
   if (setjmp(t->err.jb)) {
     xpi_status st = (xpi_status)t->err.status;
     if (t->err.line)

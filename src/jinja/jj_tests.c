@@ -67,13 +67,13 @@ int jj_test_apply(jj_ctx *c, int id, jv v, jj_args *a) {
     case T_BOOLEAN: jj_args_done(c, a, 0); return v.t == JT_BOOL;
     case T_FALSE: jj_args_done(c, a, 0); return v.t == JT_BOOL && !v.i;
     case T_TRUE: jj_args_done(c, a, 0); return v.t == JT_BOOL && v.i;
-    case T_INTEGER: jj_args_done(c, a, 0); return v.t == JT_INT;
+    case T_INTEGER: jj_args_done(c, a, 0); return v.t == JT_INT || v.t == JT_BIGINT;
     case T_FLOAT: jj_args_done(c, a, 0); return v.t == JT_FLOAT;
     case T_LOWER: jj_args_done(c, a, 0); return str_pred(c, v, 0);
     case T_UPPER: jj_args_done(c, a, 0); return str_pred(c, v, 1);
     case T_STRING: jj_args_done(c, a, 0); return v.t == JT_STR;
     case T_MAPPING: jj_args_done(c, a, 0); return v.t == JT_DICT;
-    case T_NUMBER: jj_args_done(c, a, 0); return jj_is_number(v);
+    case T_NUMBER: jj_args_done(c, a, 0); return jj_is_number(v) || v.t == JT_BIGINT;
     case T_SEQUENCE:
       jj_args_done(c, a, 0);
       return v.t == JT_UNDEF || v.t == JT_STR || v.t == JT_DICT ||

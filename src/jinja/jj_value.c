@@ -58,6 +58,7 @@ uint64_t jj_hash(jv v, int *hashable) {
         return b * 0x9e3779b97f4a7c15ull;
       }
     case JT_STR: return fnv(v.s->p, v.s->len);
+    case JT_BIGINT: return fnv(v.s->p, v.s->len) ^ 0x5bd1e995;
     case JT_LIST:
       if (v.l->kind == JL_TUPLE) {
         uint64_t h = 0x345678;
@@ -153,7 +154,7 @@ jv jj_undef_new(jj_ctx *c, const char *hint, jv obj, jv name) {
   else {
     static const char *const names[] = {"Undefined object", "None", "bool object", "int object", "float object",
                                         "str object", "list object", "dict object", "Namespace object",
-                                        "function object", "LoopContext object", "object"};
+                                        "function object", "LoopContext object", "object", "int object"};
     u->obj_type = obj.t == JT_STR && obj.markup ? "markupsafe.Markup object" : names[obj.t];
     if (obj.t == JT_LIST) {
       static const char *const ln[] = {"list object", "tuple object", "range object", "generator object",
@@ -208,6 +209,7 @@ const char *jj_type_name(jv v) {
     case JT_FUNC:
       return v.fn->kind == JF_MACRO ? "Macro" : v.fn->kind == JF_METHOD ? "builtin_function_or_method" : "function";
     case JT_LOOP: return "LoopContext";
+    case JT_BIGINT: return "int";
     default: return v.o->kind == JO_CYCLER ? "Cycler" : "Joiner";
   }
 }
@@ -235,7 +237,7 @@ static int seq_class(const jj_list *l) {
 }
 
 static void enter(jj_ctx *c) {
-  if (++c->depth > c->depth_limit) jj_fail(c, "RecursionError: maximum recursion depth exceeded");
+  if (++c->depth > c->depth_limit) jj_fail_limit(c, "RecursionError: maximum recursion depth exceeded");
 }
 static void leave(jj_ctx *c) { c->depth--; }
 
@@ -252,7 +254,7 @@ int jj_eq(jj_ctx *c, jv a, jv b) {
   if (a.t != b.t) return 0;
   switch (a.t) {
     case JT_UNDEF: case JT_NONE: return 1;
-    case JT_STR: return a.s->len == b.s->len && !memcmp(a.s->p, b.s->p, a.s->len);
+    case JT_STR: case JT_BIGINT: return a.s->len == b.s->len && !memcmp(a.s->p, b.s->p, a.s->len);
     case JT_LIST: {
       if (a.l == b.l) return 1;
       int ka = seq_class(a.l), kb = seq_class(b.l);
@@ -284,6 +286,11 @@ static const char *cmp_type_name(jv v) { return jj_type_name(v); }
 int jj_cmp(jj_ctx *c, jv a, jv b, const char *op) {
   if (a.t == JT_UNDEF) jj_fail_undefined(c, a);
   if (b.t == JT_UNDEF) jj_fail_undefined(c, b);
+  if ((a.t == JT_BIGINT || jj_is_number(a)) && (b.t == JT_BIGINT || jj_is_number(b)) &&
+      (a.t == JT_BIGINT || b.t == JT_BIGINT)) { /* beyond 64 bits: by value as doubles, which order them */
+    double x = a.t == JT_BIGINT ? strtod(a.s->p, NULL) : jj_num(a), y = b.t == JT_BIGINT ? strtod(b.s->p, NULL) : jj_num(b);
+    return x < y ? -1 : x > y;
+  }
   if (jj_is_number(a) && jj_is_number(b)) {
     if (a.t != JT_FLOAT && b.t != JT_FLOAT) return a.i < b.i ? -1 : a.i > b.i;
     double x = jj_num(a), y = jj_num(b);
@@ -469,6 +476,7 @@ static void write_any(jj_ctx *c, jj_buf *b, jv v, int repr) {
     case JT_BOOL: jj_buf_puts(b, v.i ? "True" : "False"); return;
     case JT_INT: jj_buf_printf(b, "%lld", (long long)v.i); return;
     case JT_FLOAT: jj_write_float(b, v.f); return;
+    case JT_BIGINT: jj_buf_put(b, v.s->p, v.s->len); return;
     case JT_STR:
       if (!repr) { jj_buf_put(b, v.s->p, v.s->len); return; }
       if (v.markup) jj_buf_puts(b, "Markup(");
@@ -504,12 +512,20 @@ static void write_any(jj_ctx *c, jj_buf *b, jv v, int repr) {
       jj_buf_putc(b, '>');
       break;
     case JT_FUNC:
-      if (v.fn->kind == JF_MACRO) jj_buf_printf(b, "<Macro '%s'>", v.fn->name ? v.fn->name : "caller");
+      if (v.fn->kind == JF_MACRO && v.fn->node->kind == N_CALLBLOCK) jj_buf_puts(b, "<Macro anonymous>");
+      else if (v.fn->kind == JF_MACRO) jj_buf_printf(b, "<Macro '%s'>", v.fn->name);
+      else if (v.fn->kind == JF_METHOD && v.fn->self.t == JT_STR && !strcmp(v.fn->name, "format"))
+        jj_buf_printf(b, "<function str.format at 0x%llx>", (unsigned long long)(uintptr_t)v.fn); /* the sandbox's */
       else if (v.fn->kind == JF_METHOD)
         jj_buf_printf(b, "<built-in method %s of %s object at 0x%llx>", v.fn->name, jj_type_name(v.fn->self),
                       (unsigned long long)(uintptr_t)v.fn);
       else if (v.fn->kind == JF_LOOP) jj_buf_puts(b, "<bound method LoopContext.__call__>");
-      else jj_buf_printf(b, "<function %s at 0x%llx>", v.fn->name, (unsigned long long)(uintptr_t)v.fn);
+      else if (!strcmp(v.fn->name, "dict")) jj_buf_puts(b, "<class 'dict'>");
+      else if (!strcmp(v.fn->name, "namespace")) jj_buf_puts(b, "<class 'jinja2.utils.Namespace'>");
+      else if (!strcmp(v.fn->name, "cycler")) jj_buf_puts(b, "<class 'jinja2.utils.Cycler'>");
+      else if (!strcmp(v.fn->name, "joiner")) jj_buf_puts(b, "<class 'jinja2.utils.Joiner'>");
+      else jj_buf_printf(b, "<function %s at 0x%llx>", !strcmp(v.fn->name, "range") ? "safe_range" : v.fn->name,
+                         (unsigned long long)(uintptr_t)v.fn);
       break;
     case JT_LOOP:
       jj_buf_printf(b, "<LoopContext %zu/%zu>", v.loop->index0 + 1, v.loop->items->n);

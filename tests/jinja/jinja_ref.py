@@ -54,10 +54,16 @@ def make_env(now=None):
     return env
 
 
+_compiled = {}
+
+
 def render_ref(env, src, variables):
     """jinja2's render, or ("error", "ExceptionClass: message")."""
     try:
-        return env.from_string(src).render(**variables)
+        key = (id(env), src)
+        if key not in _compiled:
+            _compiled[key] = env.from_string(src)
+        return _compiled[key].render(**variables)
     except Exception as e:  # the template refuses: the engine must refuse too
         return ("error", f"{type(e).__name__}: {e}")
 
@@ -80,3 +86,28 @@ def run_driver(reqs):
     if len(out) != len(reqs):
         sys.exit(f"jj_driver answered {len(out)} of {len(reqs)} requests")
     return out
+
+
+def norm_error(msg):
+    """The engine's error message as jinja2's "Class: text" (position prefixes and raise_exception's suffix
+    removed; syntax errors get the class "Template*Error")."""
+    import re
+    m = re.match(r"(?:chat template: )?template syntax error at line \d+, column \d+: (.*)$", msg, re.S)
+    if m:
+        return "Template*Error: " + m.group(1)
+    m = re.match(r"(?:chat template: )?line \d+, column \d+: (.*)$", msg, re.S)
+    if m:
+        return m.group(1)
+    m = re.match(r"(?:chat template: )?(.*) \(raised by the template at line \d+, column \d+\)$", msg, re.S)
+    if m:
+        return "TemplateError: " + m.group(1)
+    return msg
+
+
+def same_error(ours, theirs):
+    """Same failure: same exception class and message (jinja2's messages are cut at 200 characters in goldens)."""
+    o = norm_error(ours)
+    if o.startswith("Template*Error: "):
+        return theirs.startswith(("TemplateSyntaxError", "TemplateAssertionError")) and \
+            theirs.split(": ", 1)[-1] == o.split(": ", 1)[1]
+    return o == theirs

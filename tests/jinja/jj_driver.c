@@ -3,6 +3,9 @@
  *    "limits": {"work", "memory", "output", "depth"} (optional)}
  * writes one JSON line: {"out": hex of the UTF-8 output} or {"error": message, "status": name}. Variables travel as
  * JSON text so that ints and floats stay apart (1 vs 1.0), as Python's json.loads keeps them.
+ *   {"chat_template": source, "conversation": "JSON text", "gen": bool, "now": seconds}
+ * renders through the public API instead: xpi_apply_chat_template_json(NULL tokenizer, conversation) with
+ * options.chat_template, add_generation_prompt = gen (the conversation's own key wins) and the clock.
  * With --sanitized it prints 1 under AddressSanitizer (the Python tests then run fewer cases). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +42,24 @@ int main(int argc, char **argv) {
   while ((n = getline(&line, &cap, stdin)) > 0) {
     cJSON *req = cJSON_ParseWithLength(line, (size_t)n), *out = cJSON_CreateObject();
     const cJSON *t = cJSON_GetObjectItem(req, "t"), *v = cJSON_GetObjectItem(req, "v");
-    if (!cJSON_IsString(t)) {
+    const cJSON *ct = cJSON_GetObjectItem(req, "chat_template"), *conv = cJSON_GetObjectItem(req, "conversation");
+    if (cJSON_IsString(ct) && cJSON_IsString(conv)) {
+      xpi_chat_options o;
+      xpi_chat_options_default(&o);
+      o.chat_template = ct->valuestring;
+      o.add_generation_prompt = cJSON_IsTrue(cJSON_GetObjectItem(req, "gen"));
+      o.now = (int64_t)num(req, "now");
+      size_t len = 0, cl = strlen(conv->valuestring);
+      xpi_status st = xpi_apply_chat_template_json(NULL, conv->valuestring, cl, &o, NULL, 0, &len);
+      char *text = st == XPI_ERR_BUFFER_TOO_SMALL ? malloc(len + 1) : NULL;
+      if (text) st = xpi_apply_chat_template_json(NULL, conv->valuestring, cl, &o, text, len + 1, &len);
+      if (!st) add_hex(out, "out", text, len);
+      else {
+        cJSON_AddStringToObject(out, "error", xpi_last_error());
+        cJSON_AddStringToObject(out, "status", xpi_status_name(st));
+      }
+      free(text);
+    } else if (!cJSON_IsString(t)) {
       cJSON_AddStringToObject(out, "error", "bad request line");
     } else {
       jj_template *tpl = NULL;

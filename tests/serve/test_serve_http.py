@@ -251,7 +251,7 @@ fail.check(srv.stop() == 0, "exit status (queue)")
 # streams that finish within the grace period run to the end; new connections are refused after the signal
 srv = su.Server(TF, ["--shutdown-timeout", "30"])
 P = srv.port
-streams = [open_stream(P, {**ok_c, "max_tokens": 300, "ignore_eos": True, "stream": True}) for _ in range(3)]
+streams = [open_stream(P, {**ok_c, "max_tokens": 100, "ignore_eos": True, "stream": True}) for _ in range(3)]
 results = [None] * 3
 
 

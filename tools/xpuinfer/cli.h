@@ -5,6 +5,7 @@
 #include "xpuinfer.h"
 
 int cmd_generate(int argc, char **argv);
+int cmd_chat_template(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_devices(int argc, char **argv);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chat_args.h"
 #include "cli.h"
 #include "cli_load.h"
 #include "gen.h"
@@ -15,7 +16,7 @@
 
 static void help(void) {
   printf(
-    "usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE) [options]\n"
+    "usage: xpuinfer generate -m MODEL (-p TEXT | -f FILE | --messages FILE.json) [options]\n"
     "\n"
     "  -p, --prompt TEXT        the prompt\n"
     "  -f, --file FILE          one prompt per line (empty lines skipped), all run together; FILE.jsonl (or\n"
@@ -25,9 +26,15 @@ static void help(void) {
     "      --jsonl              read FILE as JSON lines whatever its name\n"
     "      --parallel N         sequences generated at once (default: every prompt, as the KV pool allows)\n"
     "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
-    "      --chat               wrap the prompt as a user message with the chat template\n"
+    "      --chat               wrap the prompt as a user message with the model's chat template\n"
     "      --system TEXT        system message (with --chat)\n"
     "      --no-think           enable_thinking=false in the chat template (Qwen3)\n"
+    "      --messages FILE      a whole conversation (implies --chat): a JSON array of messages, or an object\n"
+    "                           {\"messages\": [...], \"tools\": [...], ...} whose other keys are template variables\n"
+    "      --tools FILE         JSON array of tools for the chat template\n"
+    "      --chat-template FILE render with this Jinja template instead of the model's\n"
+    "      --var NAME=JSON      a chat-template variable (repeatable), e.g. --var reasoning_effort='\"low\"'\n"
+    "      --template-name N    with several named templates: which one;  --now SECONDS: strftime_now's clock\n"
     "  -n, --max-new-tokens N   tokens to generate (default: generation_config.json, else 256)\n"
     "      --greedy             argmax decoding (the default when generation_config.json says do_sample=false)\n"
     "      --temperature T      sample with this temperature (any sampling flag turns sampling on)\n"
@@ -59,6 +66,7 @@ typedef struct opts {
   const char *prompt, *file, *system;
   int no_special, chat, no_think, json, quiet, logprobs, jsonl, parallel;
   cli_load_opts load;
+  cli_chat ca; /* chat-template options (chat_args.c) */
   const char *stops[64];
   size_t n_stops;
 } opts;
@@ -143,6 +151,9 @@ int cmd_generate(int argc, char **argv) {
     if (shared < 0) return 2;
     if (shared) continue;
     if (ARG("-h") || ARG("--help")) { help(); return 0; }
+    int chat_arg = cli_chat_arg(&o.ca, CMD, argc, argv, &i);
+    if (chat_arg < 0) return -chat_arg;
+    if (chat_arg) continue;
     else if (ARG("-p") || ARG("--prompt")) { NEED(); o.prompt = v; }
     else if (ARG("-f") || ARG("--file")) { NEED(); o.file = v; }
     else if (ARG("--jsonl")) o.jsonl = 1;
@@ -167,14 +178,29 @@ int cmd_generate(int argc, char **argv) {
     else return cli_usage_error(CMD, "unknown option '%s'", a);
   }
   if (cli_load_check(CMD, &o.load)) return 2;
-  if (!o.prompt == !o.file) return cli_usage_error(CMD, "give exactly one of -p TEXT and -f FILE");
+  if (o.ca.input_file) return cli_usage_error(CMD, "--input is for chat-template; give a conversation with --messages");
+  if (o.ca.messages_file) o.chat = 1;
+  if (!o.chat && (o.ca.tools_file || o.ca.template_file || o.ca.n_vars || o.ca.template_name))
+    return cli_usage_error(CMD, "--tools, --chat-template, --var and --template-name need --chat (or --messages)");
+  if (o.ca.messages_file ? o.prompt || o.file || o.system : !o.prompt == !o.file)
+    return cli_usage_error(CMD, o.ca.messages_file ? "--messages gives the whole conversation: no -p, -f or --system"
+                                                   : "give exactly one of -p TEXT, -f FILE and --messages FILE");
   if (o.logprobs && !o.json) return cli_usage_error(CMD, "--logprobs needs --json");
   if (o.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
   size_t flen = o.file ? strlen(o.file) : 0;
   if (flen >= 6 && !strcmp(o.file + flen - 6, ".jsonl")) o.jsonl = 1;
 
+  o.ca.no_think = o.no_think;
+  int load_rc = cli_chat_load(&o.ca, CMD);
+  if (load_rc) {
+    cli_chat_free(&o.ca);
+    return load_rc;
+  }
   xpi_model *m = NULL;
-  if (cli_load_model(CMD, &o.load, o.quiet, &m)) return 1;
+  if (cli_load_model(CMD, &o.load, o.quiet, &m)) {
+    cli_chat_free(&o.ca);
+    return 1;
+  }
   xpi_status s;
   xpi_gen_options go;
   xpi_gen_options_from_model(m, &go);
@@ -192,12 +218,13 @@ int cmd_generate(int argc, char **argv) {
   go.ignore_eos = ignore_eos;
   go.logprobs = o.logprobs;
 
-  gen_defaults d = {&go, o.chat, o.no_think, o.no_special, o.system};
+  gen_defaults d = {&go, o.chat, o.no_special, o.system, &o.ca};
   run_state rs = {.o = &o};
   int rc = o.file ? gen_read_file(o.file, o.jsonl, &d, &rs.items, &rs.n) : gen_one(o.prompt, &d, &rs.items, &rs.n);
   if (rc) {
     gen_items_free(rs.items, rs.n);
     xpi_model_free(m);
+    cli_chat_free(&o.ca);
     return rc;
   }
   rs.stream = !o.file && !o.json;
@@ -210,6 +237,7 @@ int cmd_generate(int argc, char **argv) {
     rc = cli_fail(CMD, "creating the engine", s);
     gen_items_free(rs.items, rs.n);
     xpi_model_free(m);
+    cli_chat_free(&o.ca);
     return rc;
   }
   const double t1 = now_s();
@@ -258,5 +286,6 @@ int cmd_generate(int argc, char **argv) {
   xpi_engine_free(e);
   gen_items_free(rs.items, rs.n);
   xpi_model_free(m);
+  cli_chat_free(&o.ca);
   return failed || rs.oom ? 1 : 0;
 }

@@ -245,6 +245,7 @@ int cmd_serve(int argc, char **argv) {
     if (sigtimedwait(&sigs, NULL, &zero) > 0) break;
   }
   for (int tries = 0; tries < 100 && jobs_wait(&srv, serve_now() + 0.1) > 0; tries++) jobs_cancel_all(&srv);
+  jobs_wait_freed(&srv, serve_now() + 10); /* the streams' last chunks go out before the connections close */
   http_stop();
   if (srv.engine) xpi_engine_free(srv.engine);
   xpi_model_free(srv.model);

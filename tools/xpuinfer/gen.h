@@ -23,8 +23,7 @@ int gbuf_json_str(gbuf *b, const char *s, size_t n);         /* a JSON string li
 typedef struct gen_item {
   int index;                   /* 0-based, in input order (empty lines of a .txt file are not counted) */
   char *prompt;                /* the text as given ("prompt"), or NULL for "messages" */
-  xpi_chat_message *msgs;      /* "messages" of a .jsonl line (role/content copies) */
-  size_t n_msgs;
+  char *conv;                  /* "messages" of a .jsonl line, as JSON for the chat template */
   xpi_gen_options go;          /* the run's options, then the line's own */
   char *stops[GEN_MAX_STOPS];  /* the line's "stop" strings (owned) */
   char *error;                 /* why the line cannot run (owned), or NULL */
@@ -40,15 +39,16 @@ typedef struct gen_item {
 
 typedef struct gen_defaults {
   const xpi_gen_options *go;   /* from the model and the command line */
-  int chat, no_think, no_special;
+  int chat, no_special;
   const char *system;
+  const struct cli_chat *ca;   /* chat-template options (tools, variables incl. --no-think, template, --messages) */
 } gen_defaults;
 
 /* Reads a prompt file: one prompt per non-empty line, or with jsonl one JSON object per line with "prompt" or
  * "messages" and optional max_tokens, temperature, top_p, seed, stop. A line that cannot be used becomes an
  * item with its error set. Returns 0, or prints why the file cannot be read and returns 1. */
 int gen_read_file(const char *path, int jsonl, const gen_defaults *d, gen_item **items, int *n);
-/* One item for -p. */
+/* One item for -p (prompt NULL with --messages: the conversation is d->ca->messages). */
 int gen_one(const char *prompt, const gen_defaults *d, gen_item **items, int *n);
 /* Renders (chat) and tokenizes an item; sets item->error on failure. */
 void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it);

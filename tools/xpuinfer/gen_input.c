@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "chat_args.h"
 #include "gen.h"
 
 int gbuf_add(gbuf *b, const char *s, size_t n) {
@@ -84,21 +84,13 @@ static void parse_json_line(gen_item *it, const char *line) {
   else if (p) it->prompt = xstrdup(p->valuestring);
   else if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) == 0) set_error(it, "\"messages\" must be a non-empty array");
   else {
-    size_t n = (size_t)cJSON_GetArraySize(m);
-    it->msgs = calloc(n, sizeof *it->msgs);
-    if (!it->msgs) set_error(it, "out of memory");
     const cJSON *e;
-    cJSON_ArrayForEach(e, m) {
-      if (it->error) break;
-      const cJSON *role = cJSON_GetObjectItem(e, "role"), *content = cJSON_GetObjectItem(e, "content");
-      if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
-        set_error(it, "every message needs \"role\" and \"content\" strings");
+    cJSON_ArrayForEach(e, m) /* the messages go to the template as they are (tool calls, parts, ...) */
+      if (!cJSON_IsObject(e) || !cJSON_IsString(cJSON_GetObjectItem(e, "role"))) {
+        set_error(it, "every message must be an object with a \"role\" string");
         break;
       }
-      it->msgs[it->n_msgs].role = xstrdup(role->valuestring);
-      it->msgs[it->n_msgs].content = xstrdup(content->valuestring);
-      it->n_msgs++;
-    }
+    if (!it->error && !(it->conv = cJSON_PrintUnformatted(m))) set_error(it, "out of memory");
   }
   const cJSON *v;
   if ((v = cJSON_GetObjectItem(j, "max_tokens"))) {
@@ -183,10 +175,10 @@ int gen_one(const char *prompt, const gen_defaults *d, gen_item **items, int *n)
   gen_item *it = calloc(1, sizeof *it);
   if (!it) return 1;
   item_init(it, 0, d);
-  it->prompt = xstrdup(prompt);
+  it->prompt = prompt ? xstrdup(prompt) : NULL;
   *items = it;
   *n = 1;
-  return it->prompt ? 0 : 1;
+  return !prompt || it->prompt ? 0 : 1;
 }
 
 void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it) {
@@ -195,30 +187,16 @@ void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it)
   const char *src = it->prompt;
   size_t len = src ? strlen(src) : 0;
   xpi_status s = XPI_OK;
-  int chat = d->chat || it->msgs;
-  if (chat) {
-    xpi_chat_message one[2] = {{0}}, *msgs = it->msgs;
-    size_t nm = it->n_msgs;
-    if (!msgs) { /* a plain prompt with --chat: one user message, after --system */
-      nm = 0;
-      if (d->system) one[nm++] = (xpi_chat_message){.role = "system", .content = d->system};
-      one[nm++] = (xpi_chat_message){.role = "user", .content = it->prompt};
-      msgs = one;
-    }
-    xpi_chat_options co;
-    xpi_chat_options_default(&co);
-    co.now = (int64_t)time(NULL); /* one clock for both calls: a template that prints the date renders the same */
-    if (d->no_think) co.variables_json = "{\"enable_thinking\": false}";
-    s = xpi_apply_chat_template(tok, msgs, nm, &co, NULL, 0, &len);
-    if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
-      text = malloc(len + 1);
-      s = text ? xpi_apply_chat_template(tok, msgs, nm, &co, text, len + 1, &len) : XPI_ERR_OUT_OF_MEMORY;
-    }
+  int chat = d->chat || it->conv;
+  if (chat) { /* the line's messages, --messages, or the prompt as one user turn (after --system) */
+    char *turn = it->conv || d->ca->messages ? NULL : cli_chat_user_turn(d->system, it->prompt);
+    const char *conv = it->conv ? it->conv : d->ca->messages ? d->ca->messages : turn;
+    s = conv ? cli_chat_render(tok, d->ca, conv, 1, &text, &len) : XPI_ERR_OUT_OF_MEMORY;
+    free(turn);
     if (s != XPI_OK) {
       char msg[512];
       snprintf(msg, sizeof msg, "applying the chat template: %s", xpi_last_error());
       set_error(it, msg);
-      free(text);
       return;
     }
     src = text;
@@ -244,11 +222,7 @@ void gen_items_free(gen_item *items, int n) {
   for (int i = 0; items && i < n; i++) {
     gen_item *it = &items[i];
     free(it->prompt);
-    for (size_t m = 0; m < it->n_msgs; m++) {
-      free((char *)it->msgs[m].role);
-      free((char *)it->msgs[m].content);
-    }
-    free(it->msgs);
+    cJSON_free(it->conv);
     for (size_t k = 0; k < GEN_MAX_STOPS; k++) free(it->stops[k]);
     free(it->error);
     free(it->ids);

@@ -12,6 +12,7 @@ typedef struct { const char *name; int (*fn)(int, char **); const char *help; } 
 
 static const subcommand k_cmds[] = {
   {"generate", cmd_generate, "generate text from a prompt (or one prompt per line of a file)"},
+  {"chat-template", cmd_chat_template, "render a conversation with a chat template (as apply_chat_template)"},
   {"tokenize", cmd_tokenize, "print the token ids of a text as a JSON array"},
   {"detokenize", cmd_detokenize, "print the text of token ids"},
   {"devices", cmd_devices, "list Level Zero GPUs (XPUs) and the CPU"},
@@ -22,7 +23,7 @@ static const subcommand k_cmds[] = {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: xpuinfer <command> [options]   (xpuinfer <command> --help for details)\n\ncommands:\n");
-  for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++) fprintf(f, "  %-11s %s\n", k_cmds[i].name, k_cmds[i].help);
+  for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++) fprintf(f, "  %-13s %s\n", k_cmds[i].name, k_cmds[i].help);
   fprintf(f, "\nlibxpuinfer %s\n", xpi_version());
 }
 

@@ -62,6 +62,7 @@ typedef struct serve_state {
   pthread_cond_t cv;          /* a job ended */
   serve_job *jobs;            /* submitted, not ended */
   int n_jobs;
+  int n_live;                 /* jobs not yet freed (the HTTP side may still be sending their end) */
   atomic_ullong next_id;
   serve_metrics metrics;
 } serve_state;
@@ -162,6 +163,8 @@ int job_is_stream(const serve_job *j);
 void jobs_cancel_all(serve_state *srv);
 /* Waits until no job runs or until the deadline (monotonic seconds); returns the jobs left. */
 int jobs_wait(serve_state *srv, double deadline);
+/* Waits until every job has been freed, i.e. its response sent or abandoned (or the deadline); returns those left. */
+int jobs_wait_freed(serve_state *srv, double deadline);
 
 /* ------------------------------------------------------------------ metrics */
 void metrics_init(serve_metrics *m);

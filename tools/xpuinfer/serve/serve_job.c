@@ -134,6 +134,7 @@ static void job_unref(serve_job *j) {
   int left = --j->refs;
   pthread_mutex_unlock(&j->mu);
   if (left) return;
+  serve_state *srv = j->srv;
   oai_request_free(&j->r);
   xpi_detok_stream_free(j->ds);
   free(j->text);
@@ -144,6 +145,10 @@ static void job_unref(serve_job *j) {
   pthread_cond_destroy(&j->cv);
   pthread_mutex_destroy(&j->mu);
   free(j);
+  pthread_mutex_lock(&srv->mu);
+  srv->n_live--;
+  pthread_cond_broadcast(&srv->cv);
+  pthread_mutex_unlock(&srv->mu);
 }
 
 static int on_token(serve_job *j, const xpi_token_event *t) {
@@ -297,6 +302,9 @@ int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_jo
   pthread_mutex_init(&j->mu, NULL);
   pthread_cond_init(&j->cv, NULL);
   j->srv = srv;
+  pthread_mutex_lock(&srv->mu);
+  srv->n_live++;
+  pthread_mutex_unlock(&srv->mu);
   j->r = *r;
   memset(r, 0, sizeof *r);
   j->n_prompt = (int32_t)n;
@@ -459,19 +467,22 @@ void jobs_cancel_all(serve_state *srv) {
   pthread_mutex_unlock(&srv->mu);
 }
 
-int jobs_wait(serve_state *srv, double deadline) {
+static int wait_count(serve_state *srv, const int *count, double deadline) {
   pthread_mutex_lock(&srv->mu);
-  while (srv->n_jobs > 0 && serve_now() < deadline) {
+  while (*count > 0 && serve_now() < deadline) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 50 * 1000000L;
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     pthread_cond_timedwait(&srv->cv, &srv->mu, &ts);
   }
-  int left = srv->n_jobs;
+  int left = *count;
   pthread_mutex_unlock(&srv->mu);
   return left;
 }
+
+int jobs_wait(serve_state *srv, double deadline) { return wait_count(srv, &srv->n_jobs, deadline); }
+int jobs_wait_freed(serve_state *srv, double deadline) { return wait_count(srv, &srv->n_live, deadline); }
 
 double serve_now(void) {
   struct timespec ts;
