@@ -368,7 +368,7 @@ static void test_cancel(xpi_model *m) {
 
 /* A copy of the llama-bias model (untied lm_head) whose embedding row `bad` is NaN. */
 static char *nan_model(int32_t bad) {
-  const char *src = xpi_test_strf("%s/models/llama-bias", xpi_test_env("XPI_TEST_DATA"));
+  char *src = xpi_test_strf("%s/models/llama-bias", xpi_test_env("XPI_TEST_DATA"));
   char *tmp = xpi_test_tmpdir("nanmodel");
   const char *files[] = {"config.json", "tokenizer.json", "tokenizer_config.json"};
   for (int i = 0; i < 3; i++) {
@@ -405,6 +405,7 @@ static char *nan_model(int32_t bad) {
   free(buf);
   free(path);
   free(out);
+  free(src);
   return tmp;
 }
 

@@ -52,7 +52,7 @@ static xpi_engine *engine(xpi_model *m, int step_tokens) {
 /* The tinyfortunes goldens' prompts plus continuations: 6 sequences of 2..20 tokens. */
 static void equality(xpi_model *m, const cJSON *g, const char *what) {
   enum { NP = 6 };
-  int32_t prompts[NP][32], lens[NP];
+  int32_t prompts[NP][64], lens[NP];
   xpi_gen_options go[NP];
   int np = 0;
   const cJSON *cs;
@@ -62,6 +62,8 @@ static void equality(xpi_model *m, const cJSON *g, const char *what) {
     for (int ext = 0; ext < 2 && np < NP; ext++) {
       int n = cJSON_GetArraySize(in), extra = ext ? 3 + 4 * np : 0;
       if (extra > cJSON_GetArraySize(cont)) extra = cJSON_GetArraySize(cont);
+      if (n > 32) n = 32;
+      if (extra > 32) extra = 32;
       for (int i = 0; i < n; i++) prompts[np][i] = cJSON_GetArrayItem(in, i)->valueint;
       for (int i = 0; i < extra; i++) prompts[np][n + i] = cJSON_GetArrayItem(cont, i)->valueint;
       lens[np] = n + extra;

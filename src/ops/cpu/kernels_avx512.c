@@ -1,6 +1,7 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
  *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
- *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (gemm_q.h).
+ *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (gemm_q.h),
+ *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c).
  * Everything else (the bf16/f32/f16 GEMM and GEMV, the int8 GEMM's driver, vector kernels) is the AVX2 table's,
  * which every AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
  * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
@@ -13,6 +14,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm_q.h"
+#include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/quant.h"
 
 #define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
@@ -122,6 +124,19 @@ static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *
   mm_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
 }
 
+/* Float weights: 4..XPI_CPU_SMALLN_MAX tokens (a batched decode step) through the small-n kernel
+ * (mm_smalln_avx512.c), everything else as the AVX2 table does it. */
+static xpi_cpu_mm_fn g_avx2_mm[3];
+#define MM_FLOAT(name, DT)                                                                                      \
+  static void name(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0, \
+                   int64_t r1, int64_t cols) {                                                                  \
+    if (n >= XPI_CPU_GEMM_MIN_N && n <= XPI_CPU_SMALLN_MAX) xpi_cpu_mm_smalln_avx512(DT, Y, ldy, X, n, W, r0, r1, cols); \
+    else g_avx2_mm[DT](Y, ldy, X, n, W, aux, r0, r1, cols);                                                   \
+  }
+MM_FLOAT(mm_f32, XPI_DT_F32)
+MM_FLOAT(mm_f16, XPI_DT_F16)
+MM_FLOAT(mm_bf16, XPI_DT_BF16)
+
 static xpi_cpu_kernels k_avx512;
 static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
 
@@ -132,6 +147,10 @@ static void build_table(void) {
   k.isa = "avx512";
   k.mm[XPI_DT_Q8] = mm_q8;
   k.mm[XPI_DT_Q4] = mm_q4;
+  for (int dt = XPI_DT_F32; dt <= XPI_DT_BF16; dt++) g_avx2_mm[dt] = k.mm[dt];
+  k.mm[XPI_DT_F32] = mm_f32;
+  k.mm[XPI_DT_F16] = mm_f16;
+  k.mm[XPI_DT_BF16] = mm_bf16;
   k_avx512 = k;
 }
 
