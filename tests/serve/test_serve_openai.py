@@ -119,6 +119,19 @@ for k in range(min(len(ref), len(lp.tokens))):
 fail.check(lp.text_offset[0] == 0 and all(b >= a for a, b in zip(lp.text_offset, lp.text_offset[1:])),
            f"text_offset {lp.text_offset}")
 
+# sampling with logprobs: the sampled token's own logprob (xpi_token_event.logprob) is the log-softmax of the raw
+# logits, so where it is among the alternatives it has their value, and never more than the best one
+r = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": USERS[2]}], max_tokens=N,
+                                   temperature=1.5, seed=3, logprobs=True, top_logprobs=5)
+seen = 0
+for k, t in enumerate(r.choices[0].logprobs.content):
+    alts = {a.token: a.logprob for a in t.top_logprobs}
+    fail.check(t.logprob <= max(alts.values()) + 1e-6 and t.logprob <= 0, f"sampled logprob {k}: {t.logprob} vs {alts}")
+    if t.token in alts and list(alts).count(t.token) == 1:
+        seen += 1
+        fail.check(abs(alts[t.token] - t.logprob) < 1e-5, f"sampled token {k} {t.token!r}: {t.logprob} vs {alts[t.token]}")
+fail.check(seen >= N // 2, f"only {seen} sampled tokens among their top 5")
+
 # stop strings: the text ends before the first occurrence, finish_reason stop, in both modes; a multi-token stop
 # string exercises the held-back tail of the stream
 for i in range(len(PROMPTS)):
