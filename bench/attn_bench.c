@@ -4,8 +4,9 @@
  * next to the pre-tiling algorithm (per q head and key: row converted element by element, one dot and
  * one axpy call) and a plain multi-threaded read of the same bytes (the memory roof), in the same run.
  *
- * Not built by CMake (a measurement tool, not part of the product); after building the library:
- *   cc -O2 -Iinclude -Isrc bench/attn_bench.c build/libxpuinfer.a -lcjson -lcurl -lcrypto -lpcre2-8 \
+ * Not built by CMake (a measurement tool, not part of the product); it calls internal functions, which only the
+ * internal archive exports (`cmake --build build --target xpuinfer_internal`):
+ *   cc -O2 -Iinclude -Isrc bench/attn_bench.c build/libxpuinfer_internal.a -lcjson -lcurl -lcrypto -lpcre2-8 \
  *      -lutf8proc -ldl -lm -lpthread -o build/attn_bench
  *   build/attn_bench [-t threads] [-d depth] [-n tokens] [-k f16|bf16|f32] [-r reps] [-s nsplit] [-old 0|1]
  */

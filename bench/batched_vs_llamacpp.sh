@@ -9,6 +9,10 @@
 #   GGUF_DIR holds q06-BF16.gguf, q06-Q8_0.gguf, q06-Q4_0.gguf (see /work/shared/bench/README.md); MODEL_DIR the
 #   same model as safetensors. env: ROUNDS (2), THREADS (2), QUANTS ("bf16:BF16 q4:Q4_0 q8:Q8_0"), NPL (1,8,32),
 #   NPP (128), NTG (64), XPI (build/xpuinfer), KV (f16)
+# llama.cpp built with GGML_NATIVE on a CPU that reports AMX takes its AMX path, which GCC 12 miscompiles
+# (_tile_loadconfig: SIGILL for Q8_0/Q4_0, see bench/README.md); build it for the comparison with
+# -DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON (and no AMX). The machine is
+# shared: uptime before and after goes into the note; a loaded machine's numbers are provisional.
 set -uo pipefail
 [ $# -eq 4 ] || { sed -n 2,11p "$0" >&2; exit 2; }
 LBB=$1/bin/llama-batched-bench; G=$2; M=$3; OUT=$4
@@ -27,10 +31,11 @@ for r in $(seq "$ROUNDS"); do
   for q in $QUANTS; do
     ours=${q%%:*}; theirs=${q##*:}
     echo "round $r $ours/$theirs $(date -u +%T)" >&2
-    if ! "$LBB" -m "$G/q06-$theirs.gguf" -c 16384 -b 2048 -ub 512 -npp "$NPP" -ntg "$NTG" -npl "$NPL" -t "$T" -tb "$T" \
-        --output-format jsonl 2>"$OUT/llamacpp.err" | grep '^{' | sed "s/^{/{\"round\": $r, \"quant\": \"$ours\", /" >> "$OUT/llamacpp.jsonl"; then
-      echo "round $r llama-batched-bench $theirs failed: $(tail -1 "$OUT/llamacpp.err")" >> "$OUT/errors.txt"
-    fi
+    "$LBB" -m "$G/q06-$theirs.gguf" -c 16384 -b 2048 -ub 512 -npp "$NPP" -ntg "$NTG" -npl "$NPL" -t "$T" -tb "$T" \
+      --output-format jsonl > "$OUT/llamacpp.out" 2> "$OUT/llamacpp.err"
+    st=$?
+    grep '^{' "$OUT/llamacpp.out" | sed "s/^{/{\"round\": $r, \"quant\": \"$ours\", /" >> "$OUT/llamacpp.jsonl"
+    [ $st -eq 0 ] || echo "round $r llama-batched-bench $theirs exited with status $st$([ $st -gt 128 ] && echo " (signal $((st - 128)))")" >> "$OUT/errors.txt"
     if ! "$XPI" bench -m "$M" --quant "$ours" --kv-dtype "$KV" -t "$T" --parallel "$NPL" -p "$NPP" -n "$NTG" -r 1 --json \
         2>>"$OUT/errors.txt" | sed "s/^{/{\"round\": $r, /" >> "$OUT/xpuinfer.jsonl"; then
       echo "round $r xpuinfer $ours failed" >> "$OUT/errors.txt"
@@ -41,5 +46,6 @@ done
 /usr/bin/time -v "$XPI" bench -m "$M" --quant bf16 --kv-dtype "$KV" -t "$T" --parallel 32 -p "$NPP" -n "$NTG" -r 1 \
   --kv-pool 1G > "$OUT/rss_bench.txt" 2> "$OUT/rss_time.txt" || echo "RSS run failed" >> "$OUT/errors.txt"
 stat -c %s "$M/model.safetensors" > "$OUT/model_bytes.txt"
+uptime >> "$OUT/machine.txt"
 python3 "$(dirname "$0")/batched_ratios.py" "$OUT" > "$OUT/note.md"
 cat "$OUT/note.md"

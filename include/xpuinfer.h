@@ -11,7 +11,8 @@
  *   needs in *len_out; if the buffer is NULL or too small it returns XPI_ERR_BUFFER_TOO_SMALL and writes
  *   nothing else.
  * - Thread safety: xpi_model and xpi_tokenizer are immutable after load and may be used from any number of
- *   threads at once. An xpi_request belongs to one thread at a time. xpi_last_error() is per thread.
+ *   threads at once. An xpi_request belongs to one thread at a time. An xpi_engine takes submissions,
+ *   cancellations and stats queries from any thread (see the engine section). xpi_last_error() is per thread.
  */
 #ifndef XPUINFER_H
 #define XPUINFER_H
@@ -29,9 +30,15 @@ extern "C" {
 #define XPI_API
 #endif
 
+/* The project's one version: CMake reads these three lines (project(VERSION), xpuinfer.pc, the CMake package,
+ * the .deb), xpi_version() and `xpuinfer --version` print them. */
 #define XPI_VERSION_MAJOR 0
 #define XPI_VERSION_MINOR 1
 #define XPI_VERSION_PATCH 0
+#define XPI_VERSION_STR_(a, b, c) #a "." #b "." #c
+#define XPI_VERSION_XSTR_(a, b, c) XPI_VERSION_STR_(a, b, c)
+/* "MAJOR.MINOR.PATCH" of this header; xpi_version() gives the linked library's. */
+#define XPI_VERSION_STRING XPI_VERSION_XSTR_(XPI_VERSION_MAJOR, XPI_VERSION_MINOR, XPI_VERSION_PATCH)
 
 /* ------------------------------------------------------------------ status */
 typedef enum xpi_status {
@@ -47,7 +54,7 @@ typedef enum xpi_status {
   XPI_ERR_NETWORK = 9,           /* download failed (unreachable host, server error, interrupted) */
   XPI_ERR_AUTH = 10,             /* 401/403 from the Hub: gated or private repository */
   XPI_ERR_NOT_FOUND = 11,        /* repository, revision or file does not exist (or not in offline cache) */
-  XPI_ERR_CANCELLED = 12,        /* a callback asked to stop */
+  XPI_ERR_CANCELLED = 12,        /* a progress callback asked to stop (a download or load) */
   XPI_ERR_INTERNAL = 13,         /* a bug in libxpuinfer; the message says where */
   XPI_ERR_NUMERIC = 14           /* NaN or infinity in the logits; the message names the step and the first layer
                                     whose output held one (usually broken weights) */
@@ -61,7 +68,9 @@ XPI_API const char *xpi_status_name(xpi_status status);
 XPI_API const char *xpi_version(void);
 
 /* Diagnostics from the library go to this callback (never to stdout/stderr). level: 0 debug, 1 info,
- * 2 warning. Process-wide; set it before other calls. NULL silences (the default). */
+ * 2 warning: download retries, a cached snapshot used because the Hub is unreachable, kernel tiers that fall
+ * back to a slower one, checkpoint tensors the model does not use. Process-wide; set it before other calls.
+ * NULL silences (the default). */
 typedef void (*xpi_log_fn)(int level, const char *message, void *user);
 XPI_API void xpi_set_log_callback(xpi_log_fn fn, void *user);
 
@@ -205,6 +214,9 @@ typedef struct xpi_model_options {
   int n_threads;                   /* CPU threads; 0: all cores */
   int use_kernels;                 /* fused kernels (default 1); 0 selects the unfused reference path */
   xpi_download_options download;   /* used when the model argument is a repo id */
+  int strict;                      /* 1: checkpoint tensors the model never reads (e.g. more layers than
+                                      num_hidden_layers) fail the load with XPI_ERR_FORMAT; 0 (default): they are
+                                      listed in a warning through the log callback */
 } xpi_model_options;
 XPI_API void xpi_model_options_default(xpi_model_options *o);
 
@@ -225,6 +237,9 @@ typedef struct xpi_model_info {
   int32_t eos_ids[8]; int32_t n_eos;
   int32_t bos_id;            /* -1 if none */
   uint64_t weight_bytes;     /* bytes of weights as used by the backend */
+  char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
+                              * matmuls run on, e.g. "auto (bf16: decode avx2, 4-64 tokens avx512, prefill
+                              * amx-bf16x3)": the batched decode of 4-64 tokens (float weights); XPU: "" */
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 
@@ -237,22 +252,30 @@ typedef struct xpi_request_options {
 } xpi_request_options;
 XPI_API void xpi_request_options_default(xpi_request_options *o);
 
-/* A request holds a KV cache and sampler state. Several requests may share one model from several threads. */
+/* A request is one conversation: its context (KV cache) and sampler state. Several requests may share one model
+ * from several threads: they are sequences of one engine the model makes on first use (its KV pool: half the
+ * free memory, at most 8 contexts of min(max_position_embeddings, 4096) positions), so requests of several
+ * threads run in shared, batched steps - whichever waiting thread finds nobody stepping runs the next step -
+ * and each request's callback is called on its own thread. A request's context stays in the pool between calls;
+ * when the pool needs the room it is recomputed at the next call. Free every request before its model. */
 XPI_API xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts, xpi_request **out);
 XPI_API void xpi_request_free(xpi_request *req);
 /* Forgets the context (KV cache length back to 0). */
 XPI_API void xpi_request_reset(xpi_request *req);
 /* Tokens currently in the KV cache. */
 XPI_API int32_t xpi_request_n_past(const xpi_request *req);
+/* The KV cache capacity in tokens (n_ctx as created). */
+XPI_API int32_t xpi_request_n_ctx(const xpi_request *req);
 
 /* Appends ids to the context and computes logits (float, vocab_size per row). all_positions: 0 writes one row
- * (the last position), 1 writes n rows. logits may be NULL when not needed. cap is in floats. */
+ * (the last position), 1 writes n rows. logits may be NULL when not needed. cap is in floats. The logits are
+ * returned as computed (a broken checkpoint may give NaN; xpi_request_generate checks them). */
 XPI_API xpi_status xpi_request_eval(xpi_request *req, const int32_t *ids, size_t n, int all_positions,
                                     float *logits, size_t cap);
 
 typedef struct xpi_gen_options {
   size_t struct_size;
-  int32_t max_new_tokens;        /* default 256 */
+  int32_t max_new_tokens;        /* default 256; every generated token counts, a stop token too */
   int greedy;                    /* 1: argmax, ignoring the sampling fields below (default 0) */
   float temperature;             /* default 1.0; <= 0 means greedy */
   int32_t top_k;                 /* 0: off (default) */
@@ -260,9 +283,12 @@ typedef struct xpi_gen_options {
   float min_p;                   /* 0: off (default) */
   float repetition_penalty;      /* 1.0: off (default); as transformers, over prompt and generated ids */
   uint64_t seed;                 /* same seed, same text */
-  const char *const *stop_strings; size_t n_stop_strings; /* generation ends when the text contains one */
-  int ignore_eos;                /* do not stop on eos ids */
+  const char *const *stop_strings; size_t n_stop_strings; /* UTF-8; generation ends when the text contains one
+                                                             (empty strings are ignored) */
+  int ignore_eos;                /* do not stop on eos ids (they are then ordinary tokens, text included) */
   int32_t logprobs;              /* >0: report this many top log-probabilities per generated token */
+  int include_stop;              /* 1: the stop string that ended generation stays in the text; 0 (default): the
+                                    text ends just before it */
 } xpi_gen_options;
 XPI_API void xpi_gen_options_default(xpi_gen_options *o);
 /* Defaults, then the model's generation_config.json as transformers reads it: do_sample false (or absent)
@@ -273,15 +299,15 @@ XPI_API void xpi_gen_options_from_model(const xpi_model *model, xpi_gen_options 
 typedef struct xpi_logprob { int32_t id; float logprob; } xpi_logprob;
 
 typedef struct xpi_token_event {
-  int32_t id;                 /* the sampled token */
-  const char *text;           /* newly complete text (may be empty), not NUL-terminated */
+  int32_t id;                 /* the sampled token (a stop token too: ids keep it, as transformers does) */
+  const char *text;           /* newly final text (may be empty), not NUL-terminated; see "Text" below */
   size_t text_len;
   const xpi_logprob *top;     /* logprobs requested: log-softmax of the raw logits, best first */
   int32_t n_top;
   float logprob;              /* logprobs requested: the sampled token's own log-softmax value (it may be outside
                                  top when sampling); else 0 */
 } xpi_token_event;
-/* Called for every generated token. Return 0 to continue, nonzero to stop (finish reason "stop"). */
+/* Called for every generated token. Return 0 to continue, nonzero to stop (finish reason "cancelled"). */
 typedef int (*xpi_token_callback)(const xpi_token_event *ev, void *user);
 
 /* Why generation ended. LENGTH: max_new_tokens generated. STOP: a stop token (eos id) or a stop string.
@@ -300,7 +326,19 @@ typedef struct xpi_gen_result {
   double generate_seconds; /* all later tokens */
 } xpi_gen_result;
 
-/* Generates after the given prompt ids (appended to the request's context). cb may be NULL. */
+/* Generates after the given prompt ids (appended to the request's context). cb may be NULL.
+ *
+ * Text: the events' texts concatenated are the generated text, which never holds a stop token's text and
+ * ends where it first contains a stop string: just before that string (include_stop = 0; of several ending
+ * at the same place, the longest), or just after it (include_stop = 1). Anything after it, also in the same
+ * token, is dropped. While stop strings are excluded, text that could still be the start of one is held back
+ * until it cannot be (or generation ends), so streamed text is always final. On cancellation, text held
+ * back is dropped.
+ *
+ * Context: the prompt and every generated token but the last enter the KV cache (xpi_request_n_past).
+ *
+ * Numbers: non-finite logits (NaN, infinity) fail the call with XPI_ERR_NUMERIC; the message names the
+ * generation step, the token position and the first layer whose output held a non-finite value. */
 XPI_API xpi_status xpi_request_generate(xpi_request *req, const int32_t *prompt_ids, size_t n_prompt,
                                         const xpi_gen_options *opts, xpi_token_callback cb, void *user,
                                         xpi_gen_result *result);

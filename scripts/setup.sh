@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Installs what libxpuinfer needs to build and test on Debian 12. Idempotent; run as root.
+# Installs what libxpuinfer needs on Debian 12. Idempotent; run as root.
+#   scripts/setup.sh           to build and run it (scripts/demo.sh): Debian packages only
+#   scripts/setup.sh --cpu     the same for a CPU-only build (-DXPUINFER_XPU=OFF): no SPIR-V tools, no Level Zero
+#   scripts/setup.sh --test    also what the tests need (scripts/test.sh): zesim's OpenCL, the fuzzers' clang, and
+#                              from PyPI the Python references (.venv) and Intel's CPU OpenCL runtime (.venv-iocl)
 set -euo pipefail
-APT_PKGS=(build-essential cmake pkg-config git ca-certificates
-  libze-dev libze1 libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev
-  clang-15 llvm-15 llvm-spirv-15 spirv-tools
-  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1
+mode=${1:-}
+case $mode in ""|--cpu|--test) ;; *) echo "usage: $0 [--cpu|--test]" >&2; exit 2 ;; esac
+APT_PKGS=(build-essential cmake pkg-config ca-certificates
+  libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev
+  libmicrohttpd-dev) # libmicrohttpd: the CLI's `xpuinfer serve`
+# XPU support (the default build): SPIR-V kernels are compiled at build time, Level Zero is loaded at run time.
+[ "$mode" = --cpu ] || APT_PKGS+=(clang-15 llvm-15 llvm-spirv-15 spirv-tools libze-dev libze1)
+# Tests: zesim (the software Level Zero device over PoCL), libFuzzer (libclang-common-15-dev comes with clang-15),
+# dpkg-dev (cpack's dpkg-shlibdeps for the .deb test), git, and Python for the reference venvs.
+[ "$mode" = --test ] && APT_PKGS+=(git dpkg-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1
   python3 python3-venv python3-pip)
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
@@ -13,11 +23,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+[ "$mode" = --test ] || exit 0
+
 # Python references for tests only (never used by the library): a private venv.
 VENV="${XPI_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.venv}"
 if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 "$VENV/bin/python" -c "import tokenizers, numpy, safetensors" 2>/dev/null || \
   "$VENV/bin/pip" install -q "tokenizers==0.23.2" numpy safetensors
+# sentencepiece trains the Unigram models whose real precompiled charsmaps (nmt_nfkc, nfkc_cf) the tokenizer
+# component tests use (tests/tokenizer/test_components.py)
+"$VENV/bin/python" -c "import sentencepiece" 2>/dev/null || "$VENV/bin/pip" install -q "sentencepiece==0.2.3"
 # jinja2 renders the real chat templates as transformers does (tests/jinja, tests/tokenizer/test_chat_template.py);
 # pinned: the chat-template goldens were made with 3.1.6
 "$VENV/bin/python" -c "import jinja2, sys; sys.exit(jinja2.__version__ != '3.1.6')" 2>/dev/null || "$VENV/bin/pip" install -q "jinja2==3.1.6"

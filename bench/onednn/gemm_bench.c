@@ -5,7 +5,8 @@
  *   Y[M,N] = X[M,K] (f32) . W^T,   W stored [N rows x K cols] (bf16 as in safetensors, or our Q8/Q4 blocks)
  *
  * Engines (interleaved: every repetition times each engine once, medians reported):
- *   own_bf16 / own_q8 / own_q4   xpi_cpu_kernels_best()->mm[dtype]; T threads = T pthreads on row halves
+ *   own_bf16 / own_q8 / own_q4   xpi_cpu_matmul with xpi_cpu_kernels_best() (XPI_CPU_ISA picks a table) on
+ *                                the library's thread pool of T threads, as the backend runs it
  *   dnnl_bf16_*                  oneDNN matmul, wei bf16 [K,N] with strides {1,K} (= our [N,K] row-major);
  *                                _any: bf16 weights reordered once into oneDNN's packed layout; _fpm: fpmath bf16
  *   dnnl_f32_ba                  oneDNN matmul on W converted to f32 beforehand, plain layout
@@ -30,7 +31,9 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_version.h>
 
+#include "core/threadpool.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/matmul_cpu.h"
 #include "ops/cpu/quant.h"
 
 #define DNNL3 (DNNL_VERSION_MAJOR >= 3)
@@ -68,41 +71,13 @@ static uint16_t f32_to_bf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-/* ---------- our kernels on T pthreads (persistent, barrier-synchronised) ---------- */
-typedef struct {
-  xpi_cpu_mm_fn fn;
-  float *Y;
-  int64_t ldy;
-  const float *X;
-  int32_t n;
-  const void *W, *aux;
-  int64_t rows, cols;
-} mm_job;
+/* ---------- our kernels: the backend's matmul driver on its thread pool ---------- */
 static int g_nthr = 1;
-static mm_job g_job;
-static pthread_barrier_t g_bar;
-static int g_quit;
-static void run_part(int t) {
-  int64_t per = (g_job.rows + g_nthr - 1) / g_nthr;
-  per = (per + 15) / 16 * 16; /* keep each half on whole 16-row tiles */
-  int64_t r0 = per * t, r1 = r0 + per < g_job.rows ? r0 + per : g_job.rows;
-  if (r0 < r1) g_job.fn(g_job.Y, g_job.ldy, g_job.X, g_job.n, g_job.W, g_job.aux, r0, r1, g_job.cols);
-}
-static void *worker(void *arg) {
-  int t = (int)(intptr_t)arg;
-  for (;;) {
-    pthread_barrier_wait(&g_bar);
-    if (g_quit) return NULL;
-    run_part(t);
-    pthread_barrier_wait(&g_bar);
-  }
-}
-static void own_mm(xpi_cpu_mm_fn fn, float *Y, const float *X, int32_t M, const void *W, const void *aux, int64_t N,
+static xpi_pool *g_pool;
+static xpi_cpu_mm_ws *g_ws;
+static void own_mm(xpi_dtype dt, float *Y, const float *X, int32_t M, const void *W, const void *aux, int64_t N,
                    int64_t K) {
-  g_job = (mm_job){fn, Y, N, X, M, W, aux, N, K};
-  if (g_nthr > 1) pthread_barrier_wait(&g_bar);
-  run_part(0);
-  if (g_nthr > 1) pthread_barrier_wait(&g_bar);
+  xpi_cpu_matmul(g_pool, g_ws, xpi_cpu_kernels_best(), dt, Y, N, X, M, W, aux, 0, N, K);
 }
 
 /* ---------- oneDNN helpers, written once for the 2.x and 3.x C APIs ---------- */
@@ -406,14 +381,14 @@ static void bench_shape(const shape *sh, int M, int reps, int quant) {
 
   /* own engines: index 0.. */
   const char *own_names[3];
-  xpi_cpu_mm_fn own_fn[3];
+  xpi_dtype own_fn[3];
   const void *own_w[3], *own_aux[3];
   int no = 0;
   if (!quant) {
-    own_names[no] = "own_bf16", own_fn[no] = kk->mm[XPI_DT_BF16], own_w[no] = Wb, own_aux[no++] = NULL;
+    own_names[no] = "own_bf16", own_fn[no] = XPI_DT_BF16, own_w[no] = Wb, own_aux[no++] = NULL;
   } else {
-    own_names[no] = "own_q8", own_fn[no] = kk->mm[XPI_DT_Q8], own_w[no] = q8, own_aux[no++] = d8;
-    own_names[no] = "own_q4", own_fn[no] = kk->mm[XPI_DT_Q4], own_w[no] = q4, own_aux[no++] = d4;
+    own_names[no] = "own_q8", own_fn[no] = XPI_DT_Q8, own_w[no] = q8, own_aux[no++] = d8;
+    own_names[no] = "own_q4", own_fn[no] = XPI_DT_Q4, own_w[no] = q4, own_aux[no++] = d4;
   }
   float *Yown[3];
   double town[3][64];
@@ -453,7 +428,7 @@ static void bench_shape(const shape *sh, int M, int reps, int quant) {
     double m = median(town[i], reps);
     printf("| %-8s | %4d | %-22s | %8.3f | %7.1f | %7.3f-%7.3f | %5.2f | %-28s | %.1e |\n", sh->name, M, own_names[i],
            m * 1e3, flop / m * 1e-9, minv(town[i], reps) * 1e3, maxv(town[i], reps) * 1e3, base / m,
-           kk->isa, 0.0);
+           kk->gemm[own_fn[i]] && M >= 4 ? kk->gemm[own_fn[i]]->name : kk->gemv_isa[own_fn[i]], 0.0);
   }
   if (!quant) {
     double m = median(tsg, reps);
@@ -554,12 +529,7 @@ int main(int argc, char **argv) {
   cpu_set_t cs;
   sched_getaffinity(0, sizeof cs, &cs);
   g_nthr = CPU_COUNT(&cs);
-  if (g_nthr > 2) g_nthr = 2; /* the machine is shared: never more than two */
-  pthread_t th[2];
-  if (g_nthr > 1) {
-    pthread_barrier_init(&g_bar, NULL, (unsigned)g_nthr);
-    for (int t = 1; t < g_nthr; t++) pthread_create(&th[t], NULL, worker, (void *)(intptr_t)t);
-  }
+  if (xpi_pool_create(g_nthr, &g_pool) != XPI_OK || !(g_ws = xpi_cpu_mm_ws_create())) die("thread pool", 0);
   const dnnl_version_t *v = dnnl_version();
   CK(dnnl_engine_create(&eng, dnnl_cpu, 0));
   CK(dnnl_stream_create(&strm, eng, dnnl_stream_default_flags));
@@ -578,11 +548,8 @@ int main(int argc, char **argv) {
 #else
   (void)do_norm;
 #endif
-  if (g_nthr > 1) {
-    g_quit = 1;
-    pthread_barrier_wait(&g_bar);
-    for (int t = 1; t < g_nthr; t++) pthread_join(th[t], NULL);
-  }
+  xpi_cpu_mm_ws_free(g_ws);
+  xpi_pool_free(g_pool);
   dnnl_stream_destroy(strm);
   dnnl_engine_destroy(eng);
   return 0;

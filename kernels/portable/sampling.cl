@@ -28,7 +28,8 @@ static inline void xpi_wg_best(local float *lv, local int *li, float *v, int *i)
   barrier(CLK_LOCAL_MEM_FENCE);
 }
 
-/* out[r] = argmax(x[r, 0..cols)), lowest index on ties. Grid: rows groups of 64. */
+/* out[r] = argmax(x[r, 0..cols)), lowest index on ties; -1 when the row holds a NaN or an infinity (the greedy
+ * path's only sign of broken logits). Grid: rows groups of 64. */
 __attribute__((reqd_work_group_size(XPI_SWG, 1, 1)))
 kernel void xpi_argmax(global int *out, const global float *x, int cols) {
   local float lv[XPI_SWG];
@@ -36,11 +37,20 @@ kernel void xpi_argmax(global int *out, const global float *x, int cols) {
   int r = get_group_id(0), lid = get_local_id(0);
   const global float *row = x + (ulong)r * cols;
   float bv = NAN;
-  int bi = 0x7fffffff;
-  for (int c = lid; c < cols; c += XPI_SWG)
-    if (xpi_before(row[c], c, bv, bi)) { bv = row[c]; bi = c; }
-  xpi_wg_best(lv, li, &bv, &bi);
-  if (lid == 0) out[r] = bi;
+  int bi = 0x7fffffff, bad = 0;
+  for (int c = lid; c < cols; c += XPI_SWG) {
+    float v = row[c];
+    bad |= !isfinite(v);
+    if (xpi_before(v, c, bv, bi)) { bv = v; bi = c; }
+  }
+  xpi_wg_best(lv, li, &bv, &bi); /* ends with a barrier: li is free again */
+  li[lid] = bad;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XPI_SWG / 2; s > 0; s >>= 1) {
+    if (lid < s) li[lid] |= li[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) out[r] = li[0] ? -1 : bi;
 }
 
 /* The k best logits of each row, best first: ids[r, k], vals[r, k] (ties: lower index first). k passes,

@@ -7,9 +7,9 @@
 #include "api/api_internal.h"
 #include "core/fileio.h"
 #include "core/status.h"
-#include "runtime/ze/ze_devices.h"
 #include "api/xpu_fit.h"
-#include "ops/xpu/xpu_backend.h"
+#include "runtime/device.h"
+#include "runtime/xpu.h"
 
 void xpi_model_options_default(xpi_model_options *o) {
   memset(o, 0, sizeof *o);
@@ -66,17 +66,15 @@ static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_
   if (!strcmp(dev, "cpu")) return xpi_backend_cpu_create(&bc, out);
   if (!strncmp(dev, "xpu", 3) && (dev[3] == 0 || dev[3] == ':')) {
     int idx;
-    xpi_status s = xpi_ze_parse_device(dev, &idx);
-    if (s != XPI_OK) return xpi_err_prefix(s, "device '%s': ", dev);
-    const xpi_ze_device *devs;
+    XPI_TRY(xpi_device_parse_xpu(dev, &idx)); /* its messages name the device */
     size_t n;
-    XPI_TRY(xpi_ze_devices(&devs, &n));
+    XPI_TRY(xpi_xpu_count(&n));
     char name[32];
     snprintf(name, sizeof name, "xpu:%d", idx);
     bc.device = name;
     uint64_t free_bytes = 0; /* device maps split layers in proportion to free memory */
     if ((size_t)idx < n && xpi_xpu_free_memory(idx, &free_bytes) == XPI_OK) *weight = (double)free_bytes;
-    s = xpi_backend_xpu_create(&bc, out);
+    xpi_status s = xpi_backend_xpu_create(&bc, out);
     return s == XPI_OK ? s : xpi_err_prefix(s, "device '%s': ", name);
   }
   return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown device '%s' (valid: auto, cpu, xpu, xpu:N)", dev);
@@ -88,9 +86,8 @@ static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
   const char *dev = o->device && *o->device ? o->device : "auto";
   const char *map = o->device_map;
   char list[512];
-  const xpi_ze_device *devs;
   size_t nxpu = 0;
-  XPI_TRY(xpi_ze_devices(&devs, &nxpu));
+  XPI_TRY(xpi_xpu_count(&nxpu));
   if (map && !strcmp(map, "auto")) { /* every visible XPU, weighted by memory; the CPU when there is none */
     if (nxpu == 0) map = NULL, dev = "cpu";
     else {
@@ -147,6 +144,21 @@ void xpi_model_free(xpi_model *m) {
   free(m);
 }
 
+/* Checkpoint tensors the graph never reads: a warning, or with strict an error. */
+static xpi_status check_unused(const xpi_model *m, int strict) {
+  char list[1024], layer[48], hint[160] = "";
+  size_t n = xpi_weights_unused(&m->w, &m->cfg, m->st, list, sizeof list);
+  if (n == 0) return XPI_OK;
+  snprintf(layer, sizeof layer, "model.layers.%d.", m->cfg.n_layers);
+  if (strstr(list, layer))
+    snprintf(hint, sizeof hint, " (the checkpoint has more layers than num_hidden_layers = %d in config.json)",
+             m->cfg.n_layers);
+  const char *s = n == 1 ? "" : "s";
+  if (strict) return xpi_err(XPI_ERR_FORMAT, "%zu checkpoint tensor%s the model never reads (strict): %s%s", n, s, list, hint);
+  xpi_log(2, "%s: %zu checkpoint tensor%s the model never reads, ignored: %s%s", m->dir, n, s, list, hint);
+  return XPI_OK;
+}
+
 static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o) {
   size_t len = 0;
   xpi_status s = xpi_hub_download(src, &o->download, NULL, 0, &len);
@@ -182,6 +194,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
   free(layer_be);
   XPI_TRY(s);
+  XPI_TRY(check_unused(m, o->strict));
   m->graph.w = &m->w;
   XPI_TRY(xpi_graph_init(&m->graph));
 
@@ -190,6 +203,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   snprintf(i->architecture, sizeof i->architecture, "%s", arch_name(m->cfg.arch));
   snprintf(i->weight_dtype, sizeof i->weight_dtype, "%s", xpi_dtype_name(m->w.layers[0].wq.dtype));
   snprintf(i->attn_implementation, sizeof i->attn_implementation, "%s", k_attn[attn].name);
+  if (m->backends[0]->describe) m->backends[0]->describe(m->backends[0], m->w.layers[0].wq.dtype, i->kernels, sizeof i->kernels);
   i->vocab_size = m->cfg.vocab_size;
   i->hidden_size = m->cfg.hidden_size;
   i->n_layers = m->cfg.n_layers;
@@ -209,11 +223,16 @@ xpi_status xpi_model_load(const char *path_or_repo, const xpi_model_options *opt
   if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_load: out is NULL");
   *out = NULL;
   if (!path_or_repo || !*path_or_repo) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_model_load: no model path given");
-  xpi_model_options def;
-  if (!opts) {
-    xpi_model_options_default(&def);
-    opts = &def;
+  xpi_model_options o; /* a caller built against an older header passes a smaller struct: the rest keeps defaults */
+  xpi_model_options_default(&o);
+  if (opts) {
+    if (opts->struct_size < offsetof(xpi_model_options, device))
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT,
+                     "xpi_model_options.struct_size = %zu: fill it with xpi_model_options_default", opts->struct_size);
+    memcpy(&o, opts, opts->struct_size < sizeof o ? opts->struct_size : sizeof o);
+    o.struct_size = sizeof o;
   }
+  opts = &o;
   xpi_model *m = calloc(1, sizeof *m);
   if (!m) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_init(&m->req_mu, NULL);

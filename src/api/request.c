@@ -163,6 +163,8 @@ xpi_status xpi_request_wait(xpi_request *r) {
   return s;
 }
 
+int32_t xpi_request_n_ctx(const xpi_request *r) { return r ? r->n_ctx : 0; }
+
 xpi_status xpi_request_eval(xpi_request *r, const int32_t *ids, size_t n, int all_positions, float *logits, size_t cap) {
   if (!r || (!ids && n)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_request_eval: NULL argument");
   if (n == 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_request_eval: no ids given");

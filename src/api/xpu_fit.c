@@ -7,7 +7,7 @@
 
 #include "api/xpu_fit.h"
 #include "core/status.h"
-#include "ops/xpu/xpu_backend.h"
+#include "runtime/xpu.h"
 
 #define FIT_MAX 64
 

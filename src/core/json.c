@@ -7,11 +7,32 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "core/fileio.h"
 #include "core/status.h"
 
+size_t xpi_utf8_invalid_at(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    if ((unsigned char)s[i] < 0x80) { /* ASCII: most of every JSON file */
+      i++;
+      continue;
+    }
+    utf8proc_int32_t cp;
+    utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
+    if (k <= 0) return i;
+    i += (size_t)k;
+  }
+  return n;
+}
+
 xpi_status xpi_json_parse(const char *what, const char *buf, size_t len, cJSON **out) {
   *out = NULL;
+  size_t bad = xpi_utf8_invalid_at(buf, len);
+  if (bad < len)
+    return xpi_err(XPI_ERR_FORMAT, "%s: not valid UTF-8 (byte 0x%02x at offset %zu); JSON files must be UTF-8", what,
+                   (unsigned char)buf[bad], bad);
   const char *end = NULL;
   cJSON *j = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
   if (!j) {

@@ -61,11 +61,7 @@ const char *xpi_status_name(xpi_status s) {
   return "XPI_ERR_UNKNOWN";
 }
 
-#define XPI_STR2(x) #x
-#define XPI_STR(x) XPI_STR2(x)
-const char *xpi_version(void) {
-  return XPI_STR(XPI_VERSION_MAJOR) "." XPI_STR(XPI_VERSION_MINOR) "." XPI_STR(XPI_VERSION_PATCH);
-}
+const char *xpi_version(void) { return XPI_VERSION_STRING; }
 
 void xpi_set_log_callback(xpi_log_fn fn, void *user) {
   g_log_fn = fn;

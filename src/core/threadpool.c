@@ -19,7 +19,7 @@ struct xpi_pool {
   pthread_mutex_t run_lock; /* serializes xpi_pool_run callers */
   pthread_mutex_t m;
   pthread_cond_t cv;
-  atomic_uint_fast64_t generation; /* bumped per job */
+  atomic_uint_fast64_t generation; /* (job number << 16) | workers the job uses (caller included), set at once */
   atomic_int pending;              /* workers still running the current job */
   atomic_int sleepers;             /* workers in (or entering) pthread_cond_wait; changed under m */
   xpi_pool_fn fn;
@@ -28,6 +28,8 @@ struct xpi_pool {
 };
 
 typedef struct { xpi_pool *p; int ith; } worker_arg;
+
+#define GEN_SHIFT 16 /* generation's low bits: how many workers the job uses (<= 1024) */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,9 +50,9 @@ static void *worker(void *arg) {
   uint_fast64_t seen = 0;
   for (;;) {
     uint_fast64_t g = atomic_load(&p->generation);
-    if (g == seen) {
+    if (g >> GEN_SHIFT == seen >> GEN_SHIFT) {
       const double until = xpi_now_s() + SPIN_SECONDS;
-      for (unsigned spin = 1; (g = atomic_load(&p->generation)) == seen; spin++) {
+      for (unsigned spin = 1; (g = atomic_load(&p->generation)) >> GEN_SHIFT == seen >> GEN_SHIFT; spin++) {
         cpu_relax();
         if (spin % 1024 == 0) { /* yield too: with more threads than free cores, the job's owner may need it */
           if (xpi_now_s() > until) break;
@@ -58,19 +60,25 @@ static void *worker(void *arg) {
         }
       }
     }
-    if (g == seen) {
+    if (g >> GEN_SHIFT == seen >> GEN_SHIFT) {
       /* sleepers is raised before generation is checked again, and xpi_pool_run bumps generation before it
        * reads sleepers (both sequentially consistent): either it sees this sleeper and broadcasts under m,
        * or this check sees the new generation. */
       pthread_mutex_lock(&p->m);
       atomic_fetch_add(&p->sleepers, 1);
-      while ((g = atomic_load(&p->generation)) == seen && !p->stop) pthread_cond_wait(&p->cv, &p->m);
+      while ((g = atomic_load(&p->generation)) >> GEN_SHIFT == seen >> GEN_SHIFT && !p->stop)
+        pthread_cond_wait(&p->cv, &p->m);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->m);
     }
     if (p->stop) return NULL;
     seen = g;
-    p->fn(p->ctx, wa.ith, p->n);
+    /* A job that uses fewer workers leaves the others out: they neither run it nor report back, so the caller
+     * waits only for the ones with work. Such a worker may see this generation late, after the caller posted
+     * the next job; it then reads only g, which is one consistent (job, workers) pair, never fn or ctx. */
+    const int active = (int)(g & ((1u << GEN_SHIFT) - 1));
+    if (wa.ith >= active) continue;
+    p->fn(p->ctx, wa.ith, active);
     atomic_fetch_sub(&p->pending, 1);
   }
 }
@@ -117,7 +125,7 @@ void xpi_pool_free(xpi_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->m);
   p->stop = 1;
-  atomic_fetch_add(&p->generation, 1);
+  atomic_fetch_add(&p->generation, (uint_fast64_t)1 << GEN_SHIFT);
   pthread_cond_broadcast(&p->cv);
   pthread_mutex_unlock(&p->m);
   for (int i = 1; i < p->n; i++)
@@ -131,22 +139,26 @@ void xpi_pool_free(xpi_pool *p) {
 
 int xpi_pool_size(const xpi_pool *p) { return p ? p->n : 1; }
 
-void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx) {
-  if (!p || p->n == 1) {
+void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx) { xpi_pool_run_n(p, fn, ctx, xpi_pool_size(p)); }
+
+void xpi_pool_run_n(xpi_pool *p, xpi_pool_fn fn, void *ctx, int n) {
+  if (!p || n > p->n) n = p ? p->n : 1;
+  if (n <= 1) {
     fn(ctx, 0, 1);
     return;
   }
   pthread_mutex_lock(&p->run_lock);
   p->fn = fn;
   p->ctx = ctx;
-  atomic_store(&p->pending, p->n - 1);
-  atomic_fetch_add(&p->generation, 1);
+  atomic_store(&p->pending, n - 1);
+  const uint_fast64_t g = atomic_load(&p->generation);
+  atomic_store(&p->generation, ((g >> GEN_SHIFT) + 1) << GEN_SHIFT | (uint_fast64_t)n);
   if (atomic_load(&p->sleepers) > 0) { /* spinning workers need no syscall (see worker) */
     pthread_mutex_lock(&p->m);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->m);
   }
-  fn(ctx, 0, p->n);
+  fn(ctx, 0, n);
   /* Workers finish within the same op, so spin; but yield once it takes long (a worker descheduled on a busy
    * machine then gets the core back instead of waiting behind our spinning). */
   for (long spin = 0; atomic_load(&p->pending) > 0; spin++)

@@ -16,6 +16,9 @@ void xpi_pool_free(xpi_pool *p);
 int xpi_pool_size(const xpi_pool *p);
 /* Runs fn on every worker and returns when all are done. Calls from several threads are serialized. */
 void xpi_pool_run(xpi_pool *p, xpi_pool_fn fn, void *ctx);
+/* As xpi_pool_run on the first n workers only (fn gets nth = n, n clamped to [1, size]): for jobs with less
+ * work than threads. The caller waits only for those n; the others stay idle. */
+void xpi_pool_run_n(xpi_pool *p, xpi_pool_fn fn, void *ctx, int n);
 
 /* Splits [0, n) into nth nearly equal chunks, rounded to multiples of align: chunk ith is [*b, *e). */
 void xpi_pool_range(int64_t n, int ith, int nth, int64_t align, int64_t *b, int64_t *e);

@@ -14,6 +14,7 @@
 
 #include "api/api_internal.h"
 #include "engine/kv_blocks.h"
+#include "generate/gen_options.h"
 #include "generate/sampler.h"
 #include "generate/seq_output.h"
 #include "model/graph.h"
@@ -45,6 +46,7 @@ typedef struct xpi_seq {
   xpi_seq_output out;
   int out_ready;
   int device_greedy;           /* the argmax computed on the device is all the job needs */
+  int numeric;                 /* this step's logits were not finite: located, then the sequence fails */
   int32_t logprobs;
   xpi_logprob *top;
   float *lp_raw;               /* logprobs: the row's raw logits (sampling rewrites the row in place) */
@@ -133,6 +135,22 @@ void xpi_sched_finish(xpi_engine *e, xpi_seq *s);
 /* Ends every waiting/running sequence whose cancel flag is set. */
 void xpi_sched_cancels(xpi_engine *e);
 
+/* ---- engine.c: shared by step.c and session.c */
+xpi_seq *xpi_seq_new(xpi_engine *e, int32_t max_len);
+xpi_status xpi_engine_check_ids(const xpi_engine *e, const int32_t *ids, size_t n);
+/* The positions a job needs must fit the sequence's max_len and the pool (XPI_ERR_CONTEXT_LENGTH). */
+xpi_status xpi_engine_check_room(const xpi_engine *e, const xpi_seq *s, int64_t need, const char *what);
+/* Sampler, output and logprobs buffer of a generation job. */
+xpi_status xpi_seq_job_generate(xpi_engine *e, xpi_seq *s, const xpi_gen_options *o);
+/* Appends ids and queues the job (e->mu held). */
+xpi_status xpi_engine_enqueue(xpi_engine *e, xpi_seq *s, const int32_t *ids, int32_t n);
+
+/* ---- step.c */
+/* One step, with e->mu held on entry and exit (released inside), e->stepping set by the caller. */
+xpi_status xpi_engine_step_locked(xpi_engine *e);
+/* The step's token events, then the final events of ended sequences (no lock held). */
+void xpi_engine_deliver(xpi_engine *e);
+
 /* ---- sequences (sequence.c) */
 xpi_status xpi_seq_reserve_tokens(xpi_seq *s, int32_t n);
 void xpi_seq_job_clear(xpi_seq *s);   /* sampler, output, job buffers */
@@ -140,7 +158,7 @@ void xpi_seq_destroy(xpi_seq *s);
 /* Sets s->status/error (copying the message) unless already set. */
 void xpi_seq_fail(xpi_seq *s, xpi_status st, const char *msg);
 
-/* ---- engine.c: the internal client API of xpi_request (src/api/request.c, src/generate) */
+/* ---- session.c: the internal client API of xpi_request (src/api/request.c, src/generate) */
 /* The model's engine for requests, created on first use. */
 xpi_status xpi_model_request_engine(xpi_model *m, xpi_engine **out);
 /* A parked sequence of up to max_len positions. */

@@ -76,6 +76,7 @@ int32_t xpi_kv_blocks_total(const xpi_kv_blocks *bm) { return bm->n; }
 int32_t xpi_kv_blocks_used(const xpi_kv_blocks *bm) { return bm->n_used; }
 int32_t xpi_kv_blocks_cached(const xpi_kv_blocks *bm) { return bm->n_cached; }
 int32_t xpi_kv_blocks_available(const xpi_kv_blocks *bm) { return bm->n_free + bm->n_cached; }
+int32_t xpi_kv_blocks_refs(const xpi_kv_blocks *bm, int32_t b) { return b >= 0 && b < bm->n ? bm->ref[b] : 0; }
 
 static void lru_remove(xpi_kv_blocks *bm, int32_t b) {
   int32_t p = bm->lru_prev[b], q = bm->lru_next[b];

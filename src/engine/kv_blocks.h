@@ -24,6 +24,9 @@ int32_t xpi_kv_blocks_used(const xpi_kv_blocks *bm);      /* held by at least on
 int32_t xpi_kv_blocks_cached(const xpi_kv_blocks *bm);    /* held by none, kept for the prefix cache */
 int32_t xpi_kv_blocks_available(const xpi_kv_blocks *bm); /* what allocation can get: empty + cached */
 
+/* References to block b (0: empty or cached). */
+int32_t xpi_kv_blocks_refs(const xpi_kv_blocks *bm, int32_t b);
+
 /* A block for one sequence (reference 1), empty if there is one, else the least recently released cached
  * block (evicted from the cache); -1 when every block is held. */
 int32_t xpi_kv_blocks_alloc(xpi_kv_blocks *bm);

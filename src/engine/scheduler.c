@@ -5,8 +5,8 @@
  *  1. the next token of every decoding sequence (one pending token), oldest first;
  *  2. a chunk of every running sequence that still has prompt (or recomputation) to prefill, oldest first;
  *  3. waiting sequences, first come first served, admitted while there is room for them (max_seqs running,
- *     KV blocks for their first chunk beyond one spare block per running sequence, so the running ones can
- *     grow) - their prefix-cache hits first.
+ *     KV blocks for their first chunk beyond what the running ones still need: the rest of their prompts and
+ *     one block each to grow) - their prefix-cache hits first.
  * A running sequence that needs a block when the pool is full takes it from a younger one: parked request
  * sessions first, then the youngest sequence not in this step, whose blocks are freed and whose tokens are
  * recomputed when it is admitted again (its full blocks usually survive in the prefix cache). The oldest
@@ -156,7 +156,13 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
     if (reach - s->n_computed < want) want = reach - s->n_computed;
     if (want > 0) add_chunk(e, s, (int32_t)want, &n);
   }
-  /* 3. admission */
+  /* 3. admission, keeping back what the running sequences still need: the blocks of their prompts' rest and
+   * the next block of each (a younger sequence admitted into that room would hold an older one's prefill up) */
+  int32_t reserve = 0;
+  for (xpi_seq *s = e->running.head; s; s = s->next) {
+    const int32_t rest = blocks_for(e, s->n_tok) - s->n_blocks;
+    reserve += 1 + (rest > 0 ? rest : 0);
+  }
   for (xpi_seq *s = e->waiting.head, *next; s && n < budget && e->running.count < max_rows &&
                                             e->n_chunks < max_rows; s = next) {
     next = s->next;
@@ -165,7 +171,7 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
     const int32_t hits = fresh ? s->n_computed : 0;
     const int32_t pending = s->n_tok - s->n_computed;
     int64_t want = pending < budget - n ? pending : budget - n;
-    int64_t reach = grow(e, s, (int64_t)s->n_computed + want, e->running.count, 0);
+    int64_t reach = grow(e, s, (int64_t)s->n_computed + want, reserve, 0);
     if (reach - s->n_computed < want) want = reach - s->n_computed;
     if (want <= 0) { /* no room yet: first come, first served */
       if (fresh) {
@@ -179,6 +185,8 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
     xpi_seq_list_remove(&e->waiting, s);
     s->state = SEQ_RUNNING;
     xpi_seq_list_insert_ordered(&e->running, s);
+    const int32_t rest = blocks_for(e, s->n_tok) - s->n_blocks;
+    reserve += 1 + (rest > 0 ? rest : 0);
     if (s->t_start == 0) {
       s->t_start = xpi_now_s();
       s->n_cached = hits;

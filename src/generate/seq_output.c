@@ -1,10 +1,11 @@
-/* Per-sequence output: detokenization, stop tokens and stop strings (see seq_output.h). */
+/* Per-sequence output: detokenization, stop tokens and stop strings with hold-back (see seq_output.h). */
 #include "generate/seq_output.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/status.h"
+#include "tokenizer/tokenizer.h"
 
 void xpi_seq_output_free(xpi_seq_output *so) {
   if (!so) return;
@@ -24,15 +25,22 @@ xpi_status xpi_seq_output_init(xpi_seq_output *so, const xpi_tokenizer *tok, con
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "max_new_tokens = %d must be >= 0", o->max_new_tokens);
   if (o->n_stop_strings && !o->stop_strings)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "n_stop_strings = %zu but stop_strings is NULL", o->n_stop_strings);
+  for (size_t i = 0; i < o->n_stop_strings; i++) {
+    const char *s = o->stop_strings[i];
+    size_t n = s ? strlen(s) : 0;
+    if (xpi_utf8_check(s ? s : "", n) != n)
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT, "stop string %zu is not valid UTF-8 (byte %zu)", i,
+                     xpi_utf8_check(s, n));
+  }
   xpi_status st = XPI_OK;
   if (o->n_stop_strings && !(so->stops = calloc(o->n_stop_strings, sizeof *so->stops)))
     st = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   for (size_t i = 0; st == XPI_OK && i < o->n_stop_strings; i++) {
     const char *s = o->stop_strings[i];
-    if (!s || !*s) continue;
+    if (!s || !*s) continue; /* an empty stop string would match everywhere: ignored */
     if (!(so->stops[so->n_stops++] = strdup(s))) st = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  if (st == XPI_OK && !o->ignore_eos && n_eos > 0) {
+  if (st == XPI_OK && !o->ignore_eos && n_eos > 0) { /* ignore_eos: eos ids are ordinary tokens */
     if (!(so->eos = malloc((size_t)n_eos * sizeof *so->eos))) st = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
     else memcpy(so->eos, eos, (size_t)n_eos * sizeof *eos), so->n_eos = n_eos;
   }
@@ -42,6 +50,7 @@ xpi_status xpi_seq_output_init(xpi_seq_output *so, const xpi_tokenizer *tok, con
     return st;
   }
   so->max_new_tokens = o->max_new_tokens;
+  so->include_stop = o->include_stop != 0;
   so->reason = XPI_FINISH_LENGTH;
   so->finished = o->max_new_tokens == 0;
   return XPI_OK;
@@ -67,16 +76,55 @@ static int is_eos(const xpi_seq_output *so, int32_t id) {
   return 0;
 }
 
-/* Did the text that now ends at len gain a stop string? Only the tail that new text can touch is searched. */
-static int hit_stop(const xpi_seq_output *so, size_t old_len) {
+/* The earliest end e in (scanned, len] at which the text ends with a stop string; *start: where the longest
+ * of those ending at e starts. Ends up to len count as searched afterwards. */
+static int find_stop(xpi_seq_output *so, size_t *start, size_t *end) {
+  for (size_t e = so->scanned + 1; e <= so->len; e++) {
+    int found = 0;
+    for (size_t i = 0; i < so->n_stops; i++) {
+      size_t sl = strlen(so->stops[i]);
+      if (sl <= e && so->text[e - 1] == so->stops[i][sl - 1] && !memcmp(so->text + e - sl, so->stops[i], sl) &&
+          (!found || e - sl < *start)) {
+        *start = e - sl;
+        found = 1;
+      }
+    }
+    if (found) {
+      *end = e;
+      return 1;
+    }
+  }
+  so->scanned = so->len;
+  return 0;
+}
+
+/* Bytes at the end of the unreturned text that are a proper prefix of some stop string. */
+static size_t held_back(const xpi_seq_output *so) {
+  if (so->include_stop) return 0; /* an included stop string never withdraws text returned before it */
+  size_t held = 0, avail = so->len - so->emitted;
   for (size_t i = 0; i < so->n_stops; i++) {
     size_t sl = strlen(so->stops[i]);
-    if (sl > so->len) continue;
-    size_t from = old_len >= sl ? old_len - sl + 1 : 0;
-    for (size_t p = from; p + sl <= so->len; p++)
-      if (!memcmp(so->text + p, so->stops[i], sl)) return 1;
+    for (size_t k = sl - 1 < avail ? sl - 1 : avail; k > held; k--)
+      if (!memcmp(so->text + so->len - k, so->stops[i], k)) {
+        held = k;
+        break;
+      }
   }
-  return 0;
+  return held;
+}
+
+static void emit(xpi_seq_output *so, size_t upto, const char **piece, size_t *piece_len) {
+  if (upto < so->emitted) upto = so->emitted;
+  *piece = so->text + so->emitted;
+  *piece_len = upto - so->emitted;
+  so->emitted = upto;
+}
+
+static void finish(xpi_seq_output *so, xpi_finish_reason why, size_t end, const char **piece, size_t *piece_len) {
+  emit(so, end, piece, piece_len);
+  so->len = so->emitted; /* anything after the end is dropped */
+  so->finished = 1;
+  so->reason = why;
 }
 
 xpi_status xpi_seq_output_push(xpi_seq_output *so, int32_t id, const char **piece, size_t *piece_len) {
@@ -85,30 +133,33 @@ xpi_status xpi_seq_output_push(xpi_seq_output *so, int32_t id, const char **piec
   *piece_len = 0;
   if (so->finished) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_seq_output_push: the sequence has finished");
   const char *p;
-  size_t pl, old = so->len;
-  XPI_TRY(xpi_detok_stream_push(so->ds, id, &p, &pl));
-  XPI_TRY(append(so, p, pl));
+  size_t pl;
+  int stop_token = is_eos(so, id);
+  if (!stop_token) { /* a stop token's text never enters the text */
+    XPI_TRY(xpi_detok_stream_push(so->ds, id, &p, &pl));
+    XPI_TRY(append(so, p, pl));
+  }
   so->n_generated++;
-  int stop = is_eos(so, id) || hit_stop(so, old);
-  int last = stop || so->n_generated >= so->max_new_tokens;
+  int last = stop_token || so->n_generated >= so->max_new_tokens;
   if (last) { /* an incomplete character held by the stream decodes now, as tokenizers' decode would */
     XPI_TRY(xpi_detok_stream_flush(so->ds, &p, &pl));
     XPI_TRY(append(so, p, pl));
-    so->finished = 1;
-    so->reason = stop ? XPI_FINISH_STOP : XPI_FINISH_LENGTH;
   }
-  *piece = so->text + old;
-  *piece_len = so->len - old;
+  size_t start = 0, end = 0;
+  if (find_stop(so, &start, &end)) finish(so, XPI_FINISH_STOP, so->include_stop ? end : start, piece, piece_len);
+  else if (last) finish(so, stop_token ? XPI_FINISH_STOP : XPI_FINISH_LENGTH, so->len, piece, piece_len);
+  else emit(so, so->len - held_back(so), piece, piece_len);
   return XPI_OK;
 }
 
 void xpi_seq_output_cancel(xpi_seq_output *so) {
   if (!so || so->finished) return;
+  so->len = so->emitted; /* held-back text is dropped */
   so->finished = 1;
   so->reason = XPI_FINISH_CANCELLED;
 }
 
 const char *xpi_seq_output_text(const xpi_seq_output *so, size_t *len) {
-  if (len) *len = so && so->text ? so->len : 0;
+  if (len) *len = so && so->text ? so->emitted : 0;
   return so && so->text ? so->text : "";
 }

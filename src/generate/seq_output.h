@@ -1,14 +1,19 @@
 /* What one sequence gives back while it generates, apart from the model: streaming detokenization, stop
  * tokens, stop strings, the token budget and the finish reason. It knows nothing of requests or KV caches, so
- * the engine keeps one per sequence and pushes each sequence's sampled tokens into it.
+ * a batching scheduler can keep one per sequence and push each sequence's sampled tokens into it.
  *
- * Semantics (the contract of xpi_request_generate):
+ * Semantics (the contract of xpi_request_generate, see include/xpuinfer.h):
  * - Every pushed token counts toward max_new_tokens; the push that reaches it finishes with LENGTH.
- * - A stop token (an eos id, unless ignore_eos) finishes with STOP.
- * - Stop strings are matched on the decoded text; the token whose text completes one finishes with STOP.
+ * - A stop token (an eos id, unless ignore_eos) finishes with STOP; its text is never part of the text.
+ * - Stop strings are matched on the decoded text: the text ends at the first byte position where it
+ *   contains one (the earliest end; of several ending there, the longest), just before it (include_stop 0)
+ *   or just after it (include_stop 1); what follows, even in the same token, is dropped. STOP.
+ * - With stop strings excluded, a text tail that is a proper prefix of a stop string is held back until the
+ *   text goes on differently or the sequence finishes. Held-back text never gets emitted then withdrawn: the
+ *   pieces returned by the pushes, concatenated, are always the final text.
  * - A character split over tokens is emitted once complete; at the end, an incomplete one decodes as
  *   tokenizers' decode would (U+FFFD).
- * - xpi_seq_output_cancel finishes with CANCELLED. */
+ * - xpi_seq_output_cancel finishes with CANCELLED; held-back text is dropped. */
 #ifndef XPI_GENERATE_SEQ_OUTPUT_H
 #define XPI_GENERATE_SEQ_OUTPUT_H
 
@@ -27,12 +32,13 @@ typedef struct xpi_seq_output {
   int32_t *eos;                /* copies: the options may go away while the sequence lives */
   char **stops;
   size_t n_stops;
-  char *text;                  /* decoded text so far */
-  size_t len, cap, piece_at;   /* piece_at: where the last push's piece starts */
+  int include_stop;
+  char *text;                  /* decoded text so far; [0, emitted) is final and was returned */
+  size_t len, cap, emitted, scanned; /* scanned: stop strings were searched for every end <= scanned */
 } xpi_seq_output;
 
-/* Copies what it needs from o. eos: the stop token ids. A max_new_tokens of 0 finishes at once (LENGTH). On
- * error nothing is left to free. */
+/* Checks the stop strings (valid UTF-8) and copies what it needs from o. eos: the stop token ids. A
+ * max_new_tokens of 0 finishes at once (LENGTH). On error nothing is left to free. */
 xpi_status xpi_seq_output_init(xpi_seq_output *so, const xpi_tokenizer *tok, const int32_t *eos, int32_t n_eos,
                                const xpi_gen_options *o);
 void xpi_seq_output_free(xpi_seq_output *so);

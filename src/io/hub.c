@@ -46,9 +46,14 @@ static long env_long(const char *name, long def, long min, long max) {
   if (!v || !*v) return def;
   char *end;
   double d = strtod(v, &end);
-  if (*end || !isfinite(d)) return def;
+  if (*end || !isfinite(d)) {
+    xpi_log(2, "%s='%s' is not a number; using %ld", name, v, def);
+    return def;
+  }
   d = ceil(d);
-  return d < (double)min ? min : d > (double)max ? max : (long)d;
+  long r = d < (double)min ? min : d > (double)max ? max : (long)d;
+  if ((double)r != d) xpi_log(2, "%s=%s is outside [%ld, %ld]; using %ld", name, v, min, max, r);
+  return r;
 }
 
 /* Repo ids as huggingface_hub's validate_repo_id accepts them: "name" or "org/name", letters, digits, '-',
@@ -159,6 +164,8 @@ static xpi_status job_init(hub_job *j, const char *arg, const xpi_download_optio
   j->c.repo_id = j->repo_id;
   j->c.etag_timeout_s = env_long("HF_HUB_ETAG_TIMEOUT", 10, 1, 3600);
   j->c.download_timeout_s = env_long("HF_HUB_DOWNLOAD_TIMEOUT", 10, 1, 3600);
+  j->c.low_speed_limit = env_long("XPI_HUB_LOW_SPEED_LIMIT", 1024, 0, 1L << 30);
+  j->c.low_speed_time_s = env_long("XPI_HUB_LOW_SPEED_TIME", 30, 1, 3600);
   j->c.max_retries = (int)env_long("XPI_HUB_MAX_RETRIES", 5, 0, 100);
   j->c.retry_delay_ms = env_long("XPI_HUB_RETRY_DELAY_MS", 1000, 0, 600000);
   j->c.progress = o->progress;
@@ -169,7 +176,7 @@ static xpi_status job_init(hub_job *j, const char *arg, const xpi_download_optio
 /* ---- files of a model */
 
 /* Unique shard names of model.safetensors.index.json, validated as paths inside the snapshot. */
-static xpi_status index_shards(const char *index_path, char ***names_out, size_t *n_out) {
+xpi_status hub_index_shards(const char *index_path, char ***names_out, size_t *n_out) {
   *names_out = NULL;
   *n_out = 0;
   cJSON *root = NULL;
@@ -214,7 +221,7 @@ static xpi_status index_shards(const char *index_path, char ***names_out, size_t
   return XPI_OK;
 }
 
-static void free_names(char **names, size_t n) {
+void hub_free_names(char **names, size_t n) {
   for (size_t i = 0; i < n; i++) free(names[i]);
   free(names);
 }
@@ -245,7 +252,7 @@ static int snapshot_complete(const hub_job *j, const char *commit, char *missing
   }
   char **names = NULL;
   size_t n = 0;
-  ok = index_shards(p, &names, &n) == XPI_OK;
+  ok = hub_index_shards(p, &names, &n) == XPI_OK;
   free(p);
   for (size_t i = 0; ok && i < n; i++) {
     char *sp = hf_snapshot_path(j->repo_dir, commit, names[i]);
@@ -253,7 +260,7 @@ static int snapshot_complete(const hub_job *j, const char *commit, char *missing
     if (!ok) snprintf(missing, cap, "%s", names[i]);
     free(sp);
   }
-  free_names(names, n);
+  hub_free_names(names, n);
   return ok;
 }
 
@@ -403,10 +410,10 @@ static xpi_status fetch_model(hub_job *j, char *commit, size_t cap) {
   if (!index) return XPI_ERR_OUT_OF_MEMORY;
   char **names = NULL;
   size_t n = 0;
-  s = index_shards(index, &names, &n);
+  s = hub_index_shards(index, &names, &n);
   free(index);
   for (size_t i = 0; s == XPI_OK && i < n; i++) s = fetch_file(j, rev, names[i], 0, &absent, got, sizeof got, NULL);
-  free_names(names, n);
+  hub_free_names(names, n);
   return s;
 }
 

@@ -49,6 +49,9 @@ typedef struct hub_client {
   const char *repo_id;       /* "org/name" */
   long etag_timeout_s;       /* metadata request timeout (HF_HUB_ETAG_TIMEOUT, default 10) */
   long download_timeout_s;   /* a transfer below 1 byte/s for this long is a timeout (HF_HUB_DOWNLOAD_TIMEOUT) */
+  long low_speed_limit;      /* bytes/s; an attempt averaging less over low_speed_time_s counts as stalled and is
+                                retried/resumed (XPI_HUB_LOW_SPEED_LIMIT, default 1024; 0 turns it off) */
+  long low_speed_time_s;     /* XPI_HUB_LOW_SPEED_TIME, default 30 */
   int max_retries;           /* transient failures retried this many times (XPI_HUB_MAX_RETRIES, default 5) */
   long retry_delay_ms;       /* first backoff delay, doubled each retry (XPI_HUB_RETRY_DELAY_MS, default 1000) */
   xpi_progress_fn progress;
@@ -64,6 +67,31 @@ typedef struct hub_meta {
   int entry_missing;  /* the failure was a 404 for this file (EntryNotFound), not for the repo or revision */
   int unreachable;    /* the failure was at the network level (no HTTP answer): the cache may stand in */
 } hub_meta;
+
+/* ---- what the answers say (hub_headers.c: pure functions over untrusted text) */
+
+/* The headers of interest of the last response (reset at each status line, so redirects do not mix in). */
+typedef struct hub_headers {
+  char commit[128], linked_etag[160], etag[160], error_code[64], error_message[256], content_range[96];
+  char location[2048];
+  int has_linked_size, has_content_length;
+  uint64_t linked_size, content_length;
+} hub_headers;
+/* One header line as libcurl gives it (status line, "Name: value\r\n"); values too long are cut. */
+void hub_headers_line(hub_headers *h, const char *line, size_t len);
+/* The first byte of a "Content-Range: bytes A-B/N" answer; 0 when absent or malformed. */
+int hub_content_range_start(const hub_headers *h, uint64_t *start);
+/* commit, etag and size of a file from a metadata answer, checked (a commit hash, an etag usable as a file
+ * name, a size); m->url is left alone. */
+xpi_status hub_meta_from_headers(const hub_client *c, const char *file, const hub_headers *h, hub_meta *m);
+/* An HTTP error answer turned into an error a person can act on (X-Error-Code as the Hub sends it); sets
+ * m->entry_missing for a missing file when m is given. */
+xpi_status hub_http_error(const hub_client *c, long code, const hub_headers *h, const char *revision,
+                          const char *file, hub_meta *m);
+
+/* ---- model.safetensors.index.json (hub.c): its unique shard names, each a safe relative path. */
+xpi_status hub_index_shards(const char *index_path, char ***names_out, size_t *n_out);
+void hub_free_names(char **names, size_t n);
 
 /* Process-wide libcurl initialisation (once, thread-safe). */
 xpi_status hub_http_init(void);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -30,59 +31,10 @@ xpi_status hub_http_init(void) {
   return XPI_OK;
 }
 
-/* ---- response headers of the last response (reset at each status line, so redirects do not mix in) */
-
-typedef struct resp_headers {
-  char commit[128], linked_etag[160], etag[160], error_code[64], error_message[256], content_range[96];
-  char location[2048];
-  int has_linked_size, has_content_length;
-  uint64_t linked_size, content_length;
-} resp_headers;
-
-static void copy_value(char *dst, size_t cap, const char *v, size_t n) {
-  if (n >= cap) n = cap - 1;
-  memcpy(dst, v, n);
-  dst[n] = 0;
-}
-
-static int parse_u64(const char *s, size_t n, uint64_t *out) {
-  if (!n || n > 20) return 0;
-  uint64_t v = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (s[i] < '0' || s[i] > '9') return 0;
-    if (v > (UINT64_MAX - 9) / 10) return 0;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  *out = v;
-  return 1;
-}
-
+/* Response headers are parsed by hub_headers.c (pure, fuzzed by tests/fuzz/fuzz_hub.c). */
 static size_t on_header(char *buf, size_t size, size_t nitems, void *user) {
-  resp_headers *h = user;
-  size_t len = size * nitems;
-  if (len >= 5 && !strncmp(buf, "HTTP/", 5)) {
-    memset(h, 0, sizeof *h);
-    return len;
-  }
-  const char *colon = memchr(buf, ':', len);
-  if (!colon) return len;
-  size_t klen = (size_t)(colon - buf);
-  const char *v = colon + 1, *end = buf + len;
-  while (v < end && (*v == ' ' || *v == '\t')) v++;
-  while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t')) end--;
-  size_t vlen = (size_t)(end - v);
-#define KEY(name) (klen == sizeof(name) - 1 && !strncasecmp(buf, name, klen))
-  if (KEY("X-Repo-Commit")) copy_value(h->commit, sizeof h->commit, v, vlen);
-  else if (KEY("X-Linked-Etag")) copy_value(h->linked_etag, sizeof h->linked_etag, v, vlen);
-  else if (KEY("ETag")) copy_value(h->etag, sizeof h->etag, v, vlen);
-  else if (KEY("X-Error-Code")) copy_value(h->error_code, sizeof h->error_code, v, vlen);
-  else if (KEY("X-Error-Message")) copy_value(h->error_message, sizeof h->error_message, v, vlen);
-  else if (KEY("Content-Range")) copy_value(h->content_range, sizeof h->content_range, v, vlen);
-  else if (KEY("Location")) copy_value(h->location, sizeof h->location, v, vlen);
-  else if (KEY("X-Linked-Size")) h->has_linked_size = parse_u64(v, vlen, &h->linked_size);
-  else if (KEY("Content-Length")) h->has_content_length = parse_u64(v, vlen, &h->content_length);
-#undef KEY
-  return len;
+  hub_headers_line(user, buf, size * nitems);
+  return size * nitems;
 }
 
 /* ---- helpers */
@@ -145,10 +97,10 @@ fail:
   return NULL;
 }
 
-static void common_opts(CURL *h, const char *url, resp_headers *hdr, char *errbuf) {
+static void common_opts(CURL *h, const char *url, hub_headers *hdr, char *errbuf) {
   curl_easy_setopt(h, CURLOPT_URL, url);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "libxpuinfer/" "0.1.0");
+  curl_easy_setopt(h, CURLOPT_USERAGENT, "libxpuinfer/" XPI_VERSION_STRING);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, hdr);
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
@@ -173,53 +125,6 @@ static int is_transient(CURLcode rc) {
 }
 
 static int is_transient_http(long code) { return code >= 500 || code == 429 || code == 408; }
-
-/* An HTTP error answer turned into an error a person can act on (X-Error-Code as the Hub sends it). */
-static xpi_status http_error(const hub_client *c, long code, const resp_headers *h, const char *revision,
-                             const char *file, hub_meta *m) {
-  char extra[300] = "";
-  if (h->error_message[0]) snprintf(extra, sizeof extra, " (server: %s)", h->error_message);
-  const char *ec = h->error_code;
-  if (!strcmp(ec, "RepoNotFound"))
-    return xpi_err(XPI_ERR_NOT_FOUND,
-                   "repository '%s' not found on %s (HTTP %ld)%s; check the name, or if it is private or gated "
-                   "set HF_TOKEN to a token with access",
-                   c->repo_id, c->endpoint, code, extra);
-  if (!strcmp(ec, "RevisionNotFound"))
-    return xpi_err(XPI_ERR_NOT_FOUND, "revision '%s' not found in repository '%s' (HTTP %ld)%s", revision,
-                   c->repo_id, code, extra);
-  if (!strcmp(ec, "EntryNotFound") || (code == 404 && !ec[0])) {
-    if (m) m->entry_missing = 1;
-    return xpi_err(XPI_ERR_NOT_FOUND, "file '%s' not found in repository '%s' at revision '%s' (HTTP %ld)%s", file,
-                   c->repo_id, revision, code, extra);
-  }
-  if (!strcmp(ec, "GatedRepo") || code == 401 || code == 403)
-    return xpi_err(XPI_ERR_AUTH,
-                   "access to '%s' denied (HTTP %ld)%s: the repository is gated or private; %s", c->repo_id, code,
-                   extra,
-                   c->token ? "the token in HF_TOKEN (or $HF_HOME/token) has no access: accept the model's terms on "
-                              "the Hub or use another token"
-                            : "accept its terms on the Hub and set HF_TOKEN (or write $HF_HOME/token) to an access "
-                              "token");
-  return xpi_err(XPI_ERR_NETWORK, "'%s' of '%s': HTTP %ld from the server%s", file, c->repo_id, code, extra);
-}
-
-static void strip_etag(const char *in, char *out, size_t cap) {
-  if (!strncmp(in, "W/", 2)) in += 2; /* weak etag marker */
-  size_t n = strlen(in);
-  while (n && *in == '"') in++, n--;
-  while (n && in[n - 1] == '"') n--;
-  copy_value(out, cap, in, n);
-}
-
-static int etag_is_safe(const char *e) {
-  if (!*e || *e == '.') return 0;
-  for (; *e; e++)
-    if (!((*e >= '0' && *e <= '9') || (*e >= 'a' && *e <= 'z') || (*e >= 'A' && *e <= 'Z') || *e == '-' ||
-          *e == '_' || *e == '.'))
-      return 0;
-  return 1;
-}
 
 /* The file part of the URL: each path segment escaped, the '/' between them kept. */
 static char *file_url(const hub_client *c, const char *revision, const char *file) {
@@ -258,7 +163,7 @@ xpi_status hub_http_head(const hub_client *c, const char *revision, const char *
   char *url = file_url(c, revision, file);
   if (!url) return XPI_ERR_OUT_OF_MEMORY;
   CURL *h = curl_easy_init();
-  resp_headers *hdr = calloc(1, sizeof *hdr);
+  hub_headers *hdr = calloc(1, sizeof *hdr);
   char errbuf[CURL_ERROR_SIZE];
   xpi_status s = XPI_OK;
   if (!h || !hdr) s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory starting a request");
@@ -323,30 +228,12 @@ xpi_status hub_http_head(const hub_client *c, const char *revision, const char *
       m->url = url;
       url = NULL;
     } else {
-      copy_value(m->commit, sizeof m->commit, hdr->commit, strlen(hdr->commit));
+      snprintf(m->commit, sizeof m->commit, "%s", hdr->commit);
       m->unreachable = is_transient_http(code); /* a Hub outage: cached models still serve */
-      s = http_error(c, code, hdr, revision, file, m);
+      s = hub_http_error(c, code, hdr, revision, file, m);
       break;
     }
-    /* huggingface_hub's metadata rules: commit from X-Repo-Commit, etag from X-Linked-Etag else ETag,
-     * size from X-Linked-Size else Content-Length. */
-    copy_value(m->commit, sizeof m->commit, hdr->commit, strlen(hdr->commit));
-    strip_etag(hdr->linked_etag[0] ? hdr->linked_etag : hdr->etag, m->etag, sizeof m->etag);
-    int has_size = hdr->has_linked_size || hdr->has_content_length;
-    m->size = hdr->has_linked_size ? hdr->linked_size : hdr->content_length;
-    if (!m->commit[0])
-      s = xpi_err(XPI_ERR_FORMAT,
-                  "%s/%s: the server sent no X-Repo-Commit header: is HF_ENDPOINT (%s) a Hugging Face Hub?",
-                  c->repo_id, file, c->endpoint);
-    else if (!hf_is_commit_hash(m->commit))
-      s = xpi_err(XPI_ERR_FORMAT, "%s/%s: X-Repo-Commit '%s' is not a 40-hex commit hash", c->repo_id, file,
-                  m->commit);
-    else if (!m->etag[0] || !etag_is_safe(m->etag))
-      s = xpi_err(XPI_ERR_FORMAT, "%s/%s: the server sent %s ETag; cannot name the cached file", c->repo_id, file,
-                  m->etag[0] ? "an unusable" : "no");
-    else if (!has_size)
-      s = xpi_err(XPI_ERR_FORMAT, "%s/%s: the server sent neither X-Linked-Size nor Content-Length", c->repo_id,
-                  file);
+    s = hub_meta_from_headers(c, file, hdr, m);
     break;
   }
   if (s != XPI_OK) {
@@ -365,7 +252,7 @@ typedef struct get_state {
   const hub_client *c;
   CURL *h;
   const char *what;
-  resp_headers *hdr;
+  hub_headers *hdr;
   int fd;
   uint64_t have;      /* bytes in the file when this attempt started (after any truncation) */
   uint64_t written;   /* bytes appended by this attempt */
@@ -373,7 +260,9 @@ typedef struct get_state {
   int started;        /* first body bytes seen: response code checked */
   int to_file;        /* the body is the file (200/206), not an error page */
   int write_errno;
-  int oversize, bad_range, cancelled;
+  int oversize, bad_range, cancelled, too_slow;
+  double window_t0;   /* low-speed limit: start of the current window and the bytes received by then */
+  uint64_t window_bytes;
 } get_state;
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
@@ -385,8 +274,8 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
     curl_easy_getinfo(g->h, CURLINFO_RESPONSE_CODE, &code);
     if (code == 206) {
       /* The part must start where the file ends, or appending would corrupt it. */
-      unsigned long long a = 0;
-      if (sscanf(g->hdr->content_range, "bytes %llu-", &a) != 1 || a != g->have) {
+      uint64_t a = 0;
+      if (!hub_content_range_start(g->hdr, &a) || a != g->have) {
         g->bad_range = 1;
         return 0;
       }
@@ -421,12 +310,27 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *user) {
   return len;
 }
 
+/* Also the overall low-speed limit: libcurl's own (CURLOPT_LOW_SPEED_*) is spent on the stall timeout, so a
+ * server that keeps sending a few bytes a second would otherwise hold the download forever. The average over
+ * each window of low_speed_time_s must reach low_speed_limit bytes/s (libcurl calls this at least once a
+ * second, also while nothing arrives). */
 static int on_progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow) {
   (void)dltotal, (void)ultotal, (void)ulnow, (void)dlnow;
   get_state *g = user;
   if (g->c->progress && g->c->progress(g->what, g->have + g->written, g->expected, g->c->progress_user)) {
     g->cancelled = 1;
     return 1;
+  }
+  if (g->c->low_speed_limit > 0) {
+    double now = xpi_now_s(), span = now - g->window_t0;
+    if (span >= (double)g->c->low_speed_time_s) {
+      if ((double)(g->written - g->window_bytes) < (double)g->c->low_speed_limit * span) {
+        g->too_slow = 1;
+        return 1;
+      }
+      g->window_t0 = now;
+      g->window_bytes = g->written;
+    }
   }
   return 0;
 }
@@ -446,7 +350,7 @@ xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_p
   struct curl_slist *hl = base_headers(c, same_origin(url, c->endpoint), &oom);
   if (oom) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   CURL *h = curl_easy_init();
-  resp_headers *hdr = calloc(1, sizeof *hdr);
+  hub_headers *hdr = calloc(1, sizeof *hdr);
   char errbuf[CURL_ERROR_SIZE], last[CURL_ERROR_SIZE + 64] = "";
   xpi_status s = XPI_OK;
   int done = 0;
@@ -478,7 +382,8 @@ xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_p
       done = 1;
       break;
     }
-    get_state g = {.c = c, .h = h, .what = what, .hdr = hdr, .fd = fd, .have = have, .expected = expected};
+    get_state g = {.c = c, .h = h, .what = what, .hdr = hdr, .fd = fd, .have = have, .expected = expected,
+                   .window_t0 = xpi_now_s()};
     char range[48];
     snprintf(range, sizeof range, "%" PRIu64 "-", have);
     curl_easy_reset(h);
@@ -506,6 +411,9 @@ xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_p
     if (g.cancelled) {
       s = xpi_err(XPI_ERR_CANCELLED, "download of '%s' cancelled at %" PRIu64 " of %" PRIu64 " bytes", what, now,
                   expected);
+    } else if (g.too_slow) { /* a stalled attempt: retried, resuming what it got */
+      snprintf(last, sizeof last, "slower than %ld bytes/s for %ld s", c->low_speed_limit, c->low_speed_time_s);
+      retry = 1;
     } else if (g.write_errno || close_err) {
       s = io_error(part_path, g.write_errno ? g.write_errno : close_err);
     } else if (g.oversize) {
@@ -536,7 +444,7 @@ xpi_status hub_http_get(const hub_client *c, const char *url, const char *part_p
       snprintf(last, sizeof last, "HTTP %ld from the server", code);
       retry = 1;
     } else if (rc == CURLE_OK) {
-      s = http_error(c, code, hdr, "(resolved)", what, NULL);
+      s = hub_http_error(c, code, hdr, "(resolved)", what, NULL);
     } else if (is_transient(rc) || is_unreachable(rc)) {
       snprintf(last, sizeof last, "%s", curl_reason(rc, errbuf));
       retry = 1;

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/json.h"
 #include "core/status.h"
 
 /* Same cap as the reference implementation (MAX_HEADER_SIZE in safetensors/src/tensor.rs). */
@@ -169,6 +170,10 @@ xpi_status xpi_st_parse_header(const char *path, const unsigned char *data, size
                    (unsigned long long)((size - 8) < ST_MAX_HEADER ? (size - 8) : ST_MAX_HEADER), size);
   const char *hdr = (const char *)data + 8;
   if (memchr(hdr, 0, (size_t)hlen)) return xpi_err(XPI_ERR_FORMAT, "%s: header contains a NUL byte", path);
+  size_t bad = xpi_utf8_invalid_at(hdr, (size_t)hlen); /* as the reference implementation (from_utf8) */
+  if (bad < hlen)
+    return xpi_err(XPI_ERR_FORMAT, "%s: header is not valid UTF-8 (byte 0x%02x at offset %zu of the header)", path,
+                   (unsigned char)hdr[bad], bad);
   uint64_t payload = (uint64_t)size - 8 - hlen;
 
   const char *end = NULL;

@@ -127,10 +127,9 @@ struct jj_scope;
 
 /* Callables. */
 enum {
-  JF_BUILTIN,   /* a global function: id = JB_* */
-  JF_METHOD,    /* a bound method: id = JM_*, self */
-  JF_MACRO,     /* a macro or a call block's caller */
-  JF_LOOP       /* a recursive loop's loop(...) */
+  JF_BUILTIN,   /* a global function: id indexes jj_globals.c's table */
+  JF_METHOD,    /* a bound method of self: id indexes jj_methods.c's (negative: loop and cycler methods) */
+  JF_MACRO      /* a macro or a call block's caller */
 };
 typedef struct jj_func {
   uint8_t kind;
@@ -139,7 +138,7 @@ typedef struct jj_func {
   const struct jj_node *node;   /* JF_MACRO: N_MACRO / N_CALLBLOCK */
   struct jj_scope *closure;     /* JF_MACRO: the scope it was defined in */
   const char *name;             /* for messages and repr */
-  struct jj_loop *loop;         /* JF_LOOP */
+  struct jj_loop *loop;         /* loop.cycle / loop.changed: their loop */
 } jj_func;
 
 typedef struct jj_loop {

@@ -343,7 +343,8 @@ static size_t lex_tag(lexer *L, size_t i, int is_block) {
       for (; q < j; q++) {
         if (s[q] == '_') continue;
         unsigned d = is_digit(s[q]) ? (unsigned)(s[q] - '0') : (unsigned)((s[q] | 0x20) - 'a' + 10);
-        big |= __builtin_mul_overflow(v, (uint64_t)base, &v) | __builtin_add_overflow(v, (uint64_t)d, &v);
+        if (__builtin_mul_overflow(v, (uint64_t)base, &v)) big = 1;
+        if (__builtin_add_overflow(v, (uint64_t)d, &v)) big = 1;
       }
       if (big || v > INT64_MAX) fail_at(L, i, "%s", "integer literal beyond 64 bits (the engine's integers are 64-bit)");
       k->i = (int64_t)v;

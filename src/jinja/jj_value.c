@@ -519,7 +519,6 @@ static void write_any(jj_ctx *c, jj_buf *b, jv v, int repr) {
       else if (v.fn->kind == JF_METHOD)
         jj_buf_printf(b, "<built-in method %s of %s object at 0x%llx>", v.fn->name, jj_type_name(v.fn->self),
                       (unsigned long long)(uintptr_t)v.fn);
-      else if (v.fn->kind == JF_LOOP) jj_buf_puts(b, "<bound method LoopContext.__call__>");
       else if (!strcmp(v.fn->name, "dict")) jj_buf_puts(b, "<class 'dict'>");
       else if (!strcmp(v.fn->name, "namespace")) jj_buf_puts(b, "<class 'jinja2.utils.Namespace'>");
       else if (!strcmp(v.fn->name, "cycler")) jj_buf_puts(b, "<class 'jinja2.utils.Cycler'>");

@@ -237,9 +237,43 @@ static xpi_status hand_over(const xpi_graph *g, xpi_graph_state *st, int a, int 
   return B->be->ops->write(B->be, B->x, st->host_x, bytes);
 }
 
+/* The diagnostic path's probe (xpi_graph_locate_nonfinite): where the first non-finite value was seen. */
+typedef struct nonfinite_probe {
+  int32_t pos0;        /* position of row 0 */
+  int found;
+  int32_t layer;       /* -1: the embedding; n_layers: the final norm; n_layers + 1: the lm_head */
+  int32_t pos;         /* first position (row) with a non-finite value at that point */
+} nonfinite_probe;
+
+/* 1 when v[0..n) holds a NaN or an infinity. */
+static int has_nonfinite(const float *v, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!(v[i] - v[i] == 0.0f)) return 1;
+  return 0;
+}
+
+/* Reads rows [0, n) (n <= max_tokens) of x[n, hidden] on backend be and records the first non-finite row under
+ * `layer`. */
+static xpi_status probe_rows(const xpi_graph *g, xpi_graph_state *st, nonfinite_probe *p, xpi_backend *be,
+                             const float *x, int32_t n, int32_t layer) {
+  size_t H = (size_t)g->cfg->hidden_size;
+  XPI_TRY(be->ops->read(be, st->host_x, x, (size_t)n * H * sizeof *st->host_x));
+  for (int32_t r = 0; r < n; r++)
+    if (has_nonfinite(st->host_x + (size_t)r * H, H)) {
+      p->found = 1;
+      p->layer = layer;
+      p->pos = p->pos0 + r;
+      break;
+    }
+  return XPI_OK;
+}
+
 /* Enqueues the layers for n tokens whose ids/pos/seq/tables are already in the backend buffers; leaves the
- * final hidden state (normed) in the last device's h for the rows [row0, row0+rows). */
-static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n, int32_t row0, int32_t rows) {
+ * final hidden state (normed) in the last device's h for the rows [row0, row0+rows). With a probe (diagnostic
+ * path, never the hot one), the residual stream is completed and read back after the embedding and after
+ * every layer, stopping at the first non-finite value. */
+static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int32_t n, int32_t row0, int32_t rows,
+                                    nonfinite_probe *probe) {
   const xpi_config *c = g->cfg;
   const xpi_model_weights *w = g->w;
   int32_t H = c->hidden_size, hq = c->n_heads, hk = c->n_kv_heads, hd = c->head_dim, I = c->intermediate_size;
@@ -248,6 +282,10 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
   while (g->layer_dev[cur + 1] == 0) cur++; /* first device with layers (embedding lives there) */
   dev_state *D = &st->dev[cur];
   XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n));
+  if (probe) {
+    XPI_TRY(probe_rows(g, st, probe, D->be, D->x, n, -1));
+    if (probe->found) return XPI_OK;
+  }
   const float *pending = NULL; /* residual branch not yet added into x */
   for (int32_t l = 0; l < c->n_layers; l++) {
     int d = cur;
@@ -280,13 +318,28 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
     XPI_TRY(o->swiglu(be, D->gate, D->gate, D->up, n, I));
     XPI_TRY(o->matmul(be, D->res, D->gate, &L->down, NULL, n));
     pending = D->res;
+    if (probe) { /* the layer's output: x with its residual branch added */
+      XPI_TRY(o->add(be, D->x, pending, (int64_t)n * H));
+      pending = NULL;
+      XPI_TRY(probe_rows(g, st, probe, be, D->x, n, l));
+      if (probe->found) return XPI_OK;
+    }
   }
   if (rows > 0) { /* final norm only over the rows whose outputs are wanted */
     size_t off = (size_t)row0 * (size_t)H;
-    XPI_TRY(D->be->ops->rmsnorm(D->be, D->h + off, D->x + off, pending + off, &w->final_norm, rows, H,
-                                c->rms_norm_eps));
+    XPI_TRY(D->be->ops->rmsnorm(D->be, D->h + off, D->x + off, pending ? pending + off : NULL, &w->final_norm, rows,
+                                H, c->rms_norm_eps));
+    if (probe) {
+      probe->pos0 += row0;
+      XPI_TRY(probe_rows(g, st, probe, D->be, D->h + off, rows, c->n_layers));
+      probe->pos0 -= row0;
+    }
   }
   return XPI_OK;
+}
+
+static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n, int32_t row0, int32_t rows) {
+  return run_layers_probed(g, st, n, row0, rows, NULL);
 }
 
 /* lm_head over rows [row0, row0+m) of the last device's h into its logits buffer (m <= max_out), then the
@@ -453,4 +506,51 @@ xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, con
                                     int32_t n_past, int32_t *token) {
   if (n <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_graph_forward_argmax: no ids given");
   return forward_single(g, st, ids, n, n_past, 0, NULL, token);
+}
+
+xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
+                                      int32_t pos0, const int32_t *table, int32_t n_table) {
+  const xpi_graph_limits *lim = &st->lim;
+  if (!ids || !table || n <= 0 || pos0 < 0 || n_table <= 0 || n_table > lim->max_blocks ||
+      (int64_t)pos0 + n > (int64_t)n_table * lim->block_size)
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_graph_locate_nonfinite: %d ids at position %d do not fit %d blocks",
+                   n, pos0, n_table);
+  const xpi_config *c = g->cfg;
+  const int32_t V = c->vocab_size, T = lim->max_tokens;
+  nonfinite_probe p = {0};
+  float *logits = malloc((size_t)V * sizeof *logits);
+  int32_t *buf = malloc(((size_t)lim->max_blocks + 2 * (size_t)T) * sizeof *buf);
+  xpi_status s = logits && buf ? XPI_OK : xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  int32_t *tables = buf, *pos = buf ? buf + lim->max_blocks : NULL, *seq = pos ? pos + T : NULL;
+  if (s == XPI_OK) memcpy(tables, table, (size_t)n_table * sizeof *tables);
+  for (int32_t done = 0; done < n && s == XPI_OK && !p.found;) {
+    const int32_t m = n - done < T ? n - done : T;
+    const int last_chunk = done + m == n;
+    for (int32_t i = 0; i < m; i++) pos[i] = pos0 + done + i, seq[i] = 0;
+    p.pos0 = pos0 + done;
+    s = write_inputs(g, st, ids + done, pos, seq, m, tables, 1);
+    if (s == XPI_OK) s = run_layers_probed(g, st, m, m - 1, last_chunk, &p);
+    if (s == XPI_OK && !p.found && last_chunk) { /* the lm_head over the last position, as the step ran it */
+      s = run_head(g, st, m - 1, 1, 0);
+      dev_state *D = &st->dev[last_dev(g)];
+      if (s == XPI_OK) s = D->be->ops->read(D->be, logits, D->logits, (size_t)V * sizeof *logits);
+      if (s == XPI_OK && has_nonfinite(logits, (size_t)V)) p.found = 1, p.layer = c->n_layers + 1, p.pos = pos0 + n - 1;
+    }
+    done += m;
+  }
+  free(logits);
+  free(buf);
+  if (s != XPI_OK) return xpi_err_prefix(s, "locating non-finite logits: ");
+  const char *what = "non-finite logits (NaN or infinity)";
+  if (!p.found)
+    return xpi_err(XPI_ERR_NUMERIC, "%s, but a layer-by-layer re-run of the step found none (a transient device fault?)",
+                   what);
+  if (p.layer < 0)
+    return xpi_err(XPI_ERR_NUMERIC, "%s: the embedding of token %d at position %d already holds one: row %d of "
+                   "model.embed_tokens.weight is not finite", what, ids[p.pos - pos0], p.pos, ids[p.pos - pos0]);
+  if (p.layer < c->n_layers)
+    return xpi_err(XPI_ERR_NUMERIC, "%s: they first appear in the output of layer %d (model.layers.%d.*) at position "
+                   "%d; the checkpoint's weights of that layer may hold NaN or infinity", what, p.layer, p.layer, p.pos);
+  return xpi_err(XPI_ERR_NUMERIC, "%s: every layer's output is finite; they first appear in the %s at position %d",
+                 what, p.layer == c->n_layers ? "final norm (model.norm.weight)" : "lm_head", p.pos);
 }

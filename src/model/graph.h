@@ -92,8 +92,18 @@ xpi_status xpi_graph_forward(const xpi_graph *g, xpi_graph_state *st, const int3
 
 /* Like xpi_graph_forward, but instead of host logits: *token = argmax of the last position's logits (lowest
  * index on ties, as the host argmax), computed on the last device inside the same step (inside the replayed
- * decode step where there is one); only the int32 id is copied to the host. */
+ * decode step where there is one); only the int32 id is copied to the host. *token is -1 when those logits
+ * hold a NaN or an infinity (the argmax op reports it). */
 xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
                                     int32_t n_past, int32_t *token);
+
+/* The diagnostic path (off the hot path) after a step gave non-finite logits for a sequence: runs its tokens
+ * ids[0..n) at positions pos0.. again, alone (block table `table`, n_table blocks; their KV slots are written
+ * again), layer by layer, reading the residual stream back after the embedding and after each layer, then the
+ * final norm and lm_head of the last position. Returns XPI_ERR_NUMERIC with a message naming where a NaN or
+ * an infinity first appears (the embedding row, layer L's output, the final norm or the lm_head) and the first
+ * token position holding one; another status if the re-run itself fails. */
+xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
+                                      int32_t pos0, const int32_t *table, int32_t n_table);
 
 #endif

@@ -16,11 +16,19 @@ static void shape_str(char *buf, size_t cap, const int64_t *shape, int32_t ndim)
   if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
+/* What a load reads from: the checkpoint, and which of its tensors were placed (xpi_weights_unused). */
+typedef struct loader {
+  const xpi_safetensors *st;
+  unsigned char *used;              /* [xpi_st_count(st)] */
+  uint64_t *bytes;
+} loader;
+
 /* Places tensor `name` of shape [rows, cols] (cols only when rows == 0: a vector) on be. */
-static xpi_status place(const xpi_safetensors *st, xpi_backend *be, const char *name, int64_t rows, int64_t cols,
-                        int want, xpi_weight *w, uint64_t *bytes) {
-  const xpi_st_tensor *t = xpi_st_find(st, name);
+static xpi_status place(const loader *ld, xpi_backend *be, const char *name, int64_t rows, int64_t cols, int want,
+                        xpi_weight *w) {
+  const xpi_st_tensor *t = xpi_st_find(ld->st, name);
   if (!t) return xpi_err(XPI_ERR_FORMAT, "tensor '%s' is missing from the checkpoint", name);
+  ld->used[t - xpi_st_at(ld->st, 0)] = 1;
   int64_t exp[2] = {rows, cols};
   int32_t endim = rows ? 2 : 1;
   int ok = t->ndim == endim && (rows ? t->shape[0] == rows && t->shape[1] == cols : t->shape[0] == cols);
@@ -34,7 +42,7 @@ static xpi_status place(const xpi_safetensors *st, xpi_backend *be, const char *
   if (want >= 0 && rows) dt = (xpi_dtype)want; /* conversion/quantization applies to matrices only */
   xpi_status s = be->ops->weight_create(be, w, t->data, t->dtype, rows ? rows : 1, cols, dt);
   if (s != XPI_OK) return xpi_err_prefix(s, "tensor '%s': ", name);
-  *bytes += w->bytes;
+  *ld->bytes += w->bytes;
   return XPI_OK;
 }
 
@@ -52,6 +60,7 @@ void xpi_weights_free(xpi_model_weights *w) {
   if (w->layers)
     for (int32_t l = 0; l < w->n_layers; l++) free_layer(&w->layers[l]);
   free(w->layers);
+  free(w->used);
   if (w->first) FREE_W(w->first, w->embed);
   if (w->last) {
     FREE_W(w->last, w->final_norm);
@@ -60,15 +69,14 @@ void xpi_weights_free(xpi_model_weights *w) {
   memset(w, 0, sizeof *w);
 }
 
-static xpi_status load_layer(const xpi_config *c, const xpi_safetensors *st, int32_t l, int want,
-                             xpi_layer_weights *L, uint64_t *bytes) {
+static xpi_status load_layer(const xpi_config *c, const loader *ld, int32_t l, int want, xpi_layer_weights *L) {
   char n[160];
   int64_t H = c->hidden_size, qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
   int64_t I = c->intermediate_size;
 #define P(suffix, rows, cols, field)                                                 \
   do {                                                                               \
     snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix);                          \
-    XPI_TRY(place(st, L->be, n, rows, cols, want, &L->field, bytes));                \
+    XPI_TRY(place(ld, L->be, n, rows, cols, want, &L->field));                       \
   } while (0)
   P("input_layernorm.weight", 0, H, attn_norm);
   P("self_attn.q_proj.weight", qd, H, wq);
@@ -101,22 +109,55 @@ xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_
   if (!w->layers) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory for %d layers", c->n_layers);
   w->first = layer_be[0];
   w->last = layer_be[c->n_layers - 1];
-  xpi_status s = place(st, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size,
-                       want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want, &w->embed, &w->bytes);
+  w->n_used = xpi_st_count(st);
+  if (!(w->used = calloc(w->n_used ? w->n_used : 1, 1))) {
+    xpi_weights_free(w);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  loader ld = {st, w->used, &w->bytes};
+  xpi_status s = place(&ld, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size,
+                       want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want, &w->embed);
   for (int32_t l = 0; s == XPI_OK && l < c->n_layers; l++) {
     w->layers[l].be = layer_be[l];
-    s = load_layer(c, st, l, want, &w->layers[l], &w->bytes);
+    s = load_layer(c, &ld, l, want, &w->layers[l]);
   }
-  if (s == XPI_OK) s = place(st, w->last, "model.norm.weight", 0, c->hidden_size, want, &w->final_norm, &w->bytes);
+  if (s == XPI_OK) s = place(&ld, w->last, "model.norm.weight", 0, c->hidden_size, want, &w->final_norm);
   if (s == XPI_OK) {
     if (c->tie_word_embeddings && w->last == w->first && want != XPI_DT_Q8 && want != XPI_DT_Q4) {
       w->lm_head = w->embed; /* tied: the same placed tensor */
       w->lm_head_is_embed = 1;
     } else {
-      s = place(st, w->last, c->tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", c->vocab_size,
-                c->hidden_size, want, &w->lm_head, &w->bytes);
+      s = place(&ld, w->last, c->tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight", c->vocab_size,
+                c->hidden_size, want, &w->lm_head);
     }
   }
   if (s != XPI_OK) xpi_weights_free(w);
   return s;
+}
+
+/* Tensors transformers also drops without a word: old checkpoints' RoPE buffers, and a tied model's copy of
+ * the embedding as lm_head. */
+static int ignorable(const xpi_config *c, const char *name) {
+  size_t n = strlen(name);
+  static const char inv[] = ".rotary_emb.inv_freq";
+  if (n >= sizeof inv - 1 && !strcmp(name + n - (sizeof inv - 1), inv)) return 1;
+  return c->tie_word_embeddings && !strcmp(name, "lm_head.weight");
+}
+
+size_t xpi_weights_unused(const xpi_model_weights *w, const xpi_config *c, const xpi_safetensors *st, char *list,
+                          size_t cap) {
+  size_t count = 0, o = 0, shown = 0;
+  if (cap) list[0] = 0;
+  for (size_t i = 0; i < w->n_used && i < xpi_st_count(st); i++) {
+    const char *name = xpi_st_at(st, i)->name;
+    if (w->used[i] || ignorable(c, name)) continue;
+    count++;
+    size_t need = strlen(name) + 2;
+    if (cap && o + need + 32 < cap) { /* room for ", name" and a closing "... (N more)" */
+      o += (size_t)snprintf(list + o, cap - o, "%s%s", shown ? ", " : "", name);
+      shown++;
+    }
+  }
+  if (cap && count > shown) snprintf(list + o, cap - o, "%s(and %zu more)", shown ? " " : "", count - shown);
+  return count;
 }

@@ -22,6 +22,8 @@ typedef struct xpi_model_weights {
   xpi_layer_weights *layers;
   int32_t n_layers;
   uint64_t bytes;                   /* weight bytes as used by the backends */
+  unsigned char *used;              /* [n_used]: 1 for each checkpoint tensor (xpi_st_at order) that was placed */
+  size_t n_used;
 } xpi_model_weights;
 
 /* layer_be[l] is the backend of layer l. want: XPI_DT_F32/F16/BF16 to convert matrices, or -1 to keep
@@ -29,5 +31,12 @@ typedef struct xpi_model_weights {
 xpi_status xpi_weights_load(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
                             xpi_model_weights *w);
 void xpi_weights_free(xpi_model_weights *w);
+
+/* The checkpoint's tensors the load did not place, i.e. that the graph never reads (a checkpoint with more
+ * layers than num_hidden_layers, biases the config does not ask for...), except those transformers
+ * ignores too (rotary_emb.inv_freq buffers, lm_head.weight of a tied model). Returns how many; list gets as
+ * many names as fit in cap bytes, comma separated, then "(and N more)". */
+size_t xpi_weights_unused(const xpi_model_weights *w, const xpi_config *c, const xpi_safetensors *st, char *list,
+                          size_t cap);
 
 #endif

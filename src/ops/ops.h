@@ -128,8 +128,8 @@ typedef struct xpi_backend_ops {
   xpi_status (*swiglu)(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
   /* x[i] += y[i], i < count */
   xpi_status (*add)(xpi_backend *be, float *x, const float *y, int64_t count);
-  /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties); -1 when the row holds a NaN or an
-   * infinity */
+  /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties), or -1 when the row holds a NaN or an
+   * infinity (so the greedy path learns of broken logits without copying them to the host) */
   xpi_status (*argmax)(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 
   /* ---- optional: record a step once and replay it ("XPU graph"). NULL where unsupported.
@@ -153,6 +153,8 @@ struct xpi_backend {
   char device[64];        /* "cpu", "xpu:0" */
   int use_kernels;        /* 1: fused/fast kernels, 0: plain reference path */
   void *impl;             /* backend private state */
+  /* which kernels compute a weight dtype (for xpi_model_info.kernels), or NULL */
+  void (*describe)(const struct xpi_backend *be, xpi_dtype wdt, char *out, size_t cap);
 };
 
 /* Backend constructors. */
@@ -162,6 +164,6 @@ typedef struct xpi_backend_config {
   int use_kernels;
 } xpi_backend_config;
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out);
-xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out); /* src/ops/xpu */
+/* xpi_backend_xpu_create: runtime/xpu.h (the XPU seam; src/ops/xpu or a CPU-only build's stub). */
 
 #endif /* XPI_OPS_H */

@@ -8,4 +8,7 @@
  * visible are errors that say what is visible. */
 xpi_status xpi_device_resolve(const char *name, int *xpu_index);
 
+/* "xpu" -> 0, "xpu:N" -> N, range-checked against the visible XPUs. */
+xpi_status xpi_device_parse_xpu(const char *name, int *index);
+
 #endif

@@ -5,9 +5,7 @@
 #include <unistd.h>
 
 #include "core/status.h"
-#include "runtime/ze/ze_devices.h"
-#include "runtime/ze/ze_discovery.h"
-#include "runtime/ze/ze_env.h"
+#include "runtime/xpu.h"
 
 struct xpi_device_list {
   size_t n_xpu;
@@ -49,9 +47,8 @@ static void cpu_info(xpi_device_info *c) {
 xpi_status xpi_device_list_create(xpi_device_list **out) {
   if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_device_list_create: out is NULL");
   *out = NULL;
-  const xpi_ze_device *devs;
   size_t n;
-  XPI_TRY(xpi_ze_devices(&devs, &n));
+  XPI_TRY(xpi_xpu_count(&n));
   xpi_device_list *l = calloc(1, sizeof *l);
   if (!l) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "device list: out of memory");
   l->infos = calloc(n + 1, sizeof *l->infos);
@@ -59,14 +56,16 @@ xpi_status xpi_device_list_create(xpi_device_list **out) {
     free(l);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "device list: out of memory");
   }
-  for (size_t i = 0; i < n; i++) l->infos[i] = devs[i].info;
+  for (size_t i = 0; i < n; i++) {
+    xpi_status s = xpi_xpu_info(i, &l->infos[i]);
+    if (s != XPI_OK) {
+      xpi_device_list_free(l);
+      return s;
+    }
+  }
   cpu_info(&l->infos[n]);
   l->n_xpu = n;
-  int len = snprintf(l->summary, sizeof l->summary, "%s", xpi_ze_devices_summary());
-  for (int i = 0; xpi_ze_env_names[i] && len >= 0 && (size_t)len < sizeof l->summary; i++) {
-    const char *v = getenv(xpi_ze_env_names[i]);
-    if (v) len += snprintf(l->summary + len, sizeof l->summary - (size_t)len, "; %s=%s", xpi_ze_env_names[i], v);
-  }
+  xpi_xpu_summary(l->summary, sizeof l->summary);
   *out = l;
   return XPI_OK;
 }

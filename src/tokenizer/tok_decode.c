@@ -1,5 +1,6 @@
-/* Decoding: id -> token text, then the decoder chain of tokenizer.json (ByteLevel, Replace, ByteFallback,
- * Fuse, Strip, Metaspace, Sequence) exactly as tokenizers' decode_chain, then the join. */
+/* Decoding: id -> token text, then the decoder chain of tokenizer.json exactly as tokenizers' decode_chain, then
+ * the join. ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace and Sequence are here; WordPiece,
+ * BPEDecoder and CTC in tok_dec_words.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,12 +29,7 @@ static xpi_status get_count(const cJSON *j, const char *key, const char *what, i
   return XPI_OK;
 }
 
-xpi_status tok_dec_parse(const cJSON *j, const char *what, tok_dec *d) {
-  memset(d, 0, sizeof *d);
-  const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
-  if (!cJSON_IsObject(j) || !cJSON_IsString(type))
-    return xpi_err(XPI_ERR_FORMAT, "%s: a decoder must be an object with a string \"type\"", what);
-  const char *t = type->valuestring;
+static xpi_status parse_type(const cJSON *j, const char *what, const char *t, tok_dec *d) {
   if (!strcmp(t, "Sequence")) {
     d->type = DEC_SEQ;
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(j, "decoders"), *e;
@@ -41,7 +37,11 @@ xpi_status tok_dec_parse(const cJSON *j, const char *what, tok_dec *d) {
     size_t k = (size_t)cJSON_GetArraySize(arr);
     if (!(d->kids = calloc(k ? k : 1, sizeof *d->kids))) return oom();
     cJSON_ArrayForEach(e, arr) {
-      XPI_TRY(tok_dec_parse(e, what, &d->kids[d->n_kids]));
+      char *kw = tok_path_child(what, "decoders", (long)d->n_kids);
+      if (!kw) return oom();
+      xpi_status st = tok_dec_parse(e, kw, &d->kids[d->n_kids]);
+      free(kw);
+      if (st) return st; /* the child freed itself */
       d->n_kids++;
     }
   } else if (!strcmp(t, "ByteLevel")) {
@@ -69,16 +69,24 @@ xpi_status tok_dec_parse(const cJSON *j, const char *what, tok_dec *d) {
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(j, "replacement");
     if (r) XPI_TRY(one_char(r, what, "replacement", d->repl, &d->repl_len));
     else { memcpy(d->repl, "\xE2\x96\x81", 3); d->repl_len = 3; }
-    const cJSON *ps = cJSON_GetObjectItemCaseSensitive(j, "prepend_scheme");
-    const cJSON *aps = cJSON_GetObjectItemCaseSensitive(j, "add_prefix_space");
-    d->prepend_scheme = 2;
-    if (cJSON_IsString(ps)) d->prepend_scheme = !strcmp(ps->valuestring, "never") ? 0 : !strcmp(ps->valuestring, "first") ? 1 : 2;
-    else if (aps && !cJSON_IsTrue(aps)) d->prepend_scheme = 0;
+    return tok_metaspace_scheme(j, what, &d->prepend_scheme);
+  } else if (!strcmp(t, "WordPiece") || !strcmp(t, "BPEDecoder") || !strcmp(t, "CTC")) {
+    return tok_dec_words_parse(j, what, t, d);
   } else {
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: decoder type \"%s\" is not supported (supported: ByteLevel, Replace, "
-                   "ByteFallback, Fuse, Strip, Metaspace, Sequence)", what, t);
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: type \"%s\" is not supported (supported decoders: ByteLevel, Metaspace, "
+                   "WordPiece, BPEDecoder, Replace, Strip, Fuse, ByteFallback, CTC, Sequence)", what, t);
   }
   return XPI_OK;
+}
+
+xpi_status tok_dec_parse(const cJSON *j, const char *what, tok_dec *d) {
+  memset(d, 0, sizeof *d);
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+  if (!cJSON_IsObject(j) || !cJSON_IsString(type))
+    return xpi_err(XPI_ERR_FORMAT, "%s: a decoder must be an object with a string \"type\"", what);
+  xpi_status st = parse_type(j, what, type->valuestring, d);
+  if (st) tok_dec_free(d);
+  return st;
 }
 
 void tok_dec_free(tok_dec *d) {
@@ -86,6 +94,7 @@ void tok_dec_free(tok_dec *d) {
   for (size_t i = 0; i < d->n_kids; i++) tok_dec_free(&d->kids[i]);
   free(d->kids);
   free(d->content);
+  free(d->delim);
   tok_pattern_free(&d->pat);
   memset(d, 0, sizeof *d);
 }
@@ -246,6 +255,9 @@ static xpi_status dec_chain(const tok_dec *d, tok_strs *s) {
     case DEC_STRIP: return dec_strip(d, s);
     case DEC_REPLACE:
     case DEC_METASPACE: return dec_per_token(d, s);
+    case DEC_WORDPIECE:
+    case DEC_BPE:
+    case DEC_CTC: return tok_dec_words_run(d, s);
   }
   return xpi_err(XPI_ERR_INTERNAL, "tokenizer: unknown decoder %d", d->type);
 }

@@ -1,4 +1,4 @@
-/* Encoding: split on added tokens (raw text, then normalized text), normalize, pre-tokenize, BPE each
+/* Encoding: split on added tokens (raw text, then normalized text), normalize, pre-tokenize, the model on each
  * pre-token, then the post-processor when add_special is asked, as tokenizers' encode(). */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +41,7 @@ static int32_t cp_at(const char *s, size_t n, size_t i, size_t *l) {
   return *l ? tok_utf8_cp((const unsigned char *)s + i, *l) : -1;
 }
 
+/* at_start: the text begins at original offset 0 of the input (see tok_span). */
 typedef xpi_status (*text_fn)(const xpi_tokenizer *t, const char *s, size_t n, int at_start, tok_ids *out);
 
 /* Splits s on the added tokens of trie tr (aho-corasick leftmost-longest semantics, then single_word,
@@ -86,22 +87,29 @@ static xpi_status split_added(const xpi_tokenizer *t, const tok_trie *tr, const 
   return XPI_OK;
 }
 
-/* Normalized text without added tokens: pre-tokenize and run BPE on each piece. */
+/* Normalized text without added tokens: pre-tokenize and run the model on each piece. */
 static xpi_status encode_words(const xpi_tokenizer *t, const char *s, size_t n, int at_start, tok_ids *out) {
   tok_pieces p = {0};
   xpi_status st = tok_pieces_add(&p, s, n, at_start);
   if (!st && t->pretok) st = tok_pretok_apply(t->pretok, &p);
-  for (size_t i = 0; !st && i < p.n; i++) st = tok_bpe_word(t, p.text.p + p.v[i].off, p.v[i].len, out);
+  if (t->model_type == MODEL_BPE) /* the hot path without the dispatch */
+    for (size_t i = 0; !st && i < p.n; i++) st = tok_bpe_word(t, p.text.p + p.v[i].off, p.v[i].len, out);
+  else
+    for (size_t i = 0; !st && i < p.n; i++) st = tok_model_word(t, p.text.p + p.v[i].off, p.v[i].len, out);
   tok_pieces_free(&p);
   return st;
 }
 
-/* Raw text between non-normalized added tokens: normalize, then split on normalized added tokens. */
+/* Raw text between non-normalized added tokens: normalize, then split on normalized added tokens. The pieces
+ * tokenizers hands on are slices of the normalized text, whose original offset is that of their first
+ * character: when the normalizer deleted the segment's first characters, even the first piece no longer
+ * starts at offset 0. */
 static xpi_status encode_segment(const xpi_tokenizer *t, const char *s, size_t n, int at_start, tok_ids *out) {
   if (!t->norm) return split_added(t, &t->trie_norm, s, n, at_start, encode_words, out);
   tok_buf nb = {0};
-  xpi_status st = tok_norm_apply(t->norm, s, n, &nb);
-  if (!st) st = split_added(t, &t->trie_norm, nb.p, nb.len, at_start, encode_words, out);
+  int lead_deleted = 0;
+  xpi_status st = tok_norm_apply(t->norm, s, n, &nb, &lead_deleted);
+  if (!st) st = split_added(t, &t->trie_norm, nb.p, nb.len, at_start && !lead_deleted, encode_words, out);
   tok_buf_free(&nb);
   return st;
 }

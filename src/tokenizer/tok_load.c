@@ -1,5 +1,5 @@
-/* Loading tokenizer.json: the BPE model (vocab, merges in both forms), added tokens, normalizer,
- * pre-tokenizer, post-processor and decoder. Every problem is reported with the file and the field. */
+/* Loading tokenizer.json: the model (tok_model.c), added tokens, normalizer, pre-tokenizer, post-processor and
+ * decoder. Every problem is reported with the file and the JSON path of the field. */
 #include <stdio.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -65,128 +65,6 @@ static xpi_status trie_insert(tok_trie *t, const char *s, size_t n, int32_t toke
   return XPI_OK;
 }
 
-/* ------------------------------------------------------------------ model */
-static xpi_status load_vocab(xpi_tokenizer *t, const cJSON *model, char **arena) {
-  const char *path = t->path;
-  const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
-  if (!cJSON_IsObject(vocab)) return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab must be an object", path);
-  size_t n = 0, bytes = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, vocab) {
-    n++;
-    bytes += strlen(e->string) + 1;
-  }
-  *arena = malloc(bytes ? bytes : 1);
-  if (!*arena) return oom();
-  XPI_TRY(tok_strmap_init(&t->vocab, n));
-  char *p = *arena;
-  cJSON_ArrayForEach(e, vocab) {
-    if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int64_t)e->valuedouble)
-      return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab[\"%s\"] must be an integer id", path, e->string);
-    if (e->valuedouble < 0 || e->valuedouble >= TOK_MAX_ID)
-      return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab[\"%s\"] = %.0f is out of range [0, %d)", path, e->string,
-                     e->valuedouble, TOK_MAX_ID);
-    size_t l = strlen(e->string);
-    memcpy(p, e->string, l + 1);
-    int32_t old;
-    XPI_TRY(tok_strmap_put(&t->vocab, p, l, (int32_t)e->valuedouble, &old));
-    if (old >= 0) return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab has the token \"%s\" twice", path, e->string);
-    if ((int32_t)e->valuedouble >= t->n_ids) t->n_ids = (int32_t)e->valuedouble + 1;
-    p += l + 1;
-  }
-  return XPI_OK;
-}
-
-static xpi_status merge_token(const xpi_tokenizer *t, size_t i, const char *s, size_t n, int32_t *id) {
-  *id = tok_strmap_get(&t->vocab, s, n);
-  if (*id < 0) return xpi_err(XPI_ERR_FORMAT, "%s: model.merges[%zu]: token \"%.*s\" is not in the vocabulary",
-                              t->path, i, (int)n, s);
-  return XPI_OK;
-}
-
-static xpi_status load_merges(xpi_tokenizer *t, const cJSON *model) {
-  const char *path = t->path;
-  const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-  if (!merges || cJSON_IsNull(merges)) return tok_pairmap_init(&t->merges, 16);
-  if (!cJSON_IsArray(merges)) return xpi_err(XPI_ERR_FORMAT, "%s: model.merges must be an array", path);
-  XPI_TRY(tok_pairmap_init(&t->merges, (size_t)cJSON_GetArraySize(merges)));
-  tok_buf cat = {0};
-  size_t i = 0;
-  xpi_status st = XPI_OK;
-  const cJSON *e;
-  cJSON_ArrayForEach(e, merges) {
-    const char *a, *b;
-    size_t la, lb;
-    if (cJSON_IsString(e)) { /* legacy "a b" */
-      const char *sp = strchr(e->valuestring, ' ');
-      if (!sp || strchr(sp + 1, ' ')) {
-        st = xpi_err(XPI_ERR_FORMAT, "%s: model.merges[%zu] = \"%s\" is not two tokens separated by one space",
-                     path, i, e->valuestring);
-        break;
-      }
-      a = e->valuestring; la = (size_t)(sp - a);
-      b = sp + 1; lb = strlen(b);
-    } else if (cJSON_IsArray(e) && cJSON_GetArraySize(e) == 2 && cJSON_IsString(cJSON_GetArrayItem(e, 0)) &&
-               cJSON_IsString(cJSON_GetArrayItem(e, 1))) {
-      a = cJSON_GetArrayItem(e, 0)->valuestring; la = strlen(a);
-      b = cJSON_GetArrayItem(e, 1)->valuestring; lb = strlen(b);
-    } else {
-      st = xpi_err(XPI_ERR_FORMAT, "%s: model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]", path, i);
-      break;
-    }
-    int32_t ia, ib, im;
-    if ((st = merge_token(t, i, a, la, &ia)) || (st = merge_token(t, i, b, lb, &ib))) break;
-    cat.len = 0;
-    if ((st = tok_buf_put(&cat, a, la)) || (st = tok_buf_put(&cat, b, lb))) break;
-    if ((st = merge_token(t, i, cat.p, cat.len, &im))) break;
-    if ((st = tok_pairmap_put(&t->merges, ((uint64_t)(uint32_t)ia << 32) | (uint32_t)ib, (int32_t)i, im))) break;
-    i++;
-  }
-  tok_buf_free(&cat);
-  return st;
-}
-
-static xpi_status load_model(xpi_tokenizer *t, const cJSON *root, char **arena) {
-  const char *path = t->path;
-  const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-  if (!cJSON_IsObject(model)) return xpi_err(XPI_ERR_FORMAT, "%s: \"model\" must be an object", path);
-  const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
-  if (type && !cJSON_IsString(type)) return xpi_err(XPI_ERR_FORMAT, "%s: model.type must be a string", path);
-  if (type ? strcmp(type->valuestring, "BPE") != 0 : !cJSON_GetObjectItemCaseSensitive(model, "merges"))
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: model.type \"%s\" is not supported (only BPE)", path,
-                   type ? type->valuestring : "(none)");
-  static const char *const bools[] = {"byte_fallback", "fuse_unk", "ignore_merges"};
-  for (size_t i = 0; i < 3; i++) XPI_TRY(check_bool(path, "model", model, bools[i]));
-  t->byte_fallback = get_flag(model, "byte_fallback", 0);
-  t->fuse_unk = get_flag(model, "fuse_unk", 0);
-  t->ignore_merges = get_flag(model, "ignore_merges", 0);
-  static const char *const affixes[] = {"continuing_subword_prefix", "end_of_word_suffix"};
-  for (size_t i = 0; i < 2; i++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(model, affixes[i]);
-    if (v && !cJSON_IsNull(v) && !(cJSON_IsString(v) && !v->valuestring[0]))
-      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: model.%s is not supported (must be null or \"\")", path, affixes[i]);
-  }
-  const cJSON *drop = cJSON_GetObjectItemCaseSensitive(model, "dropout");
-  if (drop && !cJSON_IsNull(drop) && !(cJSON_IsNumber(drop) && drop->valuedouble == 0))
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: model.dropout is not supported (must be null)", path);
-  XPI_TRY(load_vocab(t, model, arena));
-  XPI_TRY(load_merges(t, model));
-  const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
-  t->unk_id = -1;
-  if (unk && !cJSON_IsNull(unk)) {
-    if (!cJSON_IsString(unk)) return xpi_err(XPI_ERR_FORMAT, "%s: model.unk_token must be a string or null", path);
-    t->unk_id = tok_strmap_get(&t->vocab, unk->valuestring, strlen(unk->valuestring));
-    if (t->unk_id < 0)
-      return xpi_err(XPI_ERR_FORMAT, "%s: model.unk_token \"%s\" is not in the vocabulary", path, unk->valuestring);
-  }
-  for (int b = 0; b < 256; b++) {
-    char name[8];
-    snprintf(name, sizeof name, "<0x%02X>", b);
-    t->byte_ids[b] = tok_strmap_get(&t->vocab, name, 6);
-  }
-  return XPI_OK;
-}
-
 /* ------------------------------------------------------------------ added tokens */
 static xpi_status load_added(xpi_tokenizer *t, const cJSON *root) {
   const char *path = t->path;
@@ -205,11 +83,12 @@ static xpi_status load_added(xpi_tokenizer *t, const cJSON *root) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
     const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
     if (!cJSON_IsObject(e)) return xpi_err(XPI_ERR_FORMAT, "%s: %s must be an object", path, what);
-    if (!cJSON_IsNumber(id) || id->valuedouble != (double)(int64_t)id->valuedouble)
-      return xpi_err(XPI_ERR_FORMAT, "%s: %s.id must be an integer", path, what);
-    if (id->valuedouble < 0 || id->valuedouble >= TOK_MAX_ID)
-      return xpi_err(XPI_ERR_FORMAT, "%s: %s.id = %.0f is out of range [0, %d)", path, what, id->valuedouble,
+    int32_t idv;
+    if (!cJSON_IsNumber(id)) return xpi_err(XPI_ERR_FORMAT, "%s: %s.id must be an integer", path, what);
+    if (!(id->valuedouble >= 0 && id->valuedouble < TOK_MAX_ID)) /* before any conversion: 1e300 is UB */
+      return xpi_err(XPI_ERR_FORMAT, "%s: %s.id = %g is out of range [0, %d)", path, what, id->valuedouble,
                      TOK_MAX_ID);
+    if (!tok_json_id(id, &idv)) return xpi_err(XPI_ERR_FORMAT, "%s: %s.id must be an integer", path, what);
     if (!cJSON_IsString(content) || !content->valuestring[0])
       return xpi_err(XPI_ERR_FORMAT, "%s: %s.content must be a non-empty string", path, what);
     static const char *const flags[] = {"special", "lstrip", "rstrip", "normalized", "single_word"};
@@ -219,7 +98,7 @@ static xpi_status load_added(xpi_tokenizer *t, const cJSON *root) {
     if (!a->content) return oom();
     t->n_added++;
     a->len = strlen(a->content);
-    a->id = (int32_t)id->valuedouble;
+    a->id = idv;
     a->special = get_flag(e, "special", 0);
     a->lstrip = get_flag(e, "lstrip", 0);
     a->rstrip = get_flag(e, "rstrip", 0);
@@ -238,7 +117,15 @@ static xpi_status build_tables(xpi_tokenizer *t) {
   t->id_len = calloc(n ? n : 1, sizeof *t->id_len);
   t->id_special = calloc(n ? n : 1, 1);
   if (!t->id_text || !t->id_len || !t->id_special) return oom();
-  for (size_t e = 0; e < t->vocab.n; e++) {
+  if (t->model_type == MODEL_UNIGRAM) { /* ids by position; a repeated piece keeps its text under every id */
+    const char *p = t->vocab_arena;
+    for (size_t i = 0; i < (size_t)t->n_pieces; i++) {
+      t->id_text[i] = p;
+      t->id_len[i] = strlen(p);
+      p += t->id_len[i] + 1;
+    }
+  }
+  for (size_t e = 0; t->model_type != MODEL_UNIGRAM && e < t->vocab.n; e++) {
     int32_t id = t->vocab.vals[e];
     if (t->id_text[id])
       return xpi_err(XPI_ERR_FORMAT, "%s: model.vocab: id %d is given to both \"%s\" and \"%s\"", t->path, id,
@@ -253,7 +140,7 @@ static xpi_status build_tables(xpi_tokenizer *t) {
     XPI_TRY(tok_strmap_put(&t->added_map, a->content, a->len, a->id, NULL));
     if (a->normalized && t->norm) {
       tok_buf nb = {0};
-      xpi_status st = tok_norm_apply(t->norm, a->content, a->len, &nb);
+      xpi_status st = tok_norm_apply(t->norm, a->content, a->len, &nb, NULL);
       if (st) { tok_buf_free(&nb); return st; }
       a->norm_content = nb.p;
       a->norm_len = nb.len;
@@ -262,7 +149,14 @@ static xpi_status build_tables(xpi_tokenizer *t) {
     size_t pl = a->norm_content ? a->norm_len : a->len;
     if (pl) XPI_TRY(trie_insert(a->normalized ? &t->trie_norm : &t->trie_raw, pat, pl, (int32_t)i));
   }
-  /* decode(skip_special_tokens) drops by token text, so a vocabulary twin of a special token goes too */
+  /* decode(skip_special_tokens) drops by token text, so a vocabulary twin of a special token goes too (in a
+   * Unigram vocabulary a piece may repeat: every id of it) */
+  for (size_t id = 0; t->model_type == MODEL_UNIGRAM && id < (size_t)t->n_pieces; id++) {
+    int32_t a = tok_strmap_get(&t->added_map, t->id_text[id], t->id_len[id]);
+    if (a >= 0 && t->id_text[a] && t->id_len[a] == t->id_len[id] && !memcmp(t->id_text[a], t->id_text[id], t->id_len[id]))
+      for (size_t i = 0; i < t->n_added; i++)
+        if (t->added[i].special && t->added[i].id == a) t->id_special[id] = 1;
+  }
   for (size_t i = 0; i < t->n_added; i++) {
     if (!t->added[i].special) continue;
     t->id_special[t->added[i].id] = 1;
@@ -281,6 +175,11 @@ static void tok_destroy(xpi_tokenizer *t) {
   cJSON_Delete(t->json);
   tok_strmap_free(&t->vocab);
   tok_pairmap_free(&t->merges);
+  free(t->model_unk);
+  free(t->prefix);
+  free(t->suffix);
+  free(t->scores);
+  tok_ptrie_free(&t->ptrie);
   free(t->id_text);
   free(t->id_len);
   free(t->id_special);
@@ -317,6 +216,14 @@ static int dec_has(const tok_dec *d, int type) {
   return 0;
 }
 
+/* Whether a Metaspace pre-tokenizer prepends on the first piece only (then pieces track at_start). */
+static int pre_has_first(const tok_pretok *p) {
+  if (p->type == PRE_METASPACE && p->prepend_scheme == 1) return 1;
+  for (size_t i = 0; i < p->n_kids; i++)
+    if (pre_has_first(&p->kids[i])) return 1;
+  return 0;
+}
+
 static xpi_status load_components(xpi_tokenizer *t, const cJSON *root) {
   char what[4096 + 32];
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
@@ -330,6 +237,7 @@ static xpi_status load_components(xpi_tokenizer *t, const cJSON *root) {
     snprintf(what, sizeof what, "%s: pre_tokenizer", t->path);
     if (!(t->pretok = calloc(1, sizeof *t->pretok))) return oom();
     XPI_TRY(tok_pretok_parse(p, what, t->pretok));
+    t->meta_first = pre_has_first(t->pretok);
   }
   const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "decoder");
   if (d && !cJSON_IsNull(d)) {
@@ -352,10 +260,16 @@ static xpi_status tok_load(const char *dir, xpi_tokenizer *t) {
   if (!t->path) return XPI_ERR_OUT_OF_MEMORY;
   XPI_TRY(xpi_json_load_file(t->path, MAX_TOKENIZER_JSON, &t->json));
   if (!cJSON_IsObject(t->json)) return xpi_err(XPI_ERR_FORMAT, "%s: the top level must be a JSON object", t->path);
-  XPI_TRY(load_model(t, t->json, &t->vocab_arena));
+  XPI_TRY(tok_model_load(t, cJSON_GetObjectItemCaseSensitive(t->json, "model")));
   XPI_TRY(load_added(t, t->json));
   XPI_TRY(load_components(t, t->json));
   XPI_TRY(build_tables(t));
+  /* The post-processor lists its ids itself: each must name a token, or encode would give ids that decode
+   * refuses (found by tests/fuzz/fuzz_tokenizer). */
+  for (size_t i = 0; i < t->n_post_single; i++)
+    if (!tok_id_text(t, t->post_single[i], NULL))
+      return xpi_err(XPI_ERR_FORMAT, "%s: post_processor: id %d is not the id of a token in the vocabulary or "
+                     "added_tokens", t->path, t->post_single[i]);
   cJSON_Delete(t->json); /* everything needed was copied */
   t->json = NULL;
 #ifdef __GLIBC__

@@ -25,9 +25,10 @@ void tok_regex_free(tok_regex *re) {
 }
 
 xpi_status tok_regex_each(const tok_regex *re, const char *s, size_t n, tok_match_fn cb, void *user) {
+  if (!n) return XPI_OK;
   pcre2_match_data *md = pcre2_match_data_create_from_pattern(re->code, NULL);
   if (!md) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "tokenizer: out of memory (regex match data)");
-  size_t pos = 0;
+  size_t pos = 0, last_end = (size_t)-1;
   xpi_status st = XPI_OK;
   while (pos <= n) {
     int rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, md, NULL);
@@ -40,16 +41,14 @@ xpi_status tok_regex_each(const tok_regex *re, const char *s, size_t n, tok_matc
     }
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
     size_t a = ov[0], b = ov[1];
-    if (b > a) {
-      st = cb(a, b, user);
-      if (st) break;
-      pos = b;
-    } else {
-      /* empty match: skip one character */
-      if (a >= n) break;
-      size_t l = tok_utf8_valid_len((const unsigned char *)s + a, n - a);
-      pos = a + (l ? l : 1);
+    if (a == b && b == last_end) { /* no empty match right where the previous one ended: step one character */
+      if (pos >= n) break;
+      size_t l = tok_utf8_valid_len((const unsigned char *)s + pos, n - pos);
+      pos += l ? l : 1;
+      continue;
     }
+    if ((st = cb(a, b, user))) break;
+    pos = last_end = b;
   }
   pcre2_match_data_free(md);
   return st;
@@ -60,8 +59,7 @@ xpi_status tok_pattern_parse(const cJSON *j, const char *what, tok_pattern *p) {
   const cJSON *str = cJSON_GetObjectItemCaseSensitive(j, "String");
   const cJSON *rx = cJSON_GetObjectItemCaseSensitive(j, "Regex");
   if (cJSON_IsString(str)) {
-    p->lit_len = strlen(str->valuestring);
-    if (!p->lit_len) return xpi_err(XPI_ERR_FORMAT, "%s: \"pattern\".\"String\" is empty", what);
+    p->lit_len = strlen(str->valuestring); /* "" matches (empty) at every character boundary */
     p->literal = strdup(str->valuestring);
     if (!p->literal) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "tokenizer: out of memory");
     return XPI_OK;
@@ -81,6 +79,14 @@ void tok_pattern_free(tok_pattern *p) {
 
 xpi_status tok_pattern_each(const tok_pattern *p, const char *s, size_t n, tok_match_fn cb, void *user) {
   if (p->is_regex) return tok_regex_each(&p->re, s, n, cb, user);
+  if (!p->lit_len) { /* as the escaped empty regex: an empty match at each boundary, the end included */
+    for (size_t i = 0; n && i <= n;) {
+      XPI_TRY(cb(i, i, user));
+      size_t l = i < n ? tok_utf8_valid_len((const unsigned char *)s + i, n - i) : 1;
+      i += l ? l : 1;
+    }
+    return XPI_OK;
+  }
   size_t pos = 0;
   while (pos + p->lit_len <= n) {
     const char *hit = memmem(s + pos, n - pos, p->literal, p->lit_len);
@@ -105,6 +111,7 @@ static xpi_status repl_cb(size_t a, size_t b, void *user) {
 xpi_status tok_pattern_replace(const tok_pattern *p, const char *s, size_t n, const char *content, tok_buf *out) {
   repl_ctx c = {s, content, out, 0};
   XPI_TRY(tok_buf_put(out, "", 0));
+  if (!n) return XPI_OK;
   XPI_TRY(tok_pattern_each(p, s, n, repl_cb, &c));
   return tok_buf_put(out, s + c.prev, n - c.prev);
 }

@@ -81,6 +81,14 @@ xpi_status xpi_detok_stream_push(xpi_detok_stream *s, int32_t id, const char **p
   *piece = "";
   *piece_len = 0;
   XPI_TRY(tok_check_ids(s->tok, &id, 1));
+  /* decode(skip_special) drops special tokens before the decoder chain sees anything, so the stream ignores them
+   * altogether: a skipped token inside a run of <0xNN> tokens must not end the run (issue 12) */
+  if (s->skip_special && s->tok->id_special[id]) {
+    s->piece.len = 0;
+    XPI_TRY(tok_buf_put(&s->piece, "", 0));
+    *piece = s->piece.p;
+    return XPI_OK;
+  }
   XPI_TRY(tok_ids_add(&s->win, id));
   if (s->tok->dec_byte_fallback) {
     /* a run of <0xNN> tokens decodes as a whole (valid UTF-8, or U+FFFD for every byte): wait for its end */

@@ -4,6 +4,7 @@
 
 #include "core/status.h"
 #include "tokenizer/tok_internal.h"
+#include "tokenizer/tokenizer.h"
 
 /* ---------------------------------------------------------------- UTF-8 */
 size_t tok_utf8_valid_len(const unsigned char *s, size_t n) {
@@ -93,3 +94,5 @@ int tok_is_whitespace(int32_t c) {
   return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
          c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
+
+size_t xpi_utf8_check(const char *s, size_t n) { return tok_utf8_check(s, n); }

@@ -1,4 +1,5 @@
 /* Growable containers of the tokenizer: byte buffers, piece lists, id lists, string lists. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,4 +84,47 @@ void tok_strs_free(tok_strs *s) {
   for (size_t i = 0; i < s->n; i++) tok_buf_free(&s->v[i]);
   free(s->v);
   memset(s, 0, sizeof *s);
+}
+
+char *tok_path_child(const char *what, const char *key, long i) {
+  size_t n = strlen(what) + strlen(key) + 32;
+  char *p = malloc(n);
+  if (!p) return NULL;
+  if (i >= 0) snprintf(p, n, "%s.%s[%ld]", what, key, i);
+  else snprintf(p, n, "%s.%s", what, key);
+  return p;
+}
+
+xpi_status tok_buf_replace(tok_buf *b, const char *from, const char *to) {
+  size_t fl = strlen(from);
+  if (!fl) { /* as Rust's str::replace: an empty pattern matches at every character boundary */
+    tok_buf r = {0};
+    xpi_status st = tok_buf_puts(&r, to);
+    for (size_t i = 0; !st && i < b->len;) {
+      size_t l = tok_utf8_valid_len((const unsigned char *)b->p + i, b->len - i);
+      if (!l) l = 1;
+      st = tok_buf_put(&r, b->p + i, l);
+      if (!st) st = tok_buf_puts(&r, to);
+      i += l;
+    }
+    if (st) { tok_buf_free(&r); return st; }
+    tok_buf_free(b);
+    *b = r;
+    return XPI_OK;
+  }
+  if (!b->len || !memmem(b->p, b->len, from, fl)) return XPI_OK;
+  tok_buf r = {0};
+  size_t pos = 0;
+  xpi_status st = tok_buf_put(&r, "", 0);
+  while (!st && pos < b->len) {
+    const char *hit = memmem(b->p + pos, b->len - pos, from, fl);
+    size_t end = hit ? (size_t)(hit - b->p) : b->len;
+    st = tok_buf_put(&r, b->p + pos, end - pos);
+    if (!st && hit) st = tok_buf_puts(&r, to);
+    pos = hit ? end + fl : b->len;
+  }
+  if (st) { tok_buf_free(&r); return st; }
+  tok_buf_free(b);
+  *b = r;
+  return XPI_OK;
 }

@@ -3,6 +3,7 @@
 #ifndef XPI_TOKENIZER_TOKENIZER_H
 #define XPI_TOKENIZER_TOKENIZER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "xpuinfer.h"
 
@@ -19,5 +20,8 @@ int32_t xpi_tokenizer_bos_id(const xpi_tokenizer *tok);
 int32_t xpi_tokenizer_config_token_id(const xpi_tokenizer *tok, const char *key);
 /* The stored text of a token (vocabulary form, e.g. "Ġthe"), NULL for an id without a token. */
 const char *xpi_tokenizer_token_text(const xpi_tokenizer *tok, int32_t id);
+
+/* First invalid byte offset of s[0..n), or n when it is all valid UTF-8. */
+size_t xpi_utf8_check(const char *s, size_t n);
 
 #endif

@@ -1,6 +1,6 @@
 /* Thread pool: every job runs once on every worker, whether the workers were spinning (jobs back to back)
  * or asleep (gaps longer than their spin), with callers from several threads, and the pool frees cleanly in
- * either state. xpi_pool_range splits exactly. */
+ * either state; a job on fewer workers runs on exactly those. xpi_pool_range splits exactly. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
@@ -35,6 +35,23 @@ static int run_jobs(xpi_pool *p, int n_jobs, long gap_us) {
     if (gap_us) sleep_us(gap_us);
     xpi_pool_run(p, count, &j);
     for (int i = 0; i < j.nth; i++) failures += atomic_load(&j.hits[i]) != 1;
+    failures += atomic_load(&j.bad_nth) != 0;
+  }
+  return failures;
+}
+
+/* Jobs on fewer workers (xpi_pool_run_n), n cycling through 1..size+1 (the last clamped to size) between full
+ * jobs: exactly workers [0, n) run each, once, with nth = n, and a worker left out of one job (which may still
+ * be catching up on it) runs the next full job exactly once. */
+static int run_jobs_n(xpi_pool *p, int n_jobs, long gap_us) {
+  int failures = 0;
+  const int size = xpi_pool_size(p);
+  for (int k = 0; k < n_jobs; k++) {
+    const int want = k % 2 ? size : 1 + (k / 2) % (size + 1), n = want > size ? size : want;
+    job j = {.nth = n};
+    if (gap_us) sleep_us(gap_us);
+    xpi_pool_run_n(p, count, &j, want);
+    for (int i = 0; i < 8; i++) failures += atomic_load(&j.hits[i]) != (i < n);
     failures += atomic_load(&j.bad_nth) != 0;
   }
   return failures;
@@ -76,6 +93,8 @@ int main(void) {
     CHECK(xpi_pool_size(p) == n, "pool of %d reports %d threads", n, xpi_pool_size(p));
     /* back to back: workers are still spinning when the next job comes */
     CHECK(run_jobs(p, 20000, 0) == 0, "n=%d: a back-to-back job missed or repeated a worker", n);
+    CHECK(run_jobs_n(p, 2000, 0) == 0, "n=%d: a job on fewer workers ran on the wrong ones", n);
+    CHECK(run_jobs_n(p, 12, 5000) == 0, "n=%d: after a long gap, a job on fewer workers ran on the wrong ones", n);
     /* gaps of 3-5 ms: workers have gone to sleep (their spin is 2 ms) and must be woken */
     CHECK(run_jobs(p, 20, 5000) == 0, "n=%d: a job after a long gap missed or repeated a worker", n);
     /* gaps around the spin limit, where a worker may be between spinning and sleeping */

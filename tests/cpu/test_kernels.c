@@ -11,6 +11,7 @@
  *    against the scalar reference, which does the same integer sums, only by f32 rounding.
  *  - swiglu's vector exp has ~2 ulp error, silu a few more: 8 * 2^-23 relative.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "check.h"
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/matmul_cpu.h"
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
 
@@ -27,6 +29,10 @@ static float frand(void) { /* uniform in [-1, 1) */
   rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
   return (float)((rng >> 40) & 0xffffff) / 8388608.0f - 1.0f;
 }
+
+/* The pool and workspace mm_case runs the fast tables on (NULL: the calling thread, buffers per call). */
+static xpi_pool *g_pool;
+static xpi_cpu_mm_ws *g_ws;
 
 static double gamma_m(int64_t m) { double u = m * ldexp(1.0, -24); return u / (1 - u); }
 
@@ -71,8 +77,8 @@ static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_
   for (int64_t i = 0; i < n * cols; i++) X[i] = frand();
   float *Y = malloc(sizeof(float) * (size_t)(n * ldy)), *Yr = malloc(sizeof(float) * (size_t)(n * ldy));
   for (int64_t i = 0; i < n * ldy; i++) Y[i] = Yr[i] = 12345.0f; /* sentinel outside the slice */
-  k->mm[dt](Y, ldy, X, n, W, dq, r0, r1, cols);
-  ref->mm[dt](Yr, ldy, X, n, W, dq, r0, r1, cols);
+  xpi_cpu_matmul(g_pool, g_ws, k, dt, Y, ldy, X, n, W, dq, r0, r1, cols);
+  xpi_cpu_matmul(NULL, NULL, ref, dt, Yr, ldy, X, n, W, dq, r0, r1, cols);
 
   float *deq = malloc(sizeof(float) * (size_t)cols);
   int8_t *xq = malloc((size_t)xpi_q_nblocks(cols) * XPI_QK);
@@ -111,6 +117,9 @@ static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_
         const float yi = xpi_q_dot_int_scalar(dt, W, dq, r, xq, dx, cols);
         CHECK(fabs(yi - yr) <= tol, "%s q-dot reference %g vs scalar mm %g", dt_name(dt), yi, yr);
       }
+      /* a GEMM that rounds activations to fewer bits (bf16 terms) may move y by 2^-bits sum|w x| more */
+      const xpi_cpu_gemm *g = k->gemm[dt];
+      if (g && g->act_bits && n >= XPI_CPU_GEMM_MIN_N) tol += ldexp(sabs, -g->act_bits);
       bad = !(fabs((double)y - yr) <= tol);
       CHECK(!bad, "%s %s rows=%lld cols=%lld n=%d r=%lld t=%d: %.9g vs scalar %.9g (tol %g)", k->isa, dt_name(dt),
             (long long)rows, (long long)cols, n, (long long)r, t, y, yr, tol);
@@ -259,6 +268,79 @@ static void to_half_cases(const xpi_cpu_kernels *k) {
   }
 }
 
+/* The "auto" table whatever XPI_CPU_ISA says (the tests run under forced tables too). */
+static const xpi_cpu_kernels *auto_table(void) {
+  const char *env = getenv("XPI_CPU_ISA");
+  char *saved = env ? strdup(env) : NULL;
+  unsetenv("XPI_CPU_ISA");
+  const xpi_cpu_kernels *k = xpi_cpu_kernels_best();
+  if (saved) setenv("XPI_CPU_ISA", saved, 1);
+  free(saved);
+  return k;
+}
+
+/* Makespan of a tile grid as matmul_cpu.c models it: rounds of tiles per thread times the largest tile, whose
+ * cost is its row units times (its token units + 1 for preparing its weight panels). */
+static int64_t grid_cost(int64_t ur, int64_t ut, int nth, int64_t pr, int64_t pt) {
+  return (pr * pt + nth - 1) / nth * ((ur + pr - 1) / pr) * ((ut + pt - 1) / pt + 1);
+}
+
+/* The tile grid: in range, and its makespan within 20% of the best grid's (found by trying them all). */
+static void grid_cases(void) {
+  for (int nth = 1; nth <= 20; nth++)
+    for (int64_t ur = 1; ur <= 70; ur += 3)
+      for (int64_t ut = 1; ut <= 90; ut += 7) {
+        int64_t pr, pt, best = INT64_MAX;
+        xpi_cpu_mm_grid(ur, ut, nth, &pr, &pt);
+        CHECK(pr >= 1 && pr <= ur && pt >= 1 && pt <= ut, "grid(%lld, %lld, %d) = %lld x %lld out of range",
+              (long long)ur, (long long)ut, nth, (long long)pr, (long long)pt);
+        for (int64_t r = 1; r <= ur; r++)
+          for (int64_t t = 1; t <= ut; t++) {
+            const int64_t c = grid_cost(ur, ut, nth, r, t);
+            if (c < best) best = c;
+          }
+        const int64_t got = grid_cost(ur, ut, nth, pr, pt);
+        CHECK(got * 5 <= best * 6, "grid(%lld, %lld, %d) = %lld x %lld: makespan %lld, best %lld", (long long)ur,
+              (long long)ut, nth, (long long)pr, (long long)pt, (long long)got, (long long)best);
+      }
+  int64_t pr, pt; /* the 0.6B shape's smallest matrix (64 row panels) at 16 threads: rows alone */
+  xpi_cpu_mm_grid(64, 43, 16, &pr, &pt);
+  CHECK(pr == 16 && pt == 1, "grid(64, 43, 16) = %lld x %lld, expected 16 x 1", (long long)pr, (long long)pt);
+  xpi_cpu_mm_grid(4, 43, 16, &pr, &pt); /* a matrix of 4 panels: tokens cut too */
+  CHECK(pr * pt >= 16, "grid(4, 43, 16) = %lld x %lld", (long long)pr, (long long)pt);
+}
+
+/* A prefill matmul gives the same bits on any number of threads (each output is one sum in a fixed order,
+ * whatever the tile grid), with matrices small enough that tokens get cut too. */
+static void split_cases(const xpi_cpu_kernels *k) {
+  static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
+  for (size_t di = 0; di < 4; di++) {
+    const xpi_dtype dt = dts[di];
+    const int64_t rows = 40, cols = 96;
+    const int32_t n = 53;
+    const int is_q = dt == XPI_DT_Q8 || dt == XPI_DT_Q4;
+    float *wv = malloc(sizeof(float) * rows * cols), *X = malloc(sizeof(float) * n * cols);
+    for (int64_t i = 0; i < rows * cols; i++) wv[i] = frand();
+    for (int64_t i = 0; i < n * cols; i++) X[i] = frand();
+    unsigned char *W = malloc((size_t)(rows * cols * 4));
+    uint16_t *dq = malloc(sizeof(uint16_t) * rows * 4);
+    if (is_q) CHECK_OK(xpi_quantize_rows(dt, W, dq, wv, XPI_DT_F32, rows, cols));
+    else fill_weights(W, dt, wv, rows * cols);
+    float *Y1 = malloc(sizeof(float) * n * rows), *Yp = malloc(sizeof(float) * n * rows);
+    xpi_cpu_matmul(NULL, NULL, k, dt, Y1, rows, X, n, W, dq, 0, rows, cols);
+    for (int nth = 2; nth <= 9; nth += 7) {
+      xpi_pool *p = NULL;
+      CHECK_OK(xpi_pool_create(nth, &p));
+      memset(Yp, 0, sizeof(float) * n * rows);
+      xpi_cpu_matmul(p, g_ws, k, dt, Yp, rows, X, n, W, dq, 0, rows, cols);
+      CHECK(memcmp(Y1, Yp, sizeof(float) * n * rows) == 0, "%s %s: %d threads differ from one", k->isa,
+            dt_name(dt), nth);
+      xpi_pool_free(p);
+    }
+    free(wv); free(X); free(W); free(dq); free(Y1); free(Yp);
+  }
+}
+
 int main(void) {
   static const int64_t rows_s[] = {1, 5, 17, 35};
   static const int64_t cols_s[] = {1, 7, 31, 32, 33, 100, 257};
@@ -268,13 +350,24 @@ int main(void) {
     quant_format_case((xpi_dtype)dt, 3, 4097, 0.02f);
     quant_format_case((xpi_dtype)dt, 4, 64, 1e-6f); /* scales in the half subnormal range */
   }
-  for (int isa = XPI_ISA_AVX2; isa <= XPI_ISA_AVX512; isa++) {
-    const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)isa);
+  CHECK_OK(xpi_pool_create(3, &g_pool));
+  g_ws = xpi_cpu_mm_ws_create();
+  CHECK(g_ws != NULL, "no matmul workspace");
+  grid_cases();
+  /* every table this CPU runs, and the per-kernel "auto" table (it mixes them) */
+  for (int isa = XPI_ISA_AVX2; isa <= XPI_ISA_COUNT; isa++) {
+    const xpi_cpu_kernels *k = isa == XPI_ISA_COUNT ? auto_table() : xpi_cpu_kernels_for((xpi_cpu_isa)isa);
     if (!k) {
-      printf("note: this CPU lacks %s; its kernel cases are skipped\n", isa == XPI_ISA_AVX2 ? "AVX2+FMA+F16C" : "AVX-512 BF16/VNNI");
+      printf("note: this CPU lacks %s; its kernel cases are skipped\n", xpi_cpu_isa_name((xpi_cpu_isa)isa));
       continue;
     }
-    printf("testing the %s table\n", k->isa);
+    printf("testing the %s table (decode:", k->isa);
+    for (int dt = 0; dt < 8; dt++)
+      if (k->gemv[dt]) printf(" %s %s", dt_name((xpi_dtype)dt), k->gemv_isa[dt]);
+    printf("; prefill:");
+    for (int dt = 0; dt < 8; dt++)
+      if (k->gemm[dt]) printf(" %s %s", dt_name((xpi_dtype)dt), k->gemm[dt]->name);
+    printf(")\n");
     vec_cases(k);
     to_half_cases(k);
     static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
@@ -285,24 +378,33 @@ int main(void) {
     /* wide rows: the decode path's column chunks (4096) and a long GEMM k loop */
     mm_case(k, XPI_DT_Q8, 3, 5000, 1);
     mm_case(k, XPI_DT_Q4, 3, 5000, 3);
+    mm_case(k, XPI_DT_Q8, 5, 4200, 9); /* decode GEMV past 4 tokens (its fallback for any n) */
+    mm_case(k, XPI_DT_Q4, 5, 4200, 9);
     mm_case(k, XPI_DT_BF16, 19, 1100, 7);
     mm_case(k, XPI_DT_BF16, 9, 5003, 1); /* bf16 decode rows wider than its stack buffer (4096 columns) */
     mm_case(k, XPI_DT_BF16, 6, 4100, 3);
+    /* q8/q4 decode tails: 9-15 blocks (a ragged group of 8, pairs and quads, an odd last block) */
+    for (int64_t c = 257; c <= 480; c += 37) {
+      mm_case(k, XPI_DT_Q8, 4, c, 2);
+      mm_case(k, XPI_DT_Q4, 4, c, 2);
+    }
     /* prefill blocking: several 128-row groups with a ragged last panel, several 1024-column chunks with a
      * ragged last one, token counts that leave a partial 6-token panel */
     mm_case(k, XPI_DT_BF16, 300, 2100, 13);
+    mm_case(k, XPI_DT_BF16, 70, 130, 40); /* full 16 x 16 tiles of tokens and rows, ragged around them */
     mm_case(k, XPI_DT_F16, 129, 1537, 6);
     mm_case(k, XPI_DT_F32, 161, 260, 5);
     mm_case(k, XPI_DT_Q8, 200, 544, 25);
     mm_case(k, XPI_DT_Q4, 150, 520, 8);
-    /* the int8 GEMM (gemm_q_avx2.c): its column chunk shrinks as tokens grow (256 KiB of packed activations),
-     * so ~300 tokens cut 1000-1030 columns into a 768-column chunk and a ragged one; 137-140 rows give two
-     * 128-row groups and a partial 8-row panel; 299 and 301 tokens partial token panels (4 for q4, 5 for q8) */
+    /* the int8 GEMM: 137-140 rows give a partial 8-row panel; 299 and 301 tokens partial token panels */
     mm_case(k, XPI_DT_Q8, 140, 1000, 301);
     mm_case(k, XPI_DT_Q4, 137, 1030, 299);
+    split_cases(k);
   }
   const xpi_cpu_kernels *best = xpi_cpu_kernels_best();
-  CHECK(best != NULL && best->mm[XPI_DT_Q8] && best->mm[XPI_DT_Q4], "best table lacks quantized matmul");
+  CHECK(best != NULL && best->gemv[XPI_DT_Q8] && best->gemv[XPI_DT_Q4], "best table lacks quantized matmul");
   printf("best table: %s\n", best ? best->isa : "none");
+  xpi_cpu_mm_ws_free(g_ws);
+  xpi_pool_free(g_pool);
   return xpi_test_done();
 }

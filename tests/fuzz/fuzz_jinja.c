@@ -1,8 +1,9 @@
 /* The Jinja engine (src/jinja) on arbitrary bytes: the input is a template, and after a NUL byte the JSON object of
  * its variables (default: a small chat conversation). Parse, then render under small limits. Properties: no
  * crash, hang, leak or undefined behaviour on any input; every failure carries a message; a render's output is
- * valid UTF-8 and within the output limit. Built by libFuzzer (tests/fuzz), and replayed over the seed corpus
- * by tests/jinja/test_fuzz_jinja_corpus (FUZZ_REPLAY_MAIN) in every build. */
+ * valid UTF-8 and within the output limit. Replayed over the seed corpus (corpus/jinja) in every build
+ * (jinja/fuzz_jinja_corpus, FUZZ_REPLAY_MAIN); fuzzed by libFuzzer in the fuzzing build (tests/fuzz/CMakeLists.txt:
+ * scripts/test.sh --fuzz in CI, scripts/fuzz.sh [SECONDS] fuzz_jinja by hand). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     v.json_len = size - tl - 1;
   }
   /* small limits: a runaway template must stop quickly and cleanly */
-  jj_render_opts o = {.now = 1785067200, .max_output = 1 << 20, .max_memory = 64 << 20, .max_work = 2000000,
+  jj_render_opts o = {.now = 1785067200, .max_output = 1 << 20, .max_memory = 32 << 20, .max_work = 2000000,
                       .max_depth = 200};
   char *out = NULL;
   size_t len = 0;

@@ -50,7 +50,7 @@ static void test_stops(xpi_model *m) {
   CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
   CHECK(res.finish_reason == XPI_FINISH_STOP && res.n_generated == 16 && c.n == 16 && c.ids[15] == 4093,
         "eos: reason %d, %d tokens", res.finish_reason, res.n_generated);
-  CHECK(strcmp(c.text, " is like a raisin, not a stain you can.<|endoftext|>") == 0, "text '%s'", c.text);
+  CHECK(strcmp(c.text, " is like a raisin, not a stain you can.") == 0, "eos text never streamed: '%s'", c.text);
   CHECK(res.n_prompt_tokens == 2 && xpi_request_n_past(r) == 2 + 15, "n_past %d", xpi_request_n_past(r));
 
   /* ignore_eos: runs to max_new_tokens */
@@ -61,24 +61,44 @@ static void test_stops(xpi_model *m) {
   CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
   CHECK(res.finish_reason == XPI_FINISH_LENGTH && res.n_generated == 20, "ignore_eos: %d tokens", res.n_generated);
 
-  /* stop string: ends on the token that completes it */
-  xpi_request_reset(r);
-  go.ignore_eos = 0;
+  /* stop string: ends on the token that completes it; excluded from the text by default, kept with
+   * include_stop; the ids keep the token that completed it */
   const char *stops[] = {"zzz", "rais"};
+  go.ignore_eos = 0;
   go.stop_strings = stops;
   go.n_stop_strings = 2;
-  memset(&c, 0, sizeof c);
-  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
-  CHECK(res.finish_reason == XPI_FINISH_STOP && strstr(c.text, "rais") && res.n_generated < 16 &&
-        strcmp(c.text, " is like a rais") == 0, "stop string: '%s' (%d tokens)", c.text, res.n_generated);
+  for (int include = 0; include < 2; include++) {
+    xpi_request_reset(r);
+    go.include_stop = include;
+    memset(&c, 0, sizeof c);
+    CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
+    CHECK(res.finish_reason == XPI_FINISH_STOP && res.n_generated == 6 && c.n == 6 && c.ids[5] == 267 &&
+          strcmp(c.text, include ? " is like a rais" : " is like a ") == 0, "stop string (include %d): '%s' (%d tokens)",
+          include, c.text, res.n_generated);
+  }
+  go.include_stop = 0;
 
-  /* callback stop */
+  /* callback stop: cancelled */
   xpi_request_reset(r);
   go.n_stop_strings = 0;
   memset(&c, 0, sizeof c);
   c.stop_after = 3;
   CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_tok, &c, &res));
-  CHECK(res.finish_reason == XPI_FINISH_STOP && res.n_generated == 3 && c.n == 3, "callback stop: %d", res.n_generated);
+  CHECK(res.finish_reason == XPI_FINISH_CANCELLED && res.n_generated == 3 && c.n == 3, "callback stop: %d, reason %d",
+        res.n_generated, res.finish_reason);
+
+  /* a caller built against an older header (no include_stop): the missing fields keep their defaults */
+  xpi_request_reset(r);
+  xpi_gen_options old = go;
+  old.struct_size = offsetof(xpi_gen_options, include_stop);
+  old.include_stop = 1; /* beyond the caller's struct: must not be read */
+  old.stop_strings = stops;
+  old.n_stop_strings = 2;
+  memset(&c, 0, sizeof c);
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &old, on_tok, &c, &res));
+  CHECK(strcmp(c.text, " is like a ") == 0, "old struct_size: include_stop read past the struct: '%s'", c.text);
+  old.struct_size = 0;
+  CHECK_ERR(xpi_request_generate(r, k_prompt, 2, &old, on_tok, &c, &res), XPI_ERR_INVALID_ARGUMENT, "struct_size");
 
   /* logprobs: of the raw logits, the greedy token first */
   xpi_request_reset(r);

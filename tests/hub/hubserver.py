@@ -76,7 +76,9 @@ class Repo:
 class HubState:
     def __init__(self):
         self.repos = {}
-        self.faults = {}        # file name -> list of faults for CDN GETs, consumed in order ("x*" persists)
+        self.faults = {}        # file name -> list of faults for CDN GETs, consumed in order ("x*" persists):
+                                # "500", "corrupt", "norange", "badrange", "drop:N" (hang up after N bytes),
+                                # "stall:N" (N bytes, then silence), "drip:N" (N bytes, then 2 bytes/s)
         self.size_delta = {}    # file name -> added to the announced X-Linked-Size
         self.head_faults = []   # statuses answered to the next metadata requests (e.g. 503), consumed in order
         self.renames = {}       # old repo id -> new one, answered with a relative 307 as the Hub does
@@ -233,7 +235,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return
         limit = len(body)
-        if fault and (fault.startswith("drop:") or fault.startswith("stall:")):
+        if fault and (fault.startswith("drop:") or fault.startswith("stall:") or fault.startswith("drip:")):
             limit = min(limit, int(fault.split(":")[1]))
         chunk = 256 * 1024
         pos = 0
@@ -246,6 +248,15 @@ class Handler(BaseHTTPRequestHandler):
                 if self.st.throttle:
                     time.sleep(self.st.throttle)
             self.wfile.flush()
+            if fault and fault.startswith("drip:"):  # then 2 bytes a second: never stalled, never done
+                while pos < len(body) and not self.server.stopping:
+                    time.sleep(1.0)
+                    piece = body[pos:pos + 2]
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                    self._count(file, len(piece))
+                    pos += len(piece)
+                limit = pos
             if fault and fault.startswith("stall:"):
                 end = time.time() + self.st.stall_s
                 while time.time() < end and not self.server.stopping:

@@ -5,6 +5,7 @@ disk full, unreachable Hub) exits non-zero with a message a person can act on.""
 import hashlib
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hubserver import Checker, HubServer, HubState, Repo, Sandbox, closed_port, tiny_files  # noqa: E402
@@ -97,6 +98,26 @@ def main():
         check(rc == 0 and good_weights(sb, tiny), "stall timed out and resumed: %d %s" % (rc, err))
         check(state.bytes_served["model.safetensors"] == len(WEIGHTS), "stall: no byte fetched twice")
         sb.cleanup()
+        # a server that drips 2 bytes/s after CUT bytes is never stalled (the per-attempt timeout never fires):
+        # the overall low-speed limit (here 1024 bytes/s over 2 s) ends the attempt, which resumes; -v shows it
+        sb = fresh()
+        state.faults["model.safetensors"] = ["drip:%d" % CUT]
+        t0 = time.time()
+        rc, out, err = sb.run(["download", "-v", "org/tiny"], XPI_HUB_LOW_SPEED_TIME=2)
+        took = time.time() - t0
+        check(rc == 0 and good_weights(sb, tiny), "drip: low-speed limit, then resumed: %d %s" % (rc, err))
+        check(took < 20, "drip: done in %.1f s" % took)
+        check("slower than 1024 bytes/s for 2 s; retrying" in err and "warning" in err, "-v shows the retry: %s" % err)
+        ranges = [l[4] for l in state.log if l[1].startswith("/cdn/") and l[0] == "GET"]
+        check(len(ranges) == 2 and ranges[1] and int(ranges[1][6:-1]) >= CUT, "drip: resumed after CUT: %s" % ranges)
+        sb.cleanup()
+        sb = fresh()
+        state.faults["model.safetensors"] = ["drip:%d*" % CUT]
+        rc, out, err = sb.run(["download", "org/tiny"], XPI_HUB_LOW_SPEED_TIME=1, XPI_HUB_MAX_RETRIES=1)
+        check(rc != 0 and "slower than 1024 bytes/s for 1 s" in err and "2 attempts" in err and "resume" in err,
+              "persistent drip gives up with a clear error: %d %s" % (rc, err))
+        check(len(err.splitlines()) == 1, "without -v the error is one line: %r" % err)
+        sb.cleanup()
         sb = fresh()
         state.faults["model.safetensors"] = ["500*"]
         rc, out, err = sb.run(["download", "org/tiny"])
@@ -119,6 +140,11 @@ def main():
         state.head_faults = [503] * 4
         rc, out2, err = sb.run(["download", "old/tiny"])
         check(rc == 0 and out2 == out and not state.head_faults, "Hub outage (503 x4) falls back to the cache: %s" % err)
+        check(err == "", "without -v the fallback is silent: %r" % err)
+        state.head_faults = [503] * 4
+        rc, out2, err = sb.run(["download", "old/tiny", "--verbose"])
+        check(rc == 0 and "warning:" in err and "retrying" in err and "using the cached snapshot" in err,
+              "-v shows the retries and the cached-snapshot fallback: %r" % err)
         state.head_faults = ["stall"]
         rc, out2, err = sb.run(["download", "org/tiny"], HF_HUB_ETAG_TIMEOUT=1)
         check(rc != 0 and "timed out" in err and "not in the cache" in err, "metadata timeout, no cache: %s" % err)

@@ -2,7 +2,7 @@
 the template given as options.chat_template, no tokenizer) against jinja2 rendering as transformers'
 apply_chat_template does (tools=None and documents=None unless given, the special tokens and extra keywords as
 variables). Templates: the 19 of tests/data/chat_templates/heldout that the engine was never developed against,
-plus the 44 others, each on generated conversations that go beyond goldens.json: several tools with nested
+plus the 44 others and the templates of tests/data/tokenizers (SmolLM2, Llama 3, Qwen3), each on generated conversations that go beyond goldens.json: several tools with nested
 parameters, parallel tool calls with arguments as objects or JSON strings, tool results, reasoning_content,
 content parts, enable_thinking / reasoning_effort, assistant prefill, Unicode and whitespace edge cases. Identical
 text wherever jinja2 renders; where jinja2 raises, the same failure (class and message)."""
@@ -106,9 +106,14 @@ def main():
     now = int(now_dt.timestamp())
     per = 6 if sanitized() else 30
     files = sorted(glob.glob(os.path.join(TDIR, "heldout", "*.jinja"))) + sorted(glob.glob(os.path.join(TDIR, "*.jinja")))
+    sources = [(p, open(p, encoding="utf-8").read()) for p in files]
+    # and the templates of the tokenizers in tests/data (SmolLM2's, Llama 3's, Qwen3's tokenizer_config.json)
+    for cfg in sorted(glob.glob(os.path.join(SRC, "tests", "data", "tokenizers", "*", "tokenizer_config.json"))):
+        tpl = json.load(open(cfg, encoding="utf-8")).get("chat_template")
+        if isinstance(tpl, str):
+            sources.append((os.path.join(TDIR, "heldout", "..", "tokenizers", os.path.basename(os.path.dirname(cfg))), tpl))
     reqs, wants, labels = [], [], []
-    for path in files:
-        src = open(path, encoding="utf-8").read()
+    for path, src in sources:
         rng = random.Random("xpi-heldout-" + os.path.basename(path))
         for _ in range(per):
             conv = conversation(rng)
@@ -136,7 +141,7 @@ def main():
                 else:
                     print("   engine", repr(g)[:500], "\n   jinja2", repr(w)[:500])
     heldout = sum(1 for (n, _) in labels if n.startswith("heldout"))
-    print(f"{len(files)} templates ({len({n for n, _ in labels if n.startswith('heldout')})} held out), {len(labels)} "
+    print(f"{len(sources)} templates ({len({n for n, _ in labels if n.startswith('heldout')})} held out), {len(labels)} "
           f"renders ({heldout} on held-out templates): {rendered} rendered by jinja2, {refused} refused; "
           f"{failures} mismatches")
     return 1 if failures else 0

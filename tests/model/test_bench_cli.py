@@ -7,7 +7,7 @@ import subprocess
 
 CLI = os.environ["XPI_CLI"]
 MODEL = os.path.join(os.environ["XPI_SOURCE_DIR"], "examples", "models", "tinyfortunes")
-KEYS = {"test", "depth", "quant", "threads", "tok_s", "tok_s_min", "tok_s_max", "gb_s"}
+KEYS = {"test", "depth", "quant", "threads", "isa", "kernels", "tok_s", "tok_s_min", "tok_s_max", "gb_s"}
 failures = 0
 
 
@@ -36,6 +36,8 @@ for o in lines:
         continue
     if o["threads"] != 2:
         fail(f"{o}: threads should be 2")
+    if o["isa"] != "auto" or not o["kernels"].startswith("auto (" + o["quant"] + ": decode "):
+        fail(f"{o}: want isa auto and kernels naming the table, the dtype and its decode kernel")
     if not (isinstance(o["tok_s"], float) and 0 < o["tok_s_min"] <= o["tok_s"] <= o["tok_s_max"]):
         fail(f"{o}: want 0 < min <= median <= max")
     if o["test"].startswith("pp") != (o["gb_s"] is None):
@@ -49,11 +51,19 @@ if p.returncode != 0 or len(rows) != len(want):
     fail(f"table: exit {p.returncode}, {len(rows)} rows (want {len(want)}): {p.stdout!r} {p.stderr!r}")
 for r in rows:
     cells = [c.strip() for c in r.strip("|").split("|")]
-    if len(cells) != 9 or cells[4] not in {"pp8", "pp16", "tg4"}:
-        fail(f"table row {r!r}: want 9 cells (model .. GB/s)")
+    if len(cells) != 10 or cells[4] not in {"pp8", "pp16", "tg4"}:
+        fail(f"table row {r!r}: want 10 cells (model .. GB/s, kernels)")
+
+# --cpu-isa: each table in turn (forced whole tables; scalar exists everywhere), named in "isa" and "kernels"
+p = bench(["-p", "8", "-n", "2", "-r", "1", "--quant", "q4", "-t", "2", "--cpu-isa", "scalar,auto", "--json"])
+isa_lines = [json.loads(line) for line in p.stdout.splitlines()] if p.returncode == 0 else []
+if [(o["isa"], o["test"]) for o in isa_lines] != [("scalar", "pp8"), ("scalar", "tg2"), ("auto", "pp8"), ("auto", "tg2")]:
+    fail(f"--cpu-isa scalar,auto: {isa_lines} {p.stderr!r}")
+elif not all(o["kernels"] == "scalar (q4: decode scalar, prefill scalar)" for o in isa_lines[:2]):
+    fail(f"--cpu-isa scalar: kernels {[o['kernels'] for o in isa_lines[:2]]}")
 
 for args, needle in [(["-p", "8,x"], "-p"), (["-r", "0"], "-r"), (["--quant", "q3"], "q3"),
-                     (["-d", "-5"], "-d")]:
+                     (["-d", "-5"], "-d"), (["--cpu-isa", "sse9"], "sse9")]:
     p = bench(args + ["--json"])
     if p.returncode == 0 or p.stdout.strip() or needle not in p.stderr:
         fail(f"bench {args}: want a failure naming {needle!r}, got exit {p.returncode}, "

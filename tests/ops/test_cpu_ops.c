@@ -270,6 +270,9 @@ static void test_elementwise(xpi_backend *be) {
   int32_t am[3];
   CHECK_OK(be->ops->argmax(be, am, x, 3, 5));
   CHECK(am[0] == 1 && am[1] == 0 && am[2] == 4, "argmax %d %d %d (lowest index on ties)", am[0], am[1], am[2]);
+  x[2] = NAN, x[9] = INFINITY, x[10] = -INFINITY; /* a non-finite value anywhere in a row: -1 */
+  CHECK_OK(be->ops->argmax(be, am, x, 3, 5));
+  CHECK(am[0] == -1 && am[1] == -1 && am[2] == -1, "argmax of non-finite rows %d %d %d", am[0], am[1], am[2]);
 }
 
 int main(void) {

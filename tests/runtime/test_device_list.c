@@ -89,7 +89,7 @@ static void test_list(void) {
   if (n) {
     CHECK_OK(xpi_device_resolve("xpu", &idx));
     CHECK(idx == 0, "xpu -> %d", idx);
-    CHECK_OK(xpi_ze_parse_device("xpu:1", &idx));
+    CHECK_OK(xpi_device_parse_xpu("xpu:1", &idx));
     CHECK(idx == 1, "xpu:1 -> %d", idx);
     CHECK_ERR(xpi_device_resolve("xpu:7", &idx), XPI_ERR_DEVICE, "only 2 XPUs are visible");
   } else {

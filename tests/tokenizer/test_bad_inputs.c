@@ -39,12 +39,27 @@ static void bad_files(void) {
   BAD("{\"model\": ", XPI_ERR_FORMAT, "invalid JSON");
   BAD("[1, 2]", XPI_ERR_FORMAT, "top level");
   BAD("{\"model\": 3}", XPI_ERR_FORMAT, "\"model\"");
-  BAD("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {}}}", XPI_ERR_UNSUPPORTED, "model.type \"WordPiece\"");
+  BAD("{\"model\": {\"type\": \"Magic\", \"vocab\": {}}}", XPI_ERR_UNSUPPORTED, "model: type \"Magic\" is not supported");
+  BAD("{\"model\": {\"type\": \"Unigram\", \"vocab\": {\"a\": 0}}}", XPI_ERR_FORMAT, "model.vocab must be an array");
+  BAD("{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", \"x\"]]}}", XPI_ERR_FORMAT, "model.vocab[0]");
+  BAD("{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1.0]], \"unk_id\": 1}}", XPI_ERR_FORMAT,
+      "model.unk_id");
+  BAD("{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", -1.0]], \"unk_id\": 1e300}}", XPI_ERR_FORMAT,
+      "model.unk_id");
+  BAD("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 0}, \"max_input_chars_per_word\": -2}}",
+      XPI_ERR_FORMAT, "max_input_chars_per_word");
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"dropout\": 0.1}}",
+      XPI_ERR_UNSUPPORTED, "model.dropout is not supported");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": [], \"merges\": []}}", XPI_ERR_FORMAT, "model.vocab");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": \"0\"}, \"merges\": []}}", XPI_ERR_FORMAT,
       "model.vocab[\"a\"]");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999999}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
+  /* issue 12: ids like 1e300 were converted to an integer before the range check (undefined behaviour) */
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1e300}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1e300}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1e999}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0.5}, \"merges\": []}}", XPI_ERR_FORMAT, "integer id");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}, \"merges\": []}}", XPI_ERR_FORMAT,
       "id 0 is given to both");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"a\": 1}, \"merges\": []}}", XPI_ERR_FORMAT, "twice");
@@ -58,42 +73,80 @@ static void bad_files(void) {
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [3]}}", XPI_ERR_FORMAT, "model.merges[0]");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"byte_fallback\": 1}}", XPI_ERR_FORMAT,
       "model.byte_fallback");
-  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"unk_token\": \"<unk>\"}}",
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"unk_token\": 5}}",
       XPI_ERR_FORMAT, "model.unk_token");
-  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"continuing_subword_prefix\": \"##\"}}",
-      XPI_ERR_UNSUPPORTED, "continuing_subword_prefix");
+  BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": [], \"continuing_subword_prefix\": 1}}",
+      XPI_ERR_FORMAT, "continuing_subword_prefix");
   BAD("{" GOOD_MODEL ", \"added_tokens\": {}}", XPI_ERR_FORMAT, "\"added_tokens\"");
   BAD("{" GOOD_MODEL ", \"added_tokens\": [{\"id\": \"5\", \"content\": \"<s>\"}]}", XPI_ERR_FORMAT,
       "added_tokens[0].id");
   BAD("{" GOOD_MODEL ", \"added_tokens\": [{\"id\": -3, \"content\": \"<s>\"}]}", XPI_ERR_FORMAT, "out of range");
+  BAD("{" GOOD_MODEL ", \"added_tokens\": [{\"id\": 1e300, \"content\": \"<s>\"}]}", XPI_ERR_FORMAT, "out of range");
+  BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"BertProcessing\", \"cls\": [\"a\", 1e300], \"sep\": "
+      "[\"b\", 1]}}", XPI_ERR_FORMAT, "post_processor.cls[1]");
   BAD("{" GOOD_MODEL ", \"added_tokens\": [{\"id\": 3, \"content\": \"\"}]}", XPI_ERR_FORMAT, "added_tokens[0].content");
   BAD("{" GOOD_MODEL ", \"added_tokens\": [{\"id\": 3, \"content\": \"<s>\", \"special\": \"yes\"}]}", XPI_ERR_FORMAT,
       "added_tokens[0].special");
-  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Lowercase\"}}", XPI_ERR_UNSUPPORTED,
-      "normalizer: normalizer type \"Lowercase\"");
+  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"ByteLevel\"}}", XPI_ERR_UNSUPPORTED,
+      "normalizer: type \"ByteLevel\" is not supported");
+  /* an unsupported component deep inside is named by its JSON path */
   BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFC\"}, {\"type\": "
-      "\"BertNormalizer\"}]}}", XPI_ERR_UNSUPPORTED, "\"BertNormalizer\"");
+      "\"Sequence\", \"normalizers\": [{\"type\": \"Magic\"}]}]}}", XPI_ERR_UNSUPPORTED,
+      "normalizer.normalizers[1].normalizers[0]: type \"Magic\" is not supported");
+  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"@@@@\"}}",
+      XPI_ERR_FORMAT, "not valid base64");
+  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"AAAAAA==\"}}",
+      XPI_ERR_FORMAT, "cannot hold a trie");
+  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"BertNormalizer\", \"lowercase\": \"yes\"}}", XPI_ERR_FORMAT,
+      "\"lowercase\"");
   BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Replace\", \"pattern\": {\"Regex\": \"[\"}, \"content\": \"x\"}}",
       XPI_ERR_FORMAT, "bad regex");
   BAD("{" GOOD_MODEL ", \"normalizer\": [1]}", XPI_ERR_FORMAT, "normalizer");
-  BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Whitespace\"}}", XPI_ERR_UNSUPPORTED,
-      "pre_tokenizer type \"Whitespace\"");
+  BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\"}, "
+      "{\"type\": \"FixedLength\", \"length\": 5}]}}", XPI_ERR_UNSUPPORTED,
+      "pre_tokenizer.pretokenizers[1]: type \"FixedLength\" is not supported");
+  BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"CharDelimiterSplit\", \"delimiter\": \"ab\"}}", XPI_ERR_FORMAT,
+      "\"delimiter\"");
+  BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Punctuation\", \"behavior\": \"Sideways\"}}", XPI_ERR_FORMAT,
+      "Punctuation \"behavior\"");
+  BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"_\", \"prepend_scheme\": "
+      "\"sometimes\"}}", XPI_ERR_FORMAT, "prepend_scheme \"sometimes\"");
   BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?i:'s|(unclosed\"}, "
       "\"behavior\": \"Isolated\", \"invert\": false}}", XPI_ERR_FORMAT, "pre_tokenizer: bad regex");
   BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"a\"}, \"behavior\": "
-      "\"Sideways\"}}", XPI_ERR_UNSUPPORTED, "Split behavior \"Sideways\"");
+      "\"Sideways\"}}", XPI_ERR_FORMAT, "Split behavior \"Sideways\"");
   BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": 5, \"behavior\": \"Isolated\"}}",
       XPI_ERR_FORMAT, "\"pattern\"");
-  BAD("{" GOOD_MODEL ", \"decoder\": {\"type\": \"WordPiece\"}}", XPI_ERR_UNSUPPORTED, "decoder type \"WordPiece\"");
+  BAD("{" GOOD_MODEL ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Fuse\"}, {\"type\": "
+      "\"Magic\"}]}}", XPI_ERR_UNSUPPORTED, "decoder.decoders[1]: type \"Magic\" is not supported");
+  BAD("{" GOOD_MODEL ", \"decoder\": {\"type\": \"WordPiece\", \"cleanup\": 3}}", XPI_ERR_FORMAT, "\"cleanup\"");
   BAD("{" GOOD_MODEL ", \"decoder\": {\"type\": \"Strip\", \"content\": \"ab\", \"start\": 1, \"stop\": 0}}",
       XPI_ERR_FORMAT, "decoder: \"content\"");
-  BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"Magic\"}}", XPI_ERR_UNSUPPORTED,
-      "post_processor type \"Magic\"");
+  BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"ByteLevel\"}, "
+      "{\"type\": \"Magic\"}]}}", XPI_ERR_UNSUPPORTED, "post_processor.processors[1]: type \"Magic\" is not supported");
+  BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": \"BertProcessing\", "
+      "\"cls\": [\"a\", 0], \"sep\": [\"b\", 1]}, {\"type\": \"RobertaProcessing\", \"cls\": [\"a\", 0], \"sep\": [\"b\", "
+      "1]}]}}", XPI_ERR_UNSUPPORTED, "post_processor.processors[1]: a second processor");
   BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
       "\"<s>\"}}, {\"Sequence\": {\"id\": \"A\"}}], \"special_tokens\": {\"<s>\": {\"ids\": [7]}}}}", XPI_ERR_FORMAT,
       "post_processor.special_tokens");
   BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
       "\"<s>\"}}], \"special_tokens\": {}}}", XPI_ERR_FORMAT, "post_processor.special_tokens[\"<s>\"]");
+
+  /* issue 12: a child of a Sequence that fails to parse was leaked, with the children parsed before it (the
+   * sanitizer build's leak check fails this test then): each failing child allocates before it fails */
+  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Replace\", "
+      "\"pattern\": {\"String\": \"a\"}, \"content\": \"x\"}, {\"type\": \"Replace\", \"content\": \"y\", \"pattern\": "
+      "{\"Regex\": \"[\"}}]}}", XPI_ERR_FORMAT, "normalizer.normalizers[1]: bad regex");
+  BAD("{" GOOD_MODEL ", \"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+      "\"pattern\": {\"Regex\": \"a\"}, \"behavior\": \"Isolated\"}, {\"type\": \"Sequence\", \"pretokenizers\": "
+      "[{\"type\": \"ByteLevel\"}, {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}]}]}}",
+      XPI_ERR_FORMAT, "pre_tokenizer.pretokenizers[1].pretokenizers[1]: bad regex");
+  BAD("{" GOOD_MODEL ", \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"Replace\", \"pattern\": "
+      "{\"String\": \"a\"}, \"content\": \"x\"}, {\"type\": \"Replace\", \"content\": \"y\", \"pattern\": {\"Regex\": "
+      "\"[\"}}]}}", XPI_ERR_FORMAT, "decoder.decoders[1]: bad regex");
+  BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Precompiled\", "
+      "\"precompiled_charsmap\": \"AAAAAA==\"}]}}", XPI_ERR_FORMAT, "normalizer.normalizers[0]");
 
   /* tokenizer_config.json problems */
   CHECK_ERR(load_json("{" GOOD_MODEL "}", "{\"chat_template\": ", NULL), XPI_ERR_FORMAT, "tokenizer_config.json");

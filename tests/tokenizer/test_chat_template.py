@@ -23,7 +23,7 @@ try:
     import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 except ImportError:
-    sys.exit("jinja2 is missing from the test venv: run scripts/setup.sh (it installs jinja2)")
+    sys.exit("jinja2 is missing from the test venv: run scripts/setup.sh --test (it installs jinja2)")
 
 SRC = os.environ["XPI_SOURCE_DIR"]
 BUILD = os.environ["XPI_BUILD_DIR"]

@@ -49,11 +49,25 @@ for sub in ("tokenize", "detokenize"):
     rc, out, err = run(sub, "--help")
     check(rc == 0 and "usage: xpuinfer " + sub in out, f"{sub} --help: {rc} {out}")
 
+# --opt=value works like --opt value; -p - reads the text from stdin (trailing newlines removed)
+rc, out, err = run("tokenize", "--model=" + l2, "--prompt=Hello world", "--add-special")
+rc2, out2, err2 = run("tokenize", "-m", l2, "-p", "Hello world", "--add-special")
+check(rc == 0 and out == out2, f"tokenize --opt=value: {out!r} vs {out2!r} {err}")
+p = subprocess.run([CLI, "tokenize", "-m", l2, "-p", "-", "--add-special"], input=b"Hello world\n", capture_output=True)
+check(p.returncode == 0 and p.stdout.decode() == out2, f"tokenize -p -: {p.stdout!r} vs {out2!r} {p.stderr!r}")
+p = subprocess.run([CLI, "tokenize", "-m", l2, "-p", "-"], input=b"Hel\0lo", capture_output=True)
+check(p.returncode == 1 and b"NUL byte" in p.stderr and p.stderr.count(b"\n") == 1, f"tokenize NUL: {p.stderr!r}")
+rc, out, err = run("detokenize", "--model=" + l2, "--skip-special", "--", "1", "15043")
+rc2, out2, err2 = run("detokenize", "-m", l2, "--skip-special", "1", "15043")
+check(rc == 0 and out == out2, f"detokenize --model=: {out!r} vs {out2!r} {err}")
+
 with tempfile.TemporaryDirectory() as empty:
     bad = [
         (("tokenize", "-p", "x"), "-m DIR is required"),
         (("tokenize", "-m", l2), "-p TEXT is required"),
-        (("tokenize", "-m", l2, "-p", "x", "--bogus"), "unknown argument"),
+        (("tokenize", "-m", l2, "-p", "x", "--bogus"), "unknown option '--bogus'"),
+        (("tokenize", "-m", l2, "-p", "x", "--add-special=1"), "--add-special takes no value"),
+        (("detokenize", "-m", l2, "-5"), "'-5' is not a token id"),
         (("tokenize", "-m", empty, "-p", "x"), "tokenizer.json"),
         (("detokenize", "-m", l2, "12", "abc"), "'abc' is not a token id"),
         (("detokenize", "-m", l2, "999999"), "ids[0] = 999999"),

@@ -1,5 +1,6 @@
 /* Tokenizer and chat-template goldens (tests/data/goldens/tokenizer.json, chat_template.json, produced by HF
- * tokenizers 0.23.2 / transformers 5.17.0): ids, decodes and rendered text must match exactly. Also checks the
+ * tokenizers 0.23.2 / transformers 5.17.0): ids, decodes and rendered text must match exactly. SmolLM2-135M-Instruct
+ * (tests/data/tokenizers/smollm2: Digits + ByteLevel) is the fourth tokenizer. Also checks the
  * streaming decode on every golden (pieces are whole UTF-8 characters and add up to the full decode), the
  * tinyfortunes prompts' input_ids, and the internal queries of tokenizer/tokenizer.h. */
 #include <pthread.h>
@@ -280,7 +281,7 @@ int main(void) {
     free(dir);
     n++;
   }
-  CHECK(n == 3, "expected 3 tokenizers in the goldens, found %d", n);
+  CHECK(n == 4, "expected 4 tokenizers in the goldens, found %d", n);
   check_threads(data, g);
   cJSON_Delete(g);
   check_stream_bytes(data);

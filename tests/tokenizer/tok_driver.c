@@ -2,8 +2,11 @@
  * on stdin writes one JSON line on stdout.
  *   {"text": str}  -> {"ids", "ids_sp", "dec", "dec_skip", "dec_sp", "dec_sp_skip", "stream", "stream_skip"}
  *   {"ids": [int]} -> {"dec", "dec_skip", "stream", "stream_skip"}
- *   {"chat": [{"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content"}], "gen": 0|1, "think": 0|1, "now": seconds} -> {"text"} (xpi_apply_chat_template
+ *   {"chat": [{"role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content"}], "gen": 0|1,
+ *    "think": 0|1, "now": seconds} -> {"text"} (xpi_apply_chat_template
  *   with add_generation_prompt = gen and enable_thinking = think; now fixes strftime_now's clock)
+ *   {"normalize": str} -> {"norm"}: the normalizer alone (tokenizers' normalizer.normalize_str)
+ *   {"pretokenize": str} -> {"pieces": [...]}: the pre-tokenizer alone (pre_tokenizer.pre_tokenize_str)
  * ids = encode(text, add_special_tokens=False), ids_sp = with True; dec* decode ids (dec_sp* decode ids_sp);
  * Texts are hex-encoded UTF-8. stream* are the concatenated pieces of a streaming decode of ids_sp (or the given ids). Errors: {"error"}. */
 #include <stdio.h>
@@ -12,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "xpuinfer.h"
+#include "tokenizer/tok_internal.h" /* the normalizer and pre-tokenizer alone, for component-level comparisons */
 
 static cJSON *ids_json(const int32_t *ids, size_t n) {
   cJSON *a = cJSON_CreateArray();
@@ -139,6 +143,29 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < 2 * nm; i++) free(json[i]);
       free(json);
       free(m);
+    } else if (cJSON_IsString(cJSON_GetObjectItem(req, "normalize"))) {
+      const char *s = cJSON_GetObjectItem(req, "normalize")->valuestring;
+      tok_buf nb = {0};
+      if (!t->norm) err = tok_buf_puts(&nb, s) != XPI_OK;
+      else err = tok_norm_apply(t->norm, s, strlen(s), &nb, NULL) != XPI_OK;
+      if (!err) add_hex(out, "norm", nb.p ? nb.p : "", nb.len);
+      tok_buf_free(&nb);
+    } else if (cJSON_IsString(cJSON_GetObjectItem(req, "pretokenize"))) {
+      const char *s = cJSON_GetObjectItem(req, "pretokenize")->valuestring;
+      tok_pieces p = {0};
+      err = tok_pieces_add(&p, s, strlen(s), 1) != XPI_OK;
+      if (!err && t->pretok) err = tok_pretok_apply(t->pretok, &p) != XPI_OK;
+      if (!err) {
+        cJSON *arr = cJSON_CreateArray();
+        for (size_t i = 0; i < p.n; i++) {
+          cJSON *one = cJSON_CreateObject();
+          add_hex(one, "h", p.text.p + p.v[i].off, p.v[i].len);
+          cJSON_AddItemToArray(arr, cJSON_DetachItemFromObject(one, "h"));
+          cJSON_Delete(one);
+        }
+        cJSON_AddItemToObject(out, "pieces", arr);
+      }
+      tok_pieces_free(&p);
     } else {
       cJSON_AddStringToObject(out, "error", "bad request line");
     }

@@ -270,6 +270,20 @@ static void test_sampling(void) {
   xt_down(xpu, ax, out.x, sizeof ax);
   for (int r = 0; r < rows; r++) CHECK(ac[r] == ax[r], "argmax row %d: xpu %d cpu %d", r, ax[r], ac[r]);
   CHECK(ax[0] == 17 && ax[1] == 4098 && ax[2] == 0, "argmax: %d %d %d", ax[0], ax[1], ax[2]);
+  { /* a NaN, +inf or -inf anywhere in a row: -1 from both backends (the greedy path's non-finite check) */
+    float *y = xt_randv((size_t)rows * cols);
+    y[0 * cols + 4097] = NAN;
+    y[1 * cols + 64] = INFINITY;
+    y[2 * cols + 1] = -INFINITY;
+    bpair by = bp(y, (size_t)rows * cols * 4);
+    CHECK_OK(cpu->ops->argmax(cpu, out.c, by.c, rows, cols));
+    CHECK_OK(xpu->ops->argmax(xpu, out.x, by.x, rows, cols));
+    xt_down(cpu, ac, out.c, sizeof ac);
+    xt_down(xpu, ax, out.x, sizeof ax);
+    for (int r = 0; r < rows; r++) CHECK(ac[r] == -1 && ax[r] == -1, "non-finite row %d: cpu %d xpu %d", r, ac[r], ax[r]);
+    bp_free(&by);
+    free(y);
+  }
   /* top-k against a scalar selection (larger first, lower index on ties) */
   int32_t *ids = xpu->ops->alloc(xpu, (size_t)rows * k * 4);
   float *vals = xpu->ops->alloc(xpu, (size_t)rows * k * 4);

@@ -2,7 +2,8 @@
  * ZESIM_OPENCL_ENGINE=intel): the backend reports the tier named by XPI_EXPECT_TIER (PoCL cannot build the
  * tuned module, so a silent fallback to PoCL or to the portable tier fails here), every kernel of that tier
  * exists, the tuned kernels match the CPU scalar reference at shapes that select them, and where
- * XPI_EXPECT_LOG is set the backend logged that text (e.g. why DPAS is unavailable on a CPU runtime). */
+ * XPI_EXPECT_LOG is set the backend logged that text (e.g. why DPAS is unavailable on a CPU runtime), where
+ * XPI_EXPECT_NO_LOG is set it did not. */
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
@@ -82,7 +83,8 @@ static void check_rmsnorm(xpi_dtype dt, int n, int d) {
 }
 
 int main(void) {
-  const char *expect = getenv("XPI_EXPECT_TIER"), *expect_log = getenv("XPI_EXPECT_LOG");
+  const char *expect = getenv("XPI_EXPECT_TIER"), *expect_log = getenv("XPI_EXPECT_LOG"),
+             *expect_no_log = getenv("XPI_EXPECT_NO_LOG");
   xpi_set_log_callback(on_log, NULL);
   int rc = xt_open_xpu("xpu:0", &xpu);
   if (rc) return rc == 77 ? 77 : xpi_test_done();
@@ -93,6 +95,8 @@ int main(void) {
   CHECK(strcmp(tier, expect ? expect : "tuned") == 0, "kernel tier %s, expected %s; backend log:\n%s", tier,
         expect ? expect : "tuned", g_log);
   if (expect_log) CHECK(strstr(g_log, expect_log) != NULL, "log lacks \"%s\"; it has:\n%s", expect_log, g_log);
+  if (expect_no_log)
+    CHECK(strstr(g_log, expect_no_log) == NULL, "log has \"%s\", which it should not:\n%s", expect_no_log, g_log);
   if (*g_log) printf("backend log:\n%s", g_log);
   const xpu_device *d = im_of(xpu)->d;
   for (int k = XK_GEMV_SG_F32; k <= XK_RMSNORM_SG; k++)

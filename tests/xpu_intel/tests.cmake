@@ -1,13 +1,14 @@
-# The XPU tests a second time, on zesim over Intel's CPU OpenCL runtime (intel-opencl-rt from PyPI; scripts/setup.sh
-# installs it into .venv-iocl and the top-level CMakeLists.txt sets XPI_INTEL_OPENCL_LIBDIR when it finds it).
-# zesim reports sub-group sizes 8/16/32 on every device, so the backend always tries the Intel-tuned tier; PoCL
+# The XPU tests a second time, on zesim over Intel's CPU OpenCL runtime (intel-opencl-rt from PyPI; scripts/setup.sh --test
+# installs it into .venv-iocl and tests/CMakeLists.txt sets XPI_INTEL_OPENCL_LIBDIR when it finds it).
+# zesim reports sub-group sizes 8/16/32 by default, so the backend always tries the Intel-tuned tier; PoCL
 # cannot build it (no cl_intel_subgroups) and the xpu/ tests run the portable tier, while this engine builds and
 # runs it. test_xpu_intel_tier fails unless the tuned tier was really selected (xpi_xpu_tier + its kernels), and
 # the op test fails if it prints "kernel tier: portable". Without the runtime every test here is skipped (77)
 # with the reason.
-set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_tier_dpas xpu_intel/test_xpu_ops
-    xpu_intel/test_xpu_tinyfortunes xpu_intel/test_xpu_model)
+set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_tier_dpas
+    xpu_intel/test_xpu_intel_tier_dpas_dg2 xpu_intel/test_xpu_ops xpu_intel/test_xpu_tinyfortunes xpu_intel/test_xpu_model)
 add_test(NAME xpu_intel/test_xpu_intel_tier_dpas COMMAND test_xpu_intel_tier)
+add_test(NAME xpu_intel/test_xpu_intel_tier_dpas_dg2 COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_ops COMMAND test_xpu_ops)
 add_test(NAME xpu_intel/test_xpu_tinyfortunes COMMAND test_xpu_tinyfortunes)
 if(TARGET test_xpu_model)
@@ -20,7 +21,7 @@ set(iocl_skip "")
 if(NOT TARGET ze_zesim)
   set(iocl_skip "the software Level Zero device (tools/zesim, target ze_zesim) is not in this tree")
 elseif(NOT XPI_INTEL_OPENCL_LIBDIR OR NOT EXISTS "${XPI_INTEL_OPENCL_LIBDIR}/libintelocl.so")
-  set(iocl_skip "Intel's CPU OpenCL runtime was not found (XPI_INTEL_OPENCL_LIBDIR='${XPI_INTEL_OPENCL_LIBDIR}'): run scripts/setup.sh (pip-installs intel-opencl-rt into .venv-iocl) and re-run cmake, or configure with -DXPI_INTEL_OPENCL_LIBDIR=<venv>/lib")
+  set(iocl_skip "Intel's CPU OpenCL runtime was not found (XPI_INTEL_OPENCL_LIBDIR='${XPI_INTEL_OPENCL_LIBDIR}'): run scripts/setup.sh --test (pip-installs intel-opencl-rt into .venv-iocl) and re-run cmake, or configure with -DXPI_INTEL_OPENCL_LIBDIR=<venv>/lib")
   message(STATUS "xpu_intel tests will be skipped: ${iocl_skip}")
 endif()
 
@@ -35,18 +36,25 @@ foreach(t ${XPI_XPU_INTEL_TESTS})
       "ZESIM_OPENCL_ENGINE=intel"
       "OCL_ICD_FILENAMES=${XPI_INTEL_OPENCL_LIBDIR}/libintelocl.so"
       "LD_LIBRARY_PATH=${XPI_INTEL_OPENCL_LIBDIR}"
-      "ZESIM_CACHE_DIR=${CMAKE_BINARY_DIR}/zesim-cache"
-      "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
+      "ZESIM_CACHE_DIR=${PROJECT_BINARY_DIR}/zesim-cache"
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
   endif()
   set_tests_properties(${t} PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};${env}" LABELS xpu_intel TIMEOUT 900
                        SKIP_RETURN_CODE 77)
 endforeach()
 set_property(TEST xpu_intel/test_xpu_intel_tier APPEND PROPERTY ENVIRONMENT "XPI_EXPECT_TIER=tuned")
-# A device that reports DPAS (ZESIM_DPAS=1): no CPU OpenCL runtime has the matrix builtins (Intel's fails with
-# "Symbols not found: intel_sub_group_bf16_bf16_matrix_mad_k16"), so the backend must log that and keep the tuned
-# tier rather than fail.
+# Devices that report DPAS (ZESIM_DPAS=1). PVC-like (sub-groups 16/32): the DPAS tier is selected and its module
+# tried; no CPU OpenCL runtime has the matrix builtins (Intel's fails with "Symbols not found:
+# intel_sub_group_bf16_bf16_matrix_mad_k16"), so the backend must log that and keep the tuned tier rather than
+# fail. DG2-like (8/16/32, zesim's default): the sub-group-16 builtin is undefined where 8 is the natural size, so
+# the DPAS tier is not even tried (tests/xpu/test_xpu_tier_select checks the rule itself).
 set_property(TEST xpu_intel/test_xpu_intel_tier_dpas APPEND PROPERTY ENVIRONMENT
-             "ZESIM_DPAS=1" "XPI_EXPECT_TIER=tuned" "XPI_EXPECT_LOG=DPAS GEMM unavailable")
+             "ZESIM_DEVICES=0000:3a:00.0=512M/sg=16.32" "ZESIM_DPAS=1" "XPI_EXPECT_TIER=tuned"
+             "XPI_EXPECT_LOG=DPAS GEMM unavailable" "XPI_EXPECT_NO_LOG=DPAS tier not selected")
+set_property(TEST xpu_intel/test_xpu_intel_tier_dpas_dg2 APPEND PROPERTY ENVIRONMENT
+             "ZESIM_DEVICES=0000:3a:00.0=512M/sg=8.16.32" "ZESIM_DPAS=1" "XPI_EXPECT_TIER=tuned"
+             "XPI_EXPECT_LOG=DPAS tier not selected: the DPAS kernel's sub-group size 16 is not the device's smallest (8)"
+             "XPI_EXPECT_NO_LOG=DPAS GEMM unavailable")
 set_tests_properties(xpu_intel/test_xpu_ops PROPERTIES FAIL_REGULAR_EXPRESSION "kernel tier: portable")
 if(TEST xpu_intel/test_xpu_model)
   set_tests_properties(xpu_intel/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu_intel;slow")
@@ -55,5 +63,5 @@ endif()
 # suppressions, set once that test exists.
 if(XPI_INTEL_OPENCL_LIBDIR AND TARGET test_zesim)
   cmake_language(DEFER CALL set_property TEST zesim/test_zesim_intel APPEND PROPERTY ENVIRONMENT
-                 "LSAN_OPTIONS=suppressions=${CMAKE_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
+                 "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu_intel/lsan.supp")
 endif()

@@ -15,6 +15,8 @@ typedef struct bench_args {
   int n_par;
   int json;
   long long kv_pool;            /* bytes, 0: the default */
+  const char *const *isas;      /* --cpu-isa: kernel tables to compare ("auto", "avx2", ...) */
+  int n_isa;
 } bench_args;
 
 /* --parallel: llama-batched-bench's pp/tg tests through one engine. Returns the exit code. */

@@ -10,6 +10,7 @@
  * Depth: as in llama-bench, every repetition starts from an empty cache filled (untimed) with d tokens, so
  * all repetitions of a test measure the same thing. (Running them back to back from one fill would put the
  * third pp512 repetition at depth 1024.) */
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +24,8 @@
 
 static void bench_help(FILE *f) {
   fprintf(f,
-          "usage: xpuinfer bench -m MODEL [-p 128,512] [-n 64] [-r 3] [-d 0] [--quant bf16] [-t N] [--json]\n\n"
+          "usage: xpuinfer bench -m MODEL [-p 128,512] [-n 64] [-r 3] [-d 0] [--quant bf16] [-t N]\n"
+          "                      [--cpu-isa auto,avx2,...] [--json]\n\n"
           "Measures prompt processing (ppN) and generation (tgN) speed like llama-bench: median tokens/s over\n"
           "the repetitions with min-max spread, and for tg the effective memory bandwidth (weights + KV read per\n"
           "token / time per token).\n\n"
@@ -36,6 +38,10 @@ static void bench_help(FILE *f) {
           "                       separated (default: as stored)\n"
           "  --kv-dtype T         KV cache dtype f32, bf16, f16 (default: the library's)\n"
           "  -t, --threads N      CPU threads (default: all cores)\n"
+          "  --cpu-isa LIST       CPU kernel tables to compare, comma separated: auto (default: each kernel\n"
+          "                       from the table known fastest for it), scalar, avx2, avxvnni, avx512, amx\n"
+          "                       (one whole table, as XPI_CPU_ISA; one this CPU lacks falls back to the best\n"
+          "                       below it: the kernels column says what ran)\n"
           "  --device D           cpu (default), xpu, xpu:N, auto\n"
           "  --parallel LIST      batched: for each N, N sequences of each -p prompt length prefilled together,\n"
           "                       then -n tokens decoded by all N together, as llama-batched-bench (npl, npp,\n"
@@ -43,6 +49,7 @@ static void bench_help(FILE *f) {
           "  --kv-pool SIZE       with --parallel: the engine's KV pool in bytes (K, M, G; default: room for\n"
           "                       two repetitions' sequences)\n"
           "  --json               one JSON object per line per test instead of the table\n"
+          "  -v, --verbose        print the library's warnings and notes on stderr\n"
           "  -h, --help           this help\n");
 }
 
@@ -123,34 +130,38 @@ static xpi_status eval_tg(bench_ctx *b, int64_t n) {
 }
 
 int cmd_bench(int argc, char **argv) {
-  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu";
+  const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu", *pp_arg = NULL, *depth_arg = NULL,
+             *isa_arg = "auto";
+  const char *par_arg = NULL, *kv_pool_arg = NULL;
   long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
   int n_pp = 2, n_depth = 1, json = 0, n_par = 0;
   long long kv_pool = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) { bench_help(stdout); return 0; }
-    if (!strcmp(a, "--json")) { json = 1; continue; }
-    if (i + 1 >= argc) return cli_usage_error("bench", "unknown argument or missing value: '%s'", a);
-    const char *v = argv[++i];
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) model = v;
-    else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) { if (parse_list("bench", a, v, 0, 1 << 20, pp, &n_pp)) return 2; }
-    else if (!strcmp(a, "-d") || !strcmp(a, "--depth")) { if (parse_list("bench", a, v, 0, 1 << 22, depth, &n_depth)) return 2; }
-    else if (!strcmp(a, "--parallel")) { if (parse_list("bench", a, v, 1, 4096, par, &n_par)) return 2; }
-    else if (!strcmp(a, "--kv-pool")) {
-      if (cli_parse_size(v, &kv_pool)) return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", v);
-    }
-    else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) {
-      if (cli_parse_int(v, 0, 1 << 20, &n_gen)) return cli_usage_error("bench", "%s: '%s' is not a count", a, v);
-    } else if (!strcmp(a, "-r") || !strcmp(a, "--reps")) {
-      if (cli_parse_int(v, 1, 1000, &reps)) return cli_usage_error("bench", "%s: '%s' is not in [1, 1000]", a, v);
-    } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-      if (cli_parse_int(v, 0, 4096, &threads)) return cli_usage_error("bench", "%s: '%s' is not a thread count", a, v);
-    } else if (!strcmp(a, "--quant")) quant_arg = v;
-    else if (!strcmp(a, "--kv-dtype")) kv_dtype = v;
-    else if (!strcmp(a, "--device")) device = v;
-    else return cli_usage_error("bench", "unknown argument '%s'", a);
+  const cli_opt t[] = {
+    {"-m", "--model", CLI_STR, &model, 0, 0, 0, 0, 0, NULL},
+    {"-p", "--n-prompt", CLI_STR, &pp_arg, 0, 0, 0, 0, 0, NULL},
+    {"-d", "--depth", CLI_STR, &depth_arg, 0, 0, 0, 0, 0, NULL},
+    {"-n", "--n-gen", CLI_INT, &n_gen, 0, 1 << 20, 0, 0, 0, NULL},
+    {"-r", "--reps", CLI_INT, &reps, 1, 1000, 0, 0, 0, NULL},
+    {"-t", "--threads", CLI_INT, &threads, 0, 4096, 0, 0, 0, NULL},
+    {NULL, "--quant", CLI_STR, &quant_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--kv-dtype", CLI_STR, &kv_dtype, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--device", CLI_STR, &device, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--cpu-isa", CLI_STR, &isa_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--json", CLI_FLAG, &json, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--parallel", CLI_STR, &par_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--kv-pool", CLI_STR, &kv_pool_arg, 0, 0, 0, 0, 0, NULL},
+  };
+  int prc = cli_parse("bench", argc, argv, t, sizeof t / sizeof t[0], NULL, 0, NULL);
+  if (prc == CLI_HELP) {
+    bench_help(stdout);
+    return 0;
   }
+  if (prc) return prc;
+  if (pp_arg && parse_list("bench", "-p", pp_arg, 0, 1 << 20, pp, &n_pp)) return 2;
+  if (depth_arg && parse_list("bench", "-d", depth_arg, 0, 1 << 22, depth, &n_depth)) return 2;
+  if (par_arg && parse_list("bench", "--parallel", par_arg, 1, 4096, par, &n_par)) return 2;
+  if (kv_pool_arg && cli_parse_size(kv_pool_arg, &kv_pool))
+    return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", kv_pool_arg);
   if (!model) return cli_usage_error("bench", "-m MODEL is required");
   if (kv_pool && !n_par) return cli_usage_error("bench", "--kv-pool goes with --parallel");
 
@@ -171,9 +182,24 @@ int cmd_bench(int argc, char **argv) {
     }
     if (n_q == 0) return cli_usage_error("bench", "--quant: empty list");
   }
+  /* the --cpu-isa list */
+  char ibuf[256];
+  const char *isas[MAX_LIST];
+  int n_isa = 0;
+  if (strlen(isa_arg) >= sizeof ibuf) return cli_usage_error("bench", "--cpu-isa: list too long");
+  strcpy(ibuf, isa_arg);
+  for (char *save = NULL, *tok = strtok_r(ibuf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    if (n_isa >= MAX_LIST) return cli_usage_error("bench", "--cpu-isa: at most %d values", MAX_LIST);
+    if (strcmp(tok, "auto") && strcmp(tok, "scalar") && strcmp(tok, "avx2") && strcmp(tok, "avxvnni") &&
+        strcmp(tok, "avx512") && strcmp(tok, "amx"))
+      return cli_usage_error("bench", "--cpu-isa: '%s' is not one of auto, scalar, avx2, avxvnni, avx512, amx", tok);
+    isas[n_isa++] = tok;
+  }
+  if (n_isa == 0) return cli_usage_error("bench", "--cpu-isa: empty list");
   if (n_par) {
     if (n_depth != 1 || depth[0] != 0) return cli_usage_error("bench", "--parallel runs at depth 0 (no -d)");
-    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json, kv_pool};
+    bench_args ba = {model, kv_dtype, device, {0}, n_q, {0}, n_pp, n_gen, reps, threads, {0}, n_par, json, kv_pool, isas,
+                     n_isa};
     memcpy(ba.quants, quants, sizeof quants);
     memcpy(ba.pp, pp, sizeof pp);
     memcpy(ba.par, par, sizeof par);
@@ -185,13 +211,17 @@ int cmd_bench(int argc, char **argv) {
   const int shown_threads = threads > 0 ? (int)threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 
   if (!json) {
-    printf("| model | quant | size (GB) | threads | test | depth | t/s (median) | min - max | GB/s |\n");
-    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n");
+    printf("| model | quant | size (GB) | threads | test | depth | t/s (median) | min - max | GB/s | kernels |\n");
+    printf("| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- |\n");
     fflush(stdout);
   }
   const char *mname = strrchr(model, '/') && strrchr(model, '/')[1] ? strrchr(model, '/') + 1 : model;
   int rc = 0;
-  for (int qi = 0; qi < n_q && rc == 0; qi++) {
+  for (int ii = 0; ii < n_isa * n_q && rc == 0; ii++) {
+    const int qi = ii % n_q;
+    /* the kernel table is chosen when the model's CPU backend is made (XPI_CPU_ISA, read at load) */
+    if (!strcmp(isas[ii / n_q], "auto")) unsetenv("XPI_CPU_ISA");
+    else setenv("XPI_CPU_ISA", isas[ii / n_q], 1);
     xpi_model_options o;
     xpi_model_options_default(&o);
     o.device = device;
@@ -271,17 +301,30 @@ int cmd_bench(int argc, char **argv) {
         const double gbs = is_tg ? (wbytes + kv_tok * avg_ctx) * med / 1e9 : NAN;
         char test[32];
         snprintf(test, sizeof test, "%s%lld", is_tg ? "tg" : "pp", len);
-        if (json) {
-          printf("{\"test\": \"%s\", \"depth\": %lld, \"quant\": \"%s\", \"threads\": %d, \"tok_s\": %.3f, "
-                 "\"tok_s_min\": %.3f, \"tok_s_max\": %.3f, \"gb_s\": ",
-                 test, depth[di], qname, shown_threads, med, sorted[0], sorted[reps - 1]);
-          if (is_tg) printf("%.3f}\n", gbs);
-          else printf("null}\n");
+        if (json) { /* valid JSON whatever the timer says: a non-finite rate is null */
+          cli_buf o = {0};
+          cli_buf_printf(&o, "{\"test\": \"%s\", \"depth\": %lld, \"quant\": ", test, depth[di]);
+          cli_json_str(&o, qname, strlen(qname));
+          cli_buf_printf(&o, ", \"threads\": %d, \"isa\": ", shown_threads);
+          cli_json_str(&o, isas[ii / n_q], strlen(isas[ii / n_q]));
+          cli_buf_puts(&o, ", \"kernels\": ");
+          cli_json_str(&o, in->kernels, strlen(in->kernels));
+          cli_buf_puts(&o, ", \"tok_s\": ");
+          cli_json_num(&o, med, 3);
+          cli_buf_puts(&o, ", \"tok_s_min\": ");
+          cli_json_num(&o, sorted[0], 3);
+          cli_buf_puts(&o, ", \"tok_s_max\": ");
+          cli_json_num(&o, sorted[reps - 1], 3);
+          cli_buf_puts(&o, ", \"gb_s\": ");
+          cli_json_num(&o, gbs, 3); /* NAN (null) for pp tests */
+          cli_buf_puts(&o, "}");
+          if (!o.oom) printf("%s\n", o.p);
+          cli_buf_free(&o);
         } else {
           char gb[32] = "-";
           if (is_tg) snprintf(gb, sizeof gb, "%.1f", gbs);
-          printf("| %s | %s | %.2f | %d | %s | %lld | %.2f | %.2f - %.2f | %s |\n", mname, qname, wbytes / 1e9,
-                 shown_threads, test, depth[di], med, sorted[0], sorted[reps - 1], gb);
+          printf("| %s | %s | %.2f | %d | %s | %lld | %.2f | %.2f - %.2f | %s | %s |\n", mname, qname, wbytes / 1e9,
+                 shown_threads, test, depth[di], med, sorted[0], sorted[reps - 1], gb, in->kernels);
         }
         fflush(stdout);
       }

@@ -95,14 +95,14 @@ static xpi_status one_rep(batch_run *b, int npl, int npp, int ntg, double *t_pp,
   return XPI_OK;
 }
 
-static void report(const bench_args *a, const char *mname, const char *qname, int threads, const char *test, int npl,
-                   double *rate, int reps) {
+static void report(const bench_args *a, const char *mname, const char *qname, const char *isa, const char *kernels,
+                   int threads, const char *test, int npl, double *rate, int reps) {
   qsort(rate, (size_t)reps, sizeof *rate, cmp_double);
   const double med = reps % 2 ? rate[reps / 2] : (rate[reps / 2 - 1] + rate[reps / 2]) / 2;
   if (a->json)
-    printf("{\"test\": \"%s\", \"n_parallel\": %d, \"quant\": \"%s\", \"threads\": %d, \"tok_s\": %.3f, "
-           "\"tok_s_min\": %.3f, \"tok_s_max\": %.3f}\n",
-           test, npl, qname, threads, med, rate[0], rate[reps - 1]);
+    printf("{\"test\": \"%s\", \"n_parallel\": %d, \"quant\": \"%s\", \"threads\": %d, \"isa\": \"%s\", "
+           "\"kernels\": \"%s\", \"tok_s\": %.3f, \"tok_s_min\": %.3f, \"tok_s_max\": %.3f}\n",
+           test, npl, qname, threads, isa, kernels, med, rate[0], rate[reps - 1]);
   else
     printf("| %s | %s | %d | %s | %d | %.2f | %.2f - %.2f |\n", mname, qname, threads, test, npl, med, rate[0],
            rate[reps - 1]);
@@ -122,7 +122,12 @@ int bench_batched(const bench_args *a) {
   }
   const char *mname = strrchr(a->model, '/') && strrchr(a->model, '/')[1] ? strrchr(a->model, '/') + 1 : a->model;
   int rc = 0;
-  for (int qi = 0; qi < a->n_q && rc == 0; qi++) {
+  for (int ii = 0; ii < a->n_isa * a->n_q && rc == 0; ii++) {
+    const int qi = ii % a->n_q;
+    const char *isa = a->isas[ii / a->n_q];
+    /* the kernel table is chosen when the model's CPU backend is made (XPI_CPU_ISA, read at load) */
+    if (!strcmp(isa, "auto")) unsetenv("XPI_CPU_ISA");
+    else setenv("XPI_CPU_ISA", isa, 1);
     xpi_model_options o;
     xpi_model_options_default(&o);
     o.device = a->device;
@@ -178,10 +183,10 @@ int bench_batched(const bench_args *a) {
         if (rc) break;
         char test[32];
         snprintf(test, sizeof test, "pp%d", npp);
-        report(a, mname, qname, threads, test, npl, pp_rate, (int)a->reps);
+        report(a, mname, qname, isa, info.kernels, threads, test, npl, pp_rate, (int)a->reps);
         if (a->n_gen > 0) {
           snprintf(test, sizeof test, "tg%lld", a->n_gen);
-          report(a, mname, qname, threads, test, npl, tg_rate, (int)a->reps);
+          report(a, mname, qname, isa, info.kernels, threads, test, npl, tg_rate, (int)a->reps);
         }
       }
     free(b.prompts);

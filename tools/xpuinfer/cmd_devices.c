@@ -18,7 +18,7 @@ static void usage(FILE *f) {
           "bf16 is torch.xpu.is_bf16_supported(including_emulation=False): native bf16 conversions.\n"
           "Visible devices follow ZE_AFFINITY_MASK, ZE_ENABLE_PCI_ID_DEVICE_ORDER and ZE_FLAT_DEVICE_HIERARCHY as\n"
           "Intel's driver applies them; ZE_ENABLE_ALT_DRIVERS=/path/libze_zesim.so selects the software device.\n\n"
-          "  --json    print one JSON object instead of the table\n");
+          "      --json               print one JSON object instead of the table\n" CLI_COMMON_HELP);
 }
 
 static void human_bytes(uint64_t b, char *out, size_t cap) {
@@ -48,14 +48,13 @@ static cJSON *device_json(const xpi_device_info *d) {
 
 int cmd_devices(int argc, char **argv) {
   int json = 0;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(argv[i], "--json")) json = 1;
-    else return cli_usage_error("devices", "unknown option '%s'", argv[i]);
+  const cli_opt t[] = {{NULL, "--json", CLI_FLAG, &json, 0, 0, 0, 0, 0, NULL}};
+  int rc = cli_parse("devices", argc, argv, t, 1, NULL, 0, NULL);
+  if (rc == CLI_HELP) {
+    usage(stdout);
+    return 0;
   }
+  if (rc) return rc;
   xpi_device_list *list = NULL;
   xpi_status s = xpi_device_list_create(&list);
   if (s != XPI_OK) return cli_fail("devices", "listing devices", s);

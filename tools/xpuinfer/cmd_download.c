@@ -16,40 +16,41 @@ static void help(FILE *f) {
           "weights with every shard) from the Hugging Face Hub into the cache that huggingface_hub uses, and\n"
           "prints the snapshot folder. REPO is org/name or org/name@revision.\n"
           "\n"
-          "  --revision R   branch, tag or commit (default: main, or the @revision of REPO)\n"
-          "  --offline      use the cache only (also HF_HUB_OFFLINE=1)\n"
-          "  --quiet        no progress bar (also HF_HUB_DISABLE_PROGRESS_BARS=1)\n"
+          "      --revision R         branch, tag or commit (default: main, or the @revision of REPO)\n"
+          "      --offline            use the cache only (also HF_HUB_OFFLINE=1)\n"
+          "  -q, --quiet              no progress bar (also HF_HUB_DISABLE_PROGRESS_BARS=1)\n"
+          CLI_COMMON_HELP
+          "\n"
+          "Interrupted downloads resume (also in the next run). An attempt is retried after a transient error, after\n"
+          "HF_HUB_DOWNLOAD_TIMEOUT seconds without data, and when it stays slower than XPI_HUB_LOW_SPEED_LIMIT\n"
+          "bytes/s over XPI_HUB_LOW_SPEED_TIME seconds (default 1024 bytes/s over 30 s; 0 turns that off); -v shows\n"
+          "the retries.\n"
           "\n"
           "Environment: HF_ENDPOINT, HF_TOKEN (or $HF_HOME/token), HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE,\n"
-          "HF_HUB_DISABLE_PROGRESS_BARS, HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT (seconds), XPI_HUB_MAX_RETRIES\n"
-          "(default 5), XPI_HUB_RETRY_DELAY_MS (first backoff delay, doubled per retry; default 1000).\n");
+          "HF_HUB_DISABLE_PROGRESS_BARS, HF_HUB_ETAG_TIMEOUT, HF_HUB_DOWNLOAD_TIMEOUT (seconds, default 10),\n"
+          "XPI_HUB_LOW_SPEED_LIMIT, XPI_HUB_LOW_SPEED_TIME, XPI_HUB_MAX_RETRIES (default 5), XPI_HUB_RETRY_DELAY_MS\n"
+          "(first backoff delay, doubled per retry; default 1000).\n");
 }
 
 int cmd_download(int argc, char **argv) {
-  const char *repo = NULL;
   xpi_download_options o;
   xpi_download_options_default(&o);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      help(stdout);
-      return 0;
-    } else if (!strcmp(a, "--revision")) {
-      if (++i >= argc) return cli_usage_error("download", "--revision needs a value");
-      o.revision = argv[i];
-    } else if (!strcmp(a, "--offline")) {
-      o.offline = 1;
-    } else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
-      o.quiet = 1;
-    } else if (a[0] == '-') {
-      return cli_usage_error("download", "unknown option '%s'", a);
-    } else if (repo) {
-      return cli_usage_error("download", "one repository at a time ('%s' and '%s')", repo, a);
-    } else {
-      repo = a;
-    }
+  const cli_opt t[] = {
+    {NULL, "--revision", CLI_STR, &o.revision, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--offline", CLI_FLAG, &o.offline, 0, 0, 0, 0, 0, NULL},
+    {"-q", "--quiet", CLI_FLAG, &o.quiet, 0, 0, 0, 0, 0, NULL},
+  };
+  const char *pos[2];
+  size_t n_pos = 0;
+  int rc = cli_parse("download", argc, argv, t, sizeof t / sizeof t[0], pos, 2, &n_pos);
+  if (rc == CLI_HELP) {
+    help(stdout);
+    return 0;
   }
-  if (!repo) return cli_usage_error("download", "missing REPO (org/name)");
+  if (rc) return rc;
+  if (n_pos == 0) return cli_usage_error("download", "missing REPO (org/name)");
+  if (n_pos > 1) return cli_usage_error("download", "one repository at a time ('%s' and '%s')", pos[0], pos[1]);
+  const char *repo = pos[0];
   cli_progress bar;
   cli_progress_attach(&o, &bar, o.quiet);
   size_t len = 0;

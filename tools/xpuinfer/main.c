@@ -1,10 +1,6 @@
 /* xpuinfer: command-line client of libxpuinfer. */
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <errno.h>
-#include <math.h>
 
 #include "cli.h"
 
@@ -12,6 +8,7 @@ typedef struct { const char *name; int (*fn)(int, char **); const char *help; } 
 
 static const subcommand k_cmds[] = {
   {"generate", cmd_generate, "generate text from a prompt (or one prompt per line of a file)"},
+  {"chat", cmd_chat, "chat with a model through its chat template (turns from the terminal or a pipe)"},
   {"chat-template", cmd_chat_template, "render a conversation with a chat template (as apply_chat_template)"},
   {"tokenize", cmd_tokenize, "print the token ids of a text as a JSON array"},
   {"detokenize", cmd_detokenize, "print the text of token ids"},
@@ -24,58 +21,7 @@ static const subcommand k_cmds[] = {
 static void usage(FILE *f) {
   fprintf(f, "usage: xpuinfer <command> [options]   (xpuinfer <command> --help for details)\n\ncommands:\n");
   for (size_t i = 0; i < sizeof k_cmds / sizeof k_cmds[0]; i++) fprintf(f, "  %-13s %s\n", k_cmds[i].name, k_cmds[i].help);
-  fprintf(f, "\nlibxpuinfer %s\n", xpi_version());
-}
-
-int cli_fail(const char *cmd, const char *what, xpi_status s) {
-  const char *msg = xpi_last_error();
-  fprintf(stderr, "xpuinfer %s: %s: %s\n", cmd, what, msg && *msg ? msg : xpi_status_name(s));
-  return 1;
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...) {
-  va_list ap;
-  fprintf(stderr, "xpuinfer %s: ", cmd);
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, " (see xpuinfer %s --help)\n", cmd);
-  return 2;
-}
-
-int cli_parse_int(const char *s, long long min, long long max, long long *out) {
-  if (!s || !*s) return -1;
-  char *end;
-  errno = 0;
-  long long v = strtoll(s, &end, 10);
-  if (errno || *end || v < min || v > max) return -1;
-  *out = v;
-  return 0;
-}
-
-int cli_parse_float(const char *s, double *out) {
-  if (!s || !*s) return -1;
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end);
-  if (errno || *end || !isfinite(v)) return -1;
-  *out = v;
-  return 0;
-}
-
-int cli_parse_size(const char *v, long long *out) {
-  char *end = NULL;
-  errno = 0;
-  double x = strtod(v, &end);
-  if (errno || end == v || !(x > 0)) return 1;
-  double mul = 1;
-  if (*end == 'K' || *end == 'k') mul = 1024, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1024.0 * 1024, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1024.0 * 1024 * 1024, end++;
-  if (!strcmp(end, "i") || !strcmp(end, "iB") || !strcmp(end, "B")) end += strlen(end);
-  if (*end || x * mul > 9.0e18) return 1;
-  *out = (long long)(x * mul);
-  return 0;
+  fprintf(f, "\n  -V, --version  print the library version\n\nlibxpuinfer %s\n", xpi_version());
 }
 
 int main(int argc, char **argv) {
@@ -87,7 +33,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return 0;
   }
-  if (!strcmp(argv[1], "--version")) {
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
     printf("libxpuinfer %s\n", xpi_version());
     return 0;
   }

@@ -23,6 +23,7 @@ typedef struct zs_device {
   uint64_t mem_used;             /* device allocations now live (guarded by zs_lock) */
   int integrated;
   uint32_t slices, subslices_per_slice, eus_per_subslice, threads_per_eu;
+  uint32_t sg_sizes[8], n_sg_sizes; /* reported sub-group sizes (ZESIM_DEVICES /sg=...; default 8, 16, 32) */
   int is_subdevice;              /* a tile reached through zeDeviceGetSubDevices (COMPOSITE) */
   uint32_t tile;                 /* tile index on its card; ~0u when the device is the whole card */
   uint32_t card;                 /* index of the card in ZESIM_DEVICES order (for the UUID) */

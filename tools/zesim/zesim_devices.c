@@ -43,6 +43,7 @@ typedef struct card {
   uint64_t mem, max_alloc;
   int integrated;
   uint32_t tiles;
+  uint32_t sg[8], n_sg; /* sub-group sizes to report */
   uint32_t index; /* position in ZESIM_DEVICES */
 } card;
 
@@ -70,11 +71,29 @@ static int parse_size(const char *s, uint64_t *out) {
   return 0;
 }
 
-/* "DDDD:BB:DD.F[=SIZE][/integrated][/tiles=N][/maxalloc=SIZE]" */
+/* "8.16.32": up to 8 sub-group sizes, each a power of two in 1..128, ascending (as drivers list them). */
+static int parse_sg(const char *s, card *c) {
+  c->n_sg = 0;
+  while (*s) {
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (end == s || v < 1 || v > 128 || (v & (v - 1)) || c->n_sg == 8 || (c->n_sg && v <= c->sg[c->n_sg - 1]))
+      return -1;
+    c->sg[c->n_sg++] = (uint32_t)v;
+    if (*end == '.') end++;
+    else if (*end) return -1;
+    s = end;
+  }
+  return c->n_sg ? 0 : -1;
+}
+
+/* "DDDD:BB:DD.F[=SIZE][/integrated][/tiles=N][/maxalloc=SIZE][/sg=A.B...]" */
 static int parse_card(char *s, card *c) {
   memset(c, 0, sizeof *c);
   c->mem = 8ull << 30;
   c->tiles = 1;
+  c->n_sg = 3; /* like Intel's Xe-HPG (Arc, DG2): 8, 16, 32; Xe-HPC (Max, PVC) reports 16, 32 */
+  c->sg[0] = 8, c->sg[1] = 16, c->sg[2] = 32;
   char *opts = strchr(s, '/');
   if (opts) *opts++ = 0;
   char *eq = strchr(s, '=');
@@ -98,6 +117,8 @@ static int parse_card(char *s, card *c) {
       c->tiles = (uint32_t)t;
     } else if (!strncmp(opts, "maxalloc=", 9)) {
       if (parse_size(opts + 9, &c->max_alloc)) return -1;
+    } else if (!strncmp(opts, "sg=", 3)) {
+      if (parse_sg(opts + 3, c)) return -1;
     } else {
       return -1;
     }
@@ -255,6 +276,8 @@ static zs_device *new_device(const card *c, uint32_t tile, uint32_t tiles_in_dev
   d->subslices_per_slice = 16;
   d->eus_per_subslice = 8;
   d->threads_per_eu = 8;
+  memcpy(d->sg_sizes, c->sg, sizeof d->sg_sizes);
+  d->n_sg_sizes = c->n_sg;
   return d;
 }
 
@@ -466,7 +489,8 @@ ze_result_t zs_zeDeviceGetProperties(ze_device_handle_t h, ze_device_properties_
 }
 
 ze_result_t zs_zeDeviceGetComputeProperties(ze_device_handle_t h, ze_device_compute_properties_t *p) {
-  if (!zs_dev(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  zs_device *d = zs_dev(h);
+  if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   p->maxTotalGroupSize = 1024;
   p->maxGroupSizeX = 1024;
@@ -476,11 +500,9 @@ ze_result_t zs_zeDeviceGetComputeProperties(ze_device_handle_t h, ze_device_comp
   p->maxGroupCountY = 0xffffffffu;
   p->maxGroupCountZ = 0xffffffffu;
   p->maxSharedLocalMemory = 64 * 1024;
-  p->numSubGroupSizes = 3;
+  p->numSubGroupSizes = d->n_sg_sizes;
   memset(p->subGroupSizes, 0, sizeof p->subGroupSizes);
-  p->subGroupSizes[0] = 8;
-  p->subGroupSizes[1] = 16;
-  p->subGroupSizes[2] = 32;
+  for (uint32_t i = 0; i < d->n_sg_sizes && i < ZE_SUBGROUPSIZE_COUNT; i++) p->subGroupSizes[i] = d->sg_sizes[i];
   return ZE_RESULT_SUCCESS;
 }
 

@@ -11,7 +11,9 @@
 #include "core/status.h"
 #include "core/threadpool.h"
 #include "ops/cpu/attention_cpu.h"
+#include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
+#include "ops/cpu/matmul_cpu.h"
 #include "ops/cpu/quant_weight.h"
 #include "ops/half.h"
 #include "ops/ops.h"
@@ -19,6 +21,7 @@
 typedef struct cpu_impl {
   xpi_pool *pool;
   const xpi_cpu_kernels *k;
+  xpi_cpu_mm_ws *ws; /* matmul buffers, reused (NULL: allocated per matmul) */
 } cpu_impl;
 
 struct xpi_kv {
@@ -236,36 +239,21 @@ static xpi_status cpu_rmsnorm(xpi_backend *be, float *out, float *x, const float
   if (w->cols != d) return xpi_err(XPI_ERR_INTERNAL, "rmsnorm: weight has %lld elements, rows have %d", (long long)w->cols, d);
   if (residual && !be->use_kernels) XPI_TRY(cpu_add(be, x, residual, (int64_t)n * d)); /* unfused reference */
   rms_job j = {impl_of(be)->k, out, x, residual, w, n, d, eps, be->use_kernels};
-  xpi_pool_run(impl_of(be)->pool, rms_run, &j);
+  xpi_pool_run_n(impl_of(be)->pool, rms_run, &j, n); /* a row each at most: decode runs on the caller alone */
   return XPI_OK;
 }
 
 /* ------------------------------------------------------------------ matmul */
 
-typedef struct {
-  xpi_cpu_mm_fn mm;
-  float *out;
-  const float *in;
-  const xpi_weight *w;
-  int32_t n;
-} mm_job;
-
-static void mm_run(void *ctx, int ith, int nth) {
-  mm_job *j = ctx;
-  int64_t b, e;
-  xpi_pool_range(j->w->rows, ith, nth, 8, &b, &e);
-  if (b < e) j->mm(j->out, j->w->rows, j->in, j->n, j->w->data, j->w->aux, b, e, j->w->cols);
-}
-
 static xpi_status cpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                              int32_t n) {
-  xpi_cpu_mm_fn mm = impl_of(be)->k->mm[w->dtype];
-  if (!mm) return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: no matmul kernel for %s weights", xpi_dtype_name(w->dtype));
+  const cpu_impl *im = impl_of(be);
+  if (w->dtype < 0 || w->dtype >= 8 || !im->k->gemv[w->dtype])
+    return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: no matmul kernel for %s weights", xpi_dtype_name(w->dtype));
   if (bias && bias->cols != w->rows)
     return xpi_err(XPI_ERR_INTERNAL, "matmul: bias has %lld elements, weight %lld rows", (long long)bias->cols,
                    (long long)w->rows);
-  mm_job j = {mm, out, in, w, n};
-  xpi_pool_run(impl_of(be)->pool, mm_run, &j);
+  xpi_cpu_matmul(im->pool, im->ws, im->k, w->dtype, out, w->rows, in, n, w->data, w->aux, 0, w->rows, w->cols);
   if (bias)
     for (int32_t t = 0; t < n; t++)
       for (int64_t r = 0; r < w->rows; r++) out[t * w->rows + r] += xpi_cpu_load_elem(bias->data, bias->dtype, r);
@@ -333,11 +321,11 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
   rope_job j = {impl_of(be)->k, q, k, pos, n, hq, hk, hd, inv_freq, q_norm, k_norm, eps, 1, 1};
   if (!be->use_kernels && (q_norm || k_norm)) { /* reference: norm pass, then rotary pass */
     j.do_rope = 0;
-    xpi_pool_run(impl_of(be)->pool, rope_run, &j);
+    xpi_pool_run_n(impl_of(be)->pool, rope_run, &j, n);
     j.do_rope = 1;
     j.do_norm = 0;
   }
-  xpi_pool_run(impl_of(be)->pool, rope_run, &j);
+  xpi_pool_run_n(impl_of(be)->pool, rope_run, &j, n);
   return XPI_OK;
 }
 
@@ -411,7 +399,8 @@ static void swiglu_run(void *ctx, int ith, int nth) {
 
 static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
   ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
-  xpi_pool_run(impl_of(be)->pool, swiglu_run, &j);
+  /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
+  xpi_pool_run_n(impl_of(be)->pool, swiglu_run, &j, (int)(j.count / 2048 + 1));
   return XPI_OK;
 }
 
@@ -454,9 +443,25 @@ static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int3
 
 static void cpu_destroy(xpi_backend *be) {
   if (!be) return;
-  if (be->impl) xpi_pool_free(impl_of(be)->pool);
+  if (be->impl) {
+    xpi_pool_free(impl_of(be)->pool);
+    xpi_cpu_mm_ws_free(impl_of(be)->ws);
+  }
   free(be->impl);
   free(be);
+}
+
+static void cpu_describe(const xpi_backend *be, xpi_dtype wdt, char *out, size_t cap) {
+  const xpi_cpu_kernels *k = ((const cpu_impl *)be->impl)->k;
+  if (wdt < 0 || wdt >= 8 || !k->gemv[wdt]) {
+    snprintf(out, cap, "%s", k->isa);
+    return;
+  }
+  char batched[48] = "";
+  if (k->smalln[wdt])
+    snprintf(batched, sizeof batched, ", %d-%d tokens %s", XPI_CPU_GEMM_MIN_N, k->smalln_max[wdt], k->smalln_isa);
+  snprintf(out, cap, "%s (%s: decode %s%s, prefill %s)", k->isa, xpi_dtype_name(wdt), k->gemv_isa[wdt], batched,
+           k->gemm[wdt] ? k->gemm[wdt]->name : k->gemv_isa[wdt]);
 }
 
 static const xpi_backend_ops k_cpu_ops = {
@@ -498,8 +503,10 @@ xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **o
   be->ops = &k_cpu_ops;
   be->impl = im;
   be->use_kernels = cfg ? cfg->use_kernels : 1;
+  be->describe = cpu_describe;
   snprintf(be->device, sizeof be->device, "cpu");
   im->k = be->use_kernels ? xpi_cpu_kernels_best() : xpi_cpu_kernels_scalar();
+  im->ws = xpi_cpu_mm_ws_create(); /* may be NULL: then each matmul allocates its own */
   xpi_status s = xpi_pool_create(cfg ? cfg->n_threads : 0, &im->pool);
   if (s != XPI_OK) {
     cpu_destroy(be);

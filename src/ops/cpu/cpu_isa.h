@@ -5,12 +5,26 @@
 
 #include "ops/cpu/cpu_kernels.h"
 
-typedef enum xpi_cpu_isa { XPI_ISA_SCALAR = 0, XPI_ISA_AVX2 = 1, XPI_ISA_AVX512 = 2 } xpi_cpu_isa;
+/* In order of preference: each table's CPU has what the one before needs (AVX-VNNI aside: AVX-512 CPUs need
+ * not have it; the avx512 table does not use it). */
+typedef enum xpi_cpu_isa {
+  XPI_ISA_SCALAR = 0,
+  XPI_ISA_AVX2 = 1,    /* AVX2 + FMA + F16C */
+  XPI_ISA_AVXVNNI = 2, /* AVX2 + AVX-VNNI (VEX vpdpbusd; Alder Lake and later client cores, Sierra Forest) */
+  XPI_ISA_AVX512 = 3,  /* AVX-512 F/BW/VL/DQ + BF16 + VNNI (Sapphire Rapids, Zen 4) */
+  XPI_ISA_AMX = 4,     /* AVX-512 above + AMX tile/bf16/int8, tile state granted by the OS */
+  XPI_ISA_COUNT
+} xpi_cpu_isa;
 
-const xpi_cpu_kernels *xpi_cpu_kernels_avx2(void);   /* AVX2 + FMA + F16C */
-const xpi_cpu_kernels *xpi_cpu_kernels_avx512(void); /* AVX-512 F/BW/VL/DQ + BF16 + VNNI */
+const char *xpi_cpu_isa_name(xpi_cpu_isa isa);
 
-/* 1 when the CPU and the OS (XSAVE state enabled, checked with xgetbv) support the ISA. */
+const xpi_cpu_kernels *xpi_cpu_kernels_avx2(void);
+const xpi_cpu_kernels *xpi_cpu_kernels_avxvnni(void);
+const xpi_cpu_kernels *xpi_cpu_kernels_avx512(void);
+const xpi_cpu_kernels *xpi_cpu_kernels_amx(void);
+
+/* 1 when the CPU and the OS (XSAVE state enabled, checked with xgetbv; for AMX the tile data permission,
+ * asked for once with arch_prctl) support the ISA. */
 int xpi_cpu_has(xpi_cpu_isa isa);
 /* The table for an ISA, or NULL when this CPU cannot run it. */
 const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa);
@@ -21,20 +35,5 @@ void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const flo
 
 /* Prefill (n >= this) uses the blocked GEMM; smaller n the streaming GEMV. */
 #define XPI_CPU_GEMM_MIN_N 4
-
-/* A decode GEMV (n < XPI_CPU_GEMM_MIN_N tokens), with the dtype first. */
-typedef void (*xpi_cpu_gemv_fn)(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                                const void *aux, int64_t r0, int64_t r1, int64_t cols);
-
-/* Any n through a decode GEMV, XPI_CPU_GEMM_MIN_N - 1 tokens at a time: the fallback of a GEMM whose packing
- * buffer cannot be allocated. */
-static inline void xpi_cpu_gemv_chunks(xpi_cpu_gemv_fn gemv, xpi_dtype dt, float *Y, int64_t ldy, const float *X,
-                                       int32_t n, const void *W, const void *aux, int64_t r0, int64_t r1,
-                                       int64_t cols) {
-  for (int32_t t = 0; t < n; t += XPI_CPU_GEMM_MIN_N - 1) {
-    const int32_t m = n - t < XPI_CPU_GEMM_MIN_N - 1 ? n - t : XPI_CPU_GEMM_MIN_N - 1;
-    gemv(dt, Y + (int64_t)t * ldy, ldy, X + (int64_t)t * cols, m, W, aux, r0, r1, cols);
-  }
-}
 
 #endif

@@ -66,9 +66,42 @@ static inline size_t xpi_cpu_attn_scratch_floats(int32_t hd) {
 void xpi_cpu_attn_tile_scalar(const xpi_cpu_attn_tile *t);
 void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t); /* AVX2 + FMA + F16C; the AVX-512 table shares it */
 
+/* Prefill GEMM (n >= XPI_CPU_GEMM_MIN_N tokens) in phases, so that a matmul packs its activations once, into one
+ * buffer all threads share, and its product can be split over rows and tokens (matmul_cpu.c drives it):
+ *   pack(P, X, n, cols, t0, t1)     writes tokens [t0, t1) of X (n x cols f32) into P (pack_bytes(n, cols) bytes,
+ *                                   64-byte aligned); disjoint token ranges may be packed in parallel;
+ *   run(..., r0, r1, t0, t1, S)     Y[t*ldy + r] for r0 <= r < r1, t0 <= t < t1 from P, with S the calling
+ *                                   thread's scratch (scratch_bytes(cols) bytes, 64-byte aligned).
+ * Range starts are multiples of row_align / tok_align (ends may be ragged at rows / n). Results are the same
+ * for any split (each output is one sum over the columns in a fixed order). */
+typedef struct xpi_cpu_gemm {
+  const char *name;          /* what it computes with, e.g. "amx-bf16" (reports, benchmarks) */
+  int32_t tok_align, row_align;
+  size_t (*pack_bytes)(int32_t n, int64_t cols);
+  void (*pack)(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+  size_t (*scratch_bytes)(int64_t cols);
+  void (*run)(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux, int64_t cols,
+              int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch);
+  /* 0: the activations are used as given (f32; q8/q4: quant.h's int8 blocks, as every path). Else each
+   * activation is first rounded to this many significant bits (bf16 terms: 8 per term), which moves each output
+   * by at most 2^-act_bits * sum_c |x_c W[r, c]| more. */
+  int act_bits;
+} xpi_cpu_gemm;
+
 typedef struct xpi_cpu_kernels {
-  const char *isa;             /* "scalar", "avx2", "avx512" */
-  xpi_cpu_mm_fn mm[8];         /* indexed by xpi_dtype of the weight; NULL where unsupported */
+  const char *isa;             /* "scalar", "avx2", "avxvnni", "avx512", "amx"; "auto" for the per-kernel choice */
+  /* Per weight dtype (indexed by xpi_dtype; NULL where unsupported): the decode GEMV, correct for any n but made
+   * for n < XPI_CPU_GEMM_MIN_N, and the prefill GEMM (NULL: the GEMV serves every n). gemv_isa / gemm names
+   * say which table each came from (the "auto" table mixes them). */
+  xpi_cpu_mm_fn gemv[8];
+  const xpi_cpu_gemm *gemm[8];
+  const char *gemv_isa[8];
+  /* Per float weight dtype (f32/f16/bf16): the batched-decode matmul for XPI_CPU_GEMM_MIN_N..smalln_max[dt]
+   * tokens (one token per decoding sequence), run over row slices like the GEMV; NULL: the GEMM serves those
+   * tokens. mm_smalln.h says why it exists and where each table's limits come from. */
+  xpi_cpu_mm_fn smalln[8];
+  int32_t smalln_max[8];
+  const char *smalln_isa;
   float (*dot)(const float *a, const float *b, int64_t n);
   void (*axpy)(float *y, float a, const float *x, int64_t n);           /* y += a*x */
   void (*scale)(float *y, float a, int64_t n);                          /* y *= a */
@@ -95,7 +128,8 @@ static inline float xpi_cpu_load_elem(const void *p, xpi_dtype dt, int64_t i) {
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_scalar(void);
-/* The fastest table this CPU supports (XPI_CPU_ISA=scalar|avx2|avx512 overrides, for tests and benchmarks). */
+/* The table to use (dispatch.c): by default "auto", each kernel taken from the table known fastest for it on
+ * this CPU; XPI_CPU_ISA=scalar|avx2|avxvnni|avx512|amx forces one whole table (tests, benchmarks). */
 const xpi_cpu_kernels *xpi_cpu_kernels_best(void);
 
 #endif

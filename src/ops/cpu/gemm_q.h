@@ -1,6 +1,6 @@
 /* The int8 prefill GEMM of q8/q4 weights: its packed layouts and the microkernel contract that each ISA's
  * variant meets (gemm_q_avx2.c holds the driver and the AVX2 microkernels, kernels_avx512.c the VNNI ones).
- * Include only from files compiled with AVX2 (the *_avx2.c / *_avx512.c files).
+ * Include only from files compiled with AVX2 (the *_avx2.c, *_avxvnni.c, *_avx512.c files).
  *
  * Layouts, for one call over activations of n tokens x kp = nb*32 columns (see gemm_q_avx2.c):
  *   a  (one token panel): a[k/4][t][4] int8, t < XPI_GQ_MR: 4 consecutive columns of a token per 32-bit lane
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ops/cpu/cpu_kernels.h"
 #include "ops/ops.h"
 
 #define XPI_GQ_NR 8 /* weight rows per panel: one ymm, a row per 32-bit lane */
@@ -33,14 +34,41 @@ typedef void (*xpi_gq_ukr)(const int8_t *a, const float *dx, const float *c8, co
     IMPL(DT, a, dx, c8, P, D, kb, Y, ldy, nt, nr);                                                              \
   }
 
-/* Runs the GEMM (the xpi_cpu_mm_fn contract on rows [r0, r1)) with the given Q8 and Q4 microkernels. Returns 0,
- * having written nothing, when its packing buffer cannot be allocated. */
-int xpi_gemm_q(xpi_gq_ukr q8, xpi_gq_ukr q4, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
-               const void *W, const uint16_t *d, int64_t r0, int64_t r1, int64_t cols);
+/* The GEMM in cpu_kernels.h's phases (xpi_cpu_gemm), with the given microkernels (gemm_q_avx2.c):
+ * P = the packed activations of all n tokens (a, dx, c8 of every token panel), scratch = one weight panel. */
+size_t xpi_gemm_q_pack_bytes(int32_t n, int64_t cols);
+void xpi_gemm_q_pack(xpi_dtype dt, void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+size_t xpi_gemm_q_scratch_bytes(int64_t cols);
+void xpi_gemm_q_run(xpi_gq_ukr ukr, xpi_dtype dt, float *Y, int64_t ldy, const void *P, int32_t n, const void *W,
+                    const uint16_t *d, int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch);
 
-/* xpi_gemm_q with the AVX2 microkernels (the AVX2 table's q8/q4 prefill). */
-int xpi_gemm_q_avx2(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                    const uint16_t *d, int64_t r0, int64_t r1, int64_t cols);
+/* Defines the xpi_cpu_gemm descriptors NAME##_q8 and NAME##_q4 (named STR "-q8"/"-q4") over microkernels
+ * UKR8 and UKR4. */
+#define XPI_GQ_GEMM(NAME, STR, UKR8, UKR4)                                                                       \
+  static void NAME##_pack8(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {          \
+    xpi_gemm_q_pack(XPI_DT_Q8, P, X, n, cols, t0, t1);                                                          \
+  }                                                                                                             \
+  static void NAME##_pack4(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {          \
+    xpi_gemm_q_pack(XPI_DT_Q4, P, X, n, cols, t0, t1);                                                          \
+  }                                                                                                             \
+  static void NAME##_run8(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux,       \
+                          int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *S) {              \
+    xpi_gemm_q_run(UKR8, XPI_DT_Q8, Y, ldy, P, n, W, aux, cols, r0, r1, t0, t1, S);                             \
+  }                                                                                                             \
+  static void NAME##_run4(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux,       \
+                          int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *S) {              \
+    xpi_gemm_q_run(UKR4, XPI_DT_Q4, Y, ldy, P, n, W, aux, cols, r0, r1, t0, t1, S);                             \
+  }                                                                                                             \
+  static const xpi_cpu_gemm NAME##_q8 = {STR "-q8", XPI_GQ_MR, 2 * XPI_GQ_NR, xpi_gemm_q_pack_bytes,           \
+                                         NAME##_pack8, xpi_gemm_q_scratch_bytes, NAME##_run8, 0};                  \
+  static const xpi_cpu_gemm NAME##_q4 = {STR "-q4", XPI_GQ_MR, 2 * XPI_GQ_NR, xpi_gemm_q_pack_bytes,           \
+                                         NAME##_pack4, xpi_gemm_q_scratch_bytes, NAME##_run4, 0};
+
+/* The AVX2 microkernels (gemm_q_avx2.c), for the AVX2 table. */
+void xpi_gq_ukr_avx2_q8(const int8_t *a, const float *dx, const float *c8, const int8_t *P, const float *D,
+                        int64_t kb, float *Y, int64_t ldy, int nt, int nr);
+void xpi_gq_ukr_avx2_q4(const int8_t *a, const float *dx, const float *c8, const int8_t *P, const float *D,
+                        int64_t kb, float *Y, int64_t ldy, int nt, int nr);
 
 /* 4 bytes of a packed panel as one 32-bit lane in all 8 lanes (memcpy: the buffers are int8). */
 static inline __m256i xpi_gq_bcast4(const int8_t *p) {

@@ -41,33 +41,70 @@
  * reorders a block's eight steps into a tree (all products first, spilled to the stack, then summed). */
 #define PIN(a) __asm__("" : "+x"(a))
 
-/* Packed activations of one call: for token panel p of QMR tokens, A[p][k/4][t][4] int8 (k < nb*32), and per
- * block dx[p][b][t] and, for Q4, c8[p][b][t] = 8 * dx * sum(xq). Padding tokens are all zero. */
+/* Packed activations of one call (P): for token panel p of QMR tokens, q[p][k/4][t][4] int8 (k < nb*32), and
+ * per block dx[p][b][t] and c8[p][b][t] = 8 * dx * sum(xq) (Q4; 0 for Q8). Padding tokens are all zero. */
 typedef struct {
   int8_t *q;
   float *dx, *c8;
   int64_t kp, nb; /* padded columns, blocks */
 } qacts;
 
-/* Quantizes and packs tokens [0, n) of X (rows of cols floats). tmp: kp int8 + kp uint8 + 2*nb floats. */
-static void pack_acts(xpi_dtype dt, qacts *A, const float *X, int32_t n, int64_t cols, void *tmp) {
-  int8_t *xq = tmp;
-  uint8_t *xa = (uint8_t *)tmp + A->kp;
-  float *dx = (float *)(xa + A->kp), *sx = dx + A->nb;
-  const int32_t np = (n + QMR - 1) / QMR * QMR;
-  for (int32_t t = 0; t < np; t++) {
+static qacts acts_of(const void *P, int32_t n, int64_t cols) {
+  qacts A;
+  A.nb = xpi_q_nblocks(cols);
+  A.kp = A.nb * XPI_QK;
+  const int64_t np = ((int64_t)n + QMR - 1) / QMR * QMR;
+  A.q = (int8_t *)P;
+  A.dx = (float *)((char *)P + (((size_t)np * (size_t)A.kp + 63) & ~(size_t)63));
+  A.c8 = A.dx + np * A.nb;
+  return A;
+}
+
+size_t xpi_gemm_q_pack_bytes(int32_t n, int64_t cols) {
+  const size_t nb = (size_t)xpi_q_nblocks(cols), np = ((size_t)n + QMR - 1) / QMR * QMR;
+  if (nb > SIZE_MAX / 64 / (np + 1)) return SIZE_MAX;
+  return ((np * nb * XPI_QK + 63) & ~(size_t)63) + 2 * np * nb * sizeof(float);
+}
+
+/* Quantizes and packs tokens [t0, t1) of X (rows of cols floats), and the padding tokens after n if t1 == n. */
+void xpi_gemm_q_pack(xpi_dtype dt, void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const qacts A = acts_of(P, n, cols);
+  const int32_t np = (n + QMR - 1) / QMR * QMR, te = t1 == n ? np : t1;
+  int8_t *xq = aligned_alloc(64, ((size_t)A.kp * 2 + (size_t)A.nb * 2 * sizeof(float) + 127) & ~(size_t)63);
+  if (!xq) { /* cannot happen in practice (a few KiB); quantize in place, one block at a time */
+    for (int32_t t = t0; t < te; t++) {
+      const int64_t p = t / QMR, i = t % QMR;
+      int8_t *a = A.q + p * A.kp * QMR + i * 4;
+      for (int64_t b = 0; b < A.nb; b++) {
+        int8_t bq[XPI_QK];
+        uint8_t ba[XPI_QK];
+        float bdx = 0, bsx = 0;
+        const int64_t w = cols - b * XPI_QK < XPI_QK ? cols - b * XPI_QK : XPI_QK;
+        if (t < n) xpi_quant_act_avx2(bq, ba, &bdx, &bsx, X + (int64_t)t * cols + b * XPI_QK, w);
+        else memset(bq, 0, sizeof bq);
+        for (int k4 = 0; k4 < XPI_QK / 4; k4++) memcpy(a + (b * XPI_QK / 4 + k4) * QMR * 4, bq + k4 * 4, 4);
+        A.dx[p * A.nb * QMR + b * QMR + i] = bdx;
+        A.c8[p * A.nb * QMR + b * QMR + i] = dt == XPI_DT_Q4 ? 8.0f * bsx : 0.0f;
+      }
+    }
+    return;
+  }
+  uint8_t *xa = (uint8_t *)xq + A.kp;
+  float *dx = (float *)(xa + A.kp), *sx = dx + A.nb;
+  for (int32_t t = t0; t < te; t++) {
     const int64_t p = t / QMR, i = t % QMR;
-    int8_t *a = A->q + p * A->kp * QMR + i * 4;
-    float *ad = A->dx + p * A->nb * QMR + i, *ac = A->c8 + p * A->nb * QMR + i;
+    int8_t *a = A.q + p * A.kp * QMR + i * 4;
+    float *ad = A.dx + p * A.nb * QMR + i, *ac = A.c8 + p * A.nb * QMR + i;
     if (t >= n) {
-      for (int64_t k4 = 0; k4 < A->kp / 4; k4++) memset(a + k4 * QMR * 4, 0, 4);
-      for (int64_t b = 0; b < A->nb; b++) ad[b * QMR] = 0, ac[b * QMR] = 0;
+      for (int64_t k4 = 0; k4 < A.kp / 4; k4++) memset(a + k4 * QMR * 4, 0, 4);
+      for (int64_t b = 0; b < A.nb; b++) ad[b * QMR] = 0, ac[b * QMR] = 0;
       continue;
     }
     xpi_quant_act_avx2(xq, xa, dx, sx, X + (int64_t)t * cols, cols);
-    for (int64_t k4 = 0; k4 < A->kp / 4; k4++) memcpy(a + k4 * QMR * 4, xq + k4 * 4, 4);
-    for (int64_t b = 0; b < A->nb; b++) ad[b * QMR] = dx[b], ac[b * QMR] = dt == XPI_DT_Q4 ? 8.0f * sx[b] : 0.0f;
+    for (int64_t k4 = 0; k4 < A.kp / 4; k4++) memcpy(a + k4 * QMR * 4, xq + k4 * 4, 4);
+    for (int64_t b = 0; b < A.nb; b++) ad[b * QMR] = dx[b], ac[b * QMR] = dt == XPI_DT_Q4 ? 8.0f * sx[b] : 0.0f;
   }
+  free(xq);
 }
 
 /* In-register 8x8 transpose of 32-bit lanes: v[j] becomes lane j of the rows v[0..8). */
@@ -139,32 +176,27 @@ static inline __attribute__((always_inline)) void ukr(xpi_dtype dt, const int8_t
   xpi_gq_store(Y, ldy, f, nt, nr);
 }
 
-XPI_GQ_UKR(ukr_q4, ukr, XPI_DT_Q4)
-XPI_GQ_UKR(ukr_q8, ukr, XPI_DT_Q8)
+void xpi_gq_ukr_avx2_q4(const int8_t *a, const float *dx, const float *c8, const int8_t *P, const float *D,
+                        int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
+  ukr(XPI_DT_Q4, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
+}
+void xpi_gq_ukr_avx2_q8(const int8_t *a, const float *dx, const float *c8, const int8_t *P, const float *D,
+                        int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
+  ukr(XPI_DT_Q8, a, dx, c8, P, D, kb, Y, ldy, nt, nr);
+}
 
-int xpi_gemm_q(xpi_gq_ukr q8, xpi_gq_ukr q4, xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n,
-               const void *W, const uint16_t *d, int64_t r0, int64_t r1, int64_t cols) {
-  qacts A;
-  A.nb = xpi_q_nblocks(cols);
-  A.kp = A.nb * XPI_QK;
-  const int64_t np = ((int64_t)n + QMR - 1) / QMR * QMR;
-  /* one allocation: packed activations, their scales (dx and c8), a weight panel and its scales, the
-   * per-token quantization scratch */
-  const size_t qbytes = ((size_t)np * (size_t)A.kp + 63) & ~(size_t)63;
-  const size_t sbytes = 2 * (size_t)np * (size_t)A.nb * sizeof(float);
-  const size_t pbytes = (size_t)QNR * (size_t)A.kp, dbytes = (size_t)QNR * (size_t)A.nb * sizeof(float);
-  const size_t tbytes = 2 * (size_t)A.kp + 2 * (size_t)A.nb * sizeof(float);
-  if ((size_t)A.kp > (SIZE_MAX / 4 - 64) / ((size_t)np + QNR + 4)) return 0;
-  char *buf = aligned_alloc(64, (qbytes + sbytes + pbytes + dbytes + tbytes + 63) & ~(size_t)63);
-  if (!buf) return 0;
-  A.q = (int8_t *)buf;
-  A.dx = (float *)(buf + qbytes);
-  A.c8 = A.dx + np * A.nb;
-  int8_t *P = (int8_t *)(buf + qbytes + sbytes); /* 32-byte aligned, as qbytes, sbytes and kp are multiples of 32 */
-  float *D = (float *)(buf + qbytes + sbytes + pbytes);
-  pack_acts(dt, &A, X, n, cols, buf + qbytes + sbytes + pbytes + dbytes);
+size_t xpi_gemm_q_scratch_bytes(int64_t cols) {
+  const size_t nb = (size_t)xpi_q_nblocks(cols);
+  return QNR * nb * XPI_QK + QNR * nb * sizeof(float);
+}
 
-  const int64_t rb = xpi_q_row_bytes(dt, cols), lines = (rb + 63) / 64, sweeps = np / QMR;
+void xpi_gemm_q_run(xpi_gq_ukr ukr_fn, xpi_dtype dt, float *Y, int64_t ldy, const void *Pk, int32_t n,
+                    const void *W, const uint16_t *d, int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1,
+                    void *scratch) {
+  const qacts A = acts_of(Pk, n, cols);
+  int8_t *P = scratch; /* 32-byte aligned: the scratch is 64-byte aligned */
+  float *D = (float *)(P + (size_t)QNR * (size_t)A.kp);
+  const int64_t rb = xpi_q_row_bytes(dt, cols), lines = (rb + 63) / 64, sweeps = (t1 - t0 + QMR - 1) / QMR;
   const int64_t per = (QNR * lines + sweeps - 1) / sweeps; /* prefetches per microkernel call */
   for (int64_t r = r0; r < r1; r += QNR) {
     const int nr = r1 - r < QNR ? (int)(r1 - r) : QNR;
@@ -175,20 +207,13 @@ int xpi_gemm_q(xpi_gq_ukr q8, xpi_gq_ukr q4, xpi_dtype dt, float *Y, int64_t ldy
     for (int64_t i = 0; i < nn; i++) /* and its scales, at once (a line or a few per row) */
       for (int64_t o = 0; o < A.nb * 2; o += 64) _mm_prefetch((const char *)(d + (r + QNR + i) * A.nb) + o, _MM_HINT_T0);
     int64_t pf = 0;
-    for (int64_t t = 0; t < n; t += QMR) {
-      const int nt = n - t < QMR ? (int)(n - t) : QMR;
+    for (int64_t t = t0; t < t1; t += QMR) {
+      const int nt = t1 - t < QMR ? (int)(t1 - t) : QMR;
       const int64_t p = t / QMR;
       for (int64_t e = pf + per; pf < e && pf < nn * lines; pf++)
         _mm_prefetch((const char *)W + (r + QNR + pf / lines) * rb + pf % lines * 64, _MM_HINT_T0);
-      (dt == XPI_DT_Q4 ? q4 : q8)(A.q + p * A.kp * QMR, A.dx + p * A.nb * QMR, A.c8 + p * A.nb * QMR, P, D, A.nb,
-                                  Y + t * ldy + r, ldy, nt, nr);
+      ukr_fn(A.q + p * A.kp * QMR, A.dx + p * A.nb * QMR, A.c8 + p * A.nb * QMR, P, D, A.nb, Y + t * ldy + r, ldy,
+             nt, nr);
     }
   }
-  free(buf);
-  return 1;
-}
-
-int xpi_gemm_q_avx2(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W,
-                    const uint16_t *d, int64_t r0, int64_t r1, int64_t cols) {
-  return xpi_gemm_q(ukr_q8, ukr_q4, dt, Y, ldy, X, n, W, d, r0, r1, cols);
 }

@@ -4,9 +4,9 @@
  *  - decode (n < XPI_CPU_GEMM_MIN_N): streaming GEMV. Each weight row is read once from memory and used for
  *    all n tokens while it sits in L1; four rows are walked together so loads of x are shared and enough
  *    independent FMA chains hide latency. Q8/Q4 quantize the activations to int8 once per call and use
- *    exact int32 block dot products (maddubs), as quant.h documents.
- *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below). The activations are packed
- *    once per call; each panel of 16 weight rows x KC columns is converted (bf16/f16 -> f32, once per
+ *    exact int32 block dot products (maddubs; q256.h), as quant.h documents.
+ *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below), in the phases of
+ *    cpu_kernels.h's xpi_cpu_gemm. The activations are packed once per matmul, shared by all threads; each panel of 16 weight rows x KC columns is converted (bf16/f16 -> f32, once per
  *    matmul) into a column-major panel while a 6x16 register-blocked microkernel sweeps all tokens over it,
  *    and the next panel is prefetched meanwhile. About 80% of the FMA peak of one Zen 3
  *    core on the Qwen3-0.6B shapes with bf16 weights (~70 of 85-93 GFLOP/s; the microkernel alone 97%).
@@ -20,6 +20,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/gemm_q.h"
+#include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/quant.h"
 #include "ops/cpu/simd_avx2.h"
 
@@ -27,7 +28,6 @@
 #define NR 16    /* weight rows per panel = two ymm */
 #define MR 6     /* tokens per microkernel call: 12 accumulators */
 #define RG 128   /* weight rows whose outputs stay in L2 while K is walked in KC chunks */
-#define CC 4096  /* decode: activation columns quantized per chunk (stack buffers) */
 
 
 /* 8 weights -> f32 */
@@ -232,142 +232,8 @@ void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const flo
   }
 }
 
-static inline __m256i q4_unpack(const uint8_t *p) {
-  __m128i v = _mm_loadu_si128((const __m128i *)p);
-  __m256i w = _mm256_set_m128i(_mm_srli_epi16(v, 4), v);
-  return _mm256_and_si256(w, _mm256_set1_epi8(0x0f));
-}
-
-/* int32 x8 partial sums of one block: q8 by the sign trick (|x| unsigned times w with x's sign: exact,
- * no int16 saturation as |x|,|w| <= 127), q4 unsigned nibbles times signed x (the -8 is corrected apart). */
-static inline __m256i q8_block(const int8_t *q, const int8_t *xq, const uint8_t *xa) {
-  const __m256i x = _mm256_loadu_si256((const __m256i *)xq), ax = _mm256_loadu_si256((const __m256i *)xa);
-  const __m256i p = _mm256_maddubs_epi16(ax, _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)q), x));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-static inline __m256i q4_block(const uint8_t *q, const int8_t *xq) {
-  const __m256i p = _mm256_maddubs_epi16(q4_unpack(q), _mm256_loadu_si256((const __m256i *)xq));
-  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
-
-/* One row over nb blocks: sum_b d[b]*dx[b]*(int dot of block b); for q4 minus 8*sum_b d[b]*sx[b].
- * Scales are formed 8 blocks at a time (one half->f32 conversion), two accumulators hide FMA latency. */
-#define DEF_QROW(NAME, BS, BLOCK, IS_Q4)                                                                      \
-  static inline float NAME(const void *qv, const uint16_t *d, const int8_t *xq, const uint8_t *xa, const float *dx, \
-                           const float *sx, int64_t nb) {                                                     \
-    const uint8_t *q = qv;                                                                                    \
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;                                              \
-    (void)xa; (void)sx; (void)corr;                                                                           \
-    int64_t b = 0;                                                                                            \
-    for (; b + 8 <= nb; b += 8) {                                                                             \
-      _Alignas(32) float sc[8];                                                                               \
-      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));                           \
-      _mm256_store_ps(sc, _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b)));                                        \
-      if (IS_Q4) corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);                                   \
-      for (int k = 0; k < 8; k += 2) {                                                                        \
-        const int64_t i = b + k;                                                                              \
-        acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(i)), _mm256_broadcast_ss(&sc[k]), acc0);              \
-        acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(i + 1)), _mm256_broadcast_ss(&sc[k + 1]), acc1);      \
-      }                                                                                                       \
-    }                                                                                                         \
-    float tail = 0;                                                                                           \
-    for (; b < nb; b++) {                                                                                     \
-      const float dd = _cvtsh_ss(d[b]);                                                                       \
-      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(BLOCK(b)), _mm256_set1_ps(dd * dx[b]), acc0);                 \
-      if (IS_Q4) tail += dd * sx[b];                                                                          \
-    }                                                                                                         \
-    float r = xpi_hsum8(_mm256_add_ps(acc0, acc1));                                                               \
-    if (IS_Q4) r -= 8.0f * (xpi_hsum8(corr) + tail);                                                              \
-    return r;                                                                                                 \
-  }
-#define Q8_BLOCK(i) q8_block((const int8_t *)q + (i) * XPI_QK, xq + (i) * XPI_QK, xa + (i) * XPI_QK)
-#define Q4_BLOCK(i) q4_block(q + (i) * (XPI_QK / 2), xq + (i) * XPI_QK)
-DEF_QROW(q8_row, XPI_QK, Q8_BLOCK, 0)
-DEF_QROW(q4_row_plain, XPI_QK / 2, Q4_BLOCK, 1)
-
-/* Activations of a q4 dot in pair order: for blocks 2p, 2p+1 the 64 bytes are [2p: 0-15 | 2p+1: 0-15 |
- * 2p: 16-31 | 2p+1: 16-31], matching one 32-byte load of two q4 blocks split into low and high nibbles. */
-static void q4_pair_order(int8_t *xp, const int8_t *xq, int64_t nb) {
-  for (int64_t p = 0; p + 1 < nb; p += 2) {
-    memcpy(xp + p * 32, xq + p * 32, 16);
-    memcpy(xp + p * 32 + 16, xq + (p + 1) * 32, 16);
-    memcpy(xp + p * 32 + 32, xq + p * 32 + 16, 16);
-    memcpy(xp + p * 32 + 48, xq + (p + 1) * 32 + 16, 16);
-  }
-}
-
-/* q4 row, two blocks per 32-byte load: low nibbles hold elements 0-15 and high nibbles 16-31 of both
- * blocks, so lanes 0-3 of the int32 sums belong to the first block and 4-7 to the second; one conversion
- * and one FMA with [s, s, s, s, s', s', s', s'] serve both. The two maddubs results are added in int16
- * (each |.| <= 2*15*127, the sum fits). */
-static inline float q4_row(const void *qv, const uint16_t *d, const int8_t *xq, const int8_t *xp, const float *dx,
-                           const float *sx, int64_t nb) {
-  const uint8_t *q = qv;
-  const __m256i m4 = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
-  const __m256i i0 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1), i1 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3),
-                i2 = _mm256_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5), i3 = _mm256_setr_epi32(6, 6, 6, 6, 7, 7, 7, 7);
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0, corr = acc0;
-  int64_t b = 0;
-  for (; b + 8 <= nb; b += 8) {
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
-    const __m256 sc = _mm256_mul_ps(dw, _mm256_loadu_ps(dx + b));
-    corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);
-#define Q4_PAIR(k, idx, acc)                                                                               \
-  do {                                                                                                     \
-    const __m256i v = _mm256_loadu_si256((const __m256i *)(q + (b + (k)) * 16));                           \
-    const int8_t *xx = xp + (b + (k)) * 32;                                                                \
-    const __m256i lo = _mm256_maddubs_epi16(_mm256_and_si256(v, m4), _mm256_loadu_si256((const __m256i *)xx)); \
-    const __m256i hi = _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(v, 4), m4),                  \
-                                            _mm256_loadu_si256((const __m256i *)(xx + 32)));               \
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_add_epi16(lo, hi), ones)),            \
-                          _mm256_permutevar8x32_ps(sc, idx), acc);                                         \
-  } while (0)
-    Q4_PAIR(0, i0, acc0);
-    Q4_PAIR(2, i1, acc1);
-    Q4_PAIR(4, i2, acc0);
-    Q4_PAIR(6, i3, acc1);
-#undef Q4_PAIR
-  }
-  float r = xpi_hsum8(_mm256_add_ps(acc0, acc1)) - 8.0f * xpi_hsum8(corr);
-  if (b < nb) r += q4_row_plain(q + b * 16, d + b, xq + b * XPI_QK, NULL, dx + b, sx + b, nb - b);
-  return r;
-}
-
-static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                   int64_t r0, int64_t r1, int64_t cols) {
-  int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
-  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC]; /* q8: |xq|; q4: xq in pair order */
-  float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
-  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
-  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  const uint8_t *qs = W;
-  const uint16_t *d = aux;
-  /* column chunks keep the quantized activations on the stack for any width */
-  for (int64_t c0 = 0; c0 < cols; c0 += CC) {
-    const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
-    const int64_t ahead = (4096 + nbc * bs - 1) / (nbc * bs);
-    for (int32_t t = 0; t < n; t++) {
-      xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
-      if (dt == XPI_DT_Q4) q4_pair_order((int8_t *)xa[t], xq[t], nbc);
-    }
-    for (int64_t r = r0; r < r1; r++) {
-      const uint8_t *q = qs + r * rb + cb * bs;
-      const uint16_t *dr = d + r * nb + cb;
-      if (r + ahead < r1) { /* the row ~4 KiB ahead: quants and scales are two streams the hardware
-                             * prefetcher follows late (measured: +15-20% tokens/s for q4, ~+10% for q8) */
-        const char *qn = (const char *)(q + ahead * rb);
-        for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
-        _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
-      }
-      for (int32_t t = 0; t < n; t++) {
-        const float v = dt == XPI_DT_Q8 ? q8_row(q, dr, xq[t], xa[t], dx[t], sx[t], nbc)
-                                        : q4_row(q, dr, xq[t], (const int8_t *)xa[t], dx[t], sx[t], nbc);
-        float *y = Y + (int64_t)t * ldy + r;
-        *y = c0 == 0 ? v : *y + v;
-      }
-    }
-  }
-}
+/* The q8/q4 decode GEMV (maddubs flavour of q256.h). */
+#include "ops/cpu/q256.h"
 
 /* ------------------------------------------------------------------ prefill GEMM */
 /* Goto/BLIS-style blocking. The n activation rows are packed once per call into MR-token panels
@@ -432,15 +298,18 @@ DEF_DIRECT(direct_f32, 4, ld8_f32)
 DEF_DIRECT(direct_bf16, 2, ld8_bf16)
 DEF_DIRECT(direct_f16, 2, ld8_f16)
 
-/* A[(t/MR)*kc*MR + k*MR + t%MR] = X[t, k] for k < kc, t < n rounded up to MR (padding tokens are zero). */
-static void pack_a(float *A, const float *X, int64_t ldx, int32_t n, int64_t kc) {
-  for (int32_t t0 = 0; t0 < n; t0 += MR) {
-    float *a = A + (int64_t)(t0 / MR) * kc * MR;
-    for (int t = 0; t < MR; t++) {
-      if (t0 + t >= n) { for (int64_t k = 0; k < kc; k++) a[k * MR + t] = 0; continue; }
-      const float *x = X + (int64_t)(t0 + t) * ldx;
-      for (int64_t k = 0; k < kc; k++) a[k * MR + t] = x[k];
+/* A[(t/MR)*kc*MR + k*MR + t%MR] = X[t, k] for k < kc and tokens [t0, t1) (t0 a multiple of MR); when t1 == n
+ * the padding tokens of the last panel are zeroed too. */
+static void pack_a(float *A, const float *X, int64_t ldx, int32_t n, int64_t kc, int32_t t0, int32_t t1) {
+  const int32_t te = t1 == n ? (n + MR - 1) / MR * MR : t1;
+  for (int32_t t = t0; t < te; t++) {
+    float *a = A + (int64_t)(t / MR) * kc * MR + t % MR;
+    if (t >= n) {
+      for (int64_t k = 0; k < kc; k++) a[k * MR] = 0;
+      continue;
     }
+    const float *x = X + (int64_t)t * ldx;
+    for (int64_t k = 0; k < kc; k++) a[k * MR] = x[k];
   }
 }
 
@@ -511,14 +380,13 @@ static void pf_step(pf_cursor *c, int lines) {
   }
 }
 
-/* Tokens [0, nb) of the product with packing buffers A (nb rounded up to MR, x cols), R and P (NR x KC).
- * Loop order: groups of RG weight rows, then KC-column chunks, then NR-row panels, then MR-token panels, so
- * that the group's outputs (nb x RG) stay in L2 while its chunks are walked. */
-static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *A, float *R, float *P, float *Y,
-                       int64_t ldy, const float *X, int32_t nb, const void *W, const void *aux, int64_t r0,
+/* Tokens [t0, t1) (t0 a multiple of MR) of the product from the packed activations A (all tokens, whole rows),
+ * with panel buffers R and P (NR x KC each). Loop order: groups of RG weight rows, then KC-column chunks, then
+ * NR-row panels, then MR-token panels, so that the group's outputs stay in L2 while its chunks are walked. */
+static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, const float *A, float *R, float *P,
+                       float *Y, int64_t ldy, int32_t t0, int32_t t1, const void *W, const void *aux, int64_t r0,
                        int64_t r1, int64_t cols) {
-  pack_a(A, X, cols, nb, cols);
-  const int sweeps = (nb + MR - 1) / MR;
+  const int sweeps = (t1 - t0 + MR - 1) / MR;
   for (int64_t g = r0; g < r1; g += RG) {
     const int64_t g1 = r1 - g < RG ? r1 : g + RG;
     for (int64_t c0 = 0; c0 < cols; c0 += KC) {
@@ -541,8 +409,8 @@ static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *
         const int64_t pe = pc.r >= g1 && pc.c0 == 0 ? r1 : g1;
         pc.nr = pc.r < pe ? (pe - pc.r < NR ? (int)(pe - pc.r) : NR) : 0;
         const int per = (int)((pc.nr * (pc.kc * L->es / 64 + 2)) / sweeps + 1);
-        for (int32_t t = 0; t < nb; t += MR) {
-          const int nt = nb - t < MR ? nb - t : MR;
+        for (int32_t t = t0; t < t1; t += MR) {
+          const int nt = t1 - t < MR ? t1 - t : MR;
           pf_step(&pc, per);
           ukr(A + (int64_t)t * cols + c0 * MR, P, kc, Y + (int64_t)t * ldy + r, ldy, nt, nr, c0 > 0);
         }
@@ -553,62 +421,50 @@ static void gemm_block(rows_fn rows, direct_fn direct, const wlayout *L, float *
 
 /* ------------------------------------------------------------------ table entries */
 
-static void gemv_dense(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                       int64_t r0, int64_t r1, int64_t cols) {
-  (void)aux;
-  if (dt == XPI_DT_F32) gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
-  else if (dt == XPI_DT_BF16) gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
-  else gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
-}
-
-/* What the matmul needs to know of a weight dtype. */
-typedef struct {
-  xpi_dtype dt;
-  rows_fn rows;     /* panel rows to f32 (any panel) */
-  direct_fn direct; /* full dense panels straight into P, or NULL */
-  xpi_cpu_gemv_fn gemv; /* decode */
-} mm_type;
-
-static const mm_type k_f32 = {XPI_DT_F32, rows_f32, direct_f32, gemv_dense};
-static const mm_type k_bf16 = {XPI_DT_BF16, rows_bf16, direct_bf16, gemv_dense};
-static const mm_type k_f16 = {XPI_DT_F16, rows_f16, direct_f16, gemv_dense};
-static const mm_type k_q8 = {XPI_DT_Q8, NULL, NULL, gemv_q}; /* prefill: xpi_gemm_q_avx2 */
-static const mm_type k_q4 = {XPI_DT_Q4, NULL, NULL, gemv_q};
-
-/* Decode (n < XPI_CPU_GEMM_MIN_N) runs the GEMV; prefill the GEMM (q8/q4: the integer one), which falls back to
- * the GEMV a few tokens at a time if its packing buffer cannot be allocated. */
-static void mm(const mm_type *T, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-               int64_t r0, int64_t r1, int64_t cols) {
+/* The f32 GEMM in cpu_kernels.h's phases: P = the activations packed in MR-token panels (whole rows), the
+ * scratch = the R and P panel buffers. */
+static size_t f32_pack_bytes(int32_t n, int64_t cols) {
   const size_t np = ((size_t)n + MR - 1) / MR * MR;
-  const int is_q = T->dt == XPI_DT_Q8 || T->dt == XPI_DT_Q4;
-  if (is_q && n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q_avx2(T->dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
-  float *A = NULL;
-  size_t na = 0; /* floats of packed tokens, rounded up so the panel buffers after them stay 64-byte aligned */
-  if (!is_q && n >= XPI_CPU_GEMM_MIN_N && (size_t)cols <= (SIZE_MAX / 2 - 2 * NR * KC) / sizeof(float) / np) {
-    na = (np * (size_t)cols + 15) & ~(size_t)15;
-    A = aligned_alloc(64, (na + 2 * NR * KC) * sizeof(float));
-  }
-  if (!A) {
-    xpi_cpu_gemv_chunks(T->gemv, T->dt, Y, ldy, X, n, W, aux, r0, r1, cols);
-    return;
-  }
-  float *R = A + na, *P = R + NR * KC; /* the panel buffers, after the packed tokens */
-  const int es = T->dt == XPI_DT_F32 ? 4 : 2;
-  const wlayout L = {W, cols * es, es};
-  gemm_block(T->rows, T->direct, &L, A, R, P, Y, ldy, X, n, W, aux, r0, r1, cols);
-  free(A);
+  if ((size_t)cols > SIZE_MAX / 8 / np) return SIZE_MAX;
+  return np * (size_t)cols * sizeof(float);
 }
+static void f32_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  pack_a(P, X, cols, n, cols, t0, t1);
+}
+static size_t f32_scratch_bytes(int64_t cols) {
+  (void)cols;
+  return 2 * NR * KC * sizeof(float);
+}
+#define DEF_GEMM(NAME, DT, ROWS, DIRECT)                                                                        \
+  static void NAME##_run(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux,        \
+                         int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *S) {               \
+    (void)n;                                                                                                    \
+    const int es = DT == XPI_DT_F32 ? 4 : 2;                                                                    \
+    const wlayout L = {W, cols * es, es};                                                                       \
+    gemm_block(ROWS, DIRECT, &L, P, S, (float *)S + NR * KC, Y, ldy, t0, t1, W, aux, r0, r1, cols);            \
+  }                                                                                                             \
+  static const xpi_cpu_gemm NAME = {"avx2-f32", MR, NR, f32_pack_bytes, f32_pack, f32_scratch_bytes, NAME##_run, 0};
+DEF_GEMM(gemm_f32, XPI_DT_F32, rows_f32, direct_f32)
+DEF_GEMM(gemm_bf16, XPI_DT_BF16, rows_bf16, direct_bf16)
+DEF_GEMM(gemm_f16, XPI_DT_F16, rows_f16, direct_f16)
+XPI_GQ_GEMM(gemm_i8, "avx2-int8", xpi_gq_ukr_avx2_q8, xpi_gq_ukr_avx2_q4)
 
-#define DEF_MM(NAME, TYPE)                                                                                  \
-  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0, \
-                   int64_t r1, int64_t cols) {                                                              \
-    mm(&TYPE, Y, ldy, X, n, W, aux, r0, r1, cols);                                                          \
-  }
-DEF_MM(mm_f32, k_f32)
-DEF_MM(mm_bf16, k_bf16)
-DEF_MM(mm_f16, k_f16)
-DEF_MM(mm_q8, k_q8)
-DEF_MM(mm_q4, k_q4)
+static void gemv_f32_t(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                       int64_t r1, int64_t cols) {
+  (void)aux;
+  gemv_f32(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void gemv_f16_t(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
+                       int64_t r1, int64_t cols) {
+  (void)aux;
+  gemv_f16(Y, ldy, X, n, W, r0, r1, cols);
+}
+static void gemv_bf16_t(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
+                        int64_t r0, int64_t r1, int64_t cols) {
+  (void)aux;
+  gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
+}
+Q256_GEMV(gemv, q256_prep, q256_row)
 
 /* ------------------------------------------------------------------ vector kernels */
 static float dot_avx2(const float *a, const float *b, int64_t n) {
@@ -699,10 +555,28 @@ static void to_half_avx2(uint16_t *dst, const float *src, int64_t n, xpi_dtype d
   for (; i < n; i++) dst[i] = dt == XPI_DT_F16 ? xpi_f32_to_f16(src[i]) : xpi_f32_to_bf16(src[i]);
 }
 
+#define SMALLN(NAME, DT)                                                                                        \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,    \
+                   int64_t r1, int64_t cols) {                                                                     \
+    (void)aux;                                                                                                     \
+    xpi_cpu_mm_smalln_avx2(DT, Y, ldy, X, n, W, r0, r1, cols);                                                     \
+  }
+SMALLN(smalln_f32, XPI_DT_F32)
+SMALLN(smalln_f16, XPI_DT_F16)
+SMALLN(smalln_bf16, XPI_DT_BF16)
+
 static const xpi_cpu_kernels k_avx2 = {
   .isa = "avx2",
-  .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16, [XPI_DT_Q8] = mm_q8,
-         [XPI_DT_Q4] = mm_q4},
+  .gemv = {[XPI_DT_F32] = gemv_f32_t, [XPI_DT_F16] = gemv_f16_t, [XPI_DT_BF16] = gemv_bf16_t, [XPI_DT_Q8] = gemv_q8,
+           [XPI_DT_Q4] = gemv_q4},
+  .gemm = {[XPI_DT_F32] = &gemm_f32, [XPI_DT_F16] = &gemm_f16, [XPI_DT_BF16] = &gemm_bf16, [XPI_DT_Q8] = &gemm_i8_q8,
+           [XPI_DT_Q4] = &gemm_i8_q4},
+  .gemv_isa = {[XPI_DT_F32] = "avx2", [XPI_DT_F16] = "avx2", [XPI_DT_BF16] = "avx2", [XPI_DT_Q8] = "avx2",
+               [XPI_DT_Q4] = "avx2"},
+  .smalln = {[XPI_DT_F32] = smalln_f32, [XPI_DT_F16] = smalln_f16, [XPI_DT_BF16] = smalln_bf16},
+  .smalln_max = {[XPI_DT_F32] = XPI_CPU_SMALLN_MAX_AVX2, [XPI_DT_F16] = XPI_CPU_SMALLN_MAX_AVX2,
+                 [XPI_DT_BF16] = XPI_CPU_SMALLN_MAX_AVX2},
+  .smalln_isa = "avx2",
   .dot = dot_avx2,
   .axpy = axpy_avx2,
   .scale = scale_avx2,

@@ -1,141 +1,277 @@
 /* AVX-512 (F/BW/VL/DQ + BF16 + VNNI) kernels. Only where the wider ISA pays off is there new code:
- *  - q8/q4 decode GEMV with VNNI vpdpbusd (one instruction per 32-byte block instead of maddubs + madd),
- *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (gemm_q.h),
+ *  - the q8/q4 decode GEMV on 512-bit vectors with vpdpbusd (below),
+ *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (q256.h, EVEX-encoded on ymm),
+ *  - the bf16 prefill GEMM with vdpbf16ps (below: this table's; "auto" prefers the AVX2 f32 GEMM, measured 1.9x
+ *    faster on a Xeon, dispatch.c), and the AVX-512 packers of its and the AMX GEMMs' activations,
  *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c).
- * Everything else (the bf16/f32/f16 GEMM and GEMV, the int8 GEMM's driver, vector kernels) is the AVX2 table's,
- * which every AVX-512 CPU also runs: its packed f32 GEMM reaches ~84% of the FMA peak, and on Zen 4 (512-bit ops split
- * in two 256-bit halves) 512-bit FMAs would not raise that peak. A vdpbf16ps GEMM (twice the multiply rate,
- * activations rounded to bf16) is the step left for AVX512_BF16 CPUs.
- * bf16 decode is memory-bound, and the AVX2 GEMV's four-stream reading is what sets its speed (kernels_avx2.c). */
+ * Everything else (the f32/f16 GEMM and GEMV, the bf16 GEMV, vector kernels) is the AVX2 table's, which every
+ * AVX-512 CPU also runs: bf16 decode is bound by memory, and the AVX2 GEMV's four-stream reading is what sets
+ * its speed (kernels_avx2.c).
+ *
+ * Why the decode GEMV here was once 1.6-3.8x slower than the AVX2 one (measured on an Emerald Rapids Xeon, one
+ * thread, q4 1.96 vs 7.44 GB/s, q8 6.06 vs 10.66): per 32-weight block it converted the block's half scale with
+ * the portable bit-twiddling xpi_f16_to_f32 (branches, ~20 scalar instructions; twice per block for q4, for the
+ * offset correction too), summed q4's correction in one scalar add chain, kept one vector accumulator (one FMA
+ * latency per block), and did not prefetch. perf (cpu-clock samples) put most of its time on those scalar
+ * instructions. It never used a zmm register, so the AVX-512 frequency licence was not the cause. The kernel
+ * below converts 8 scales with one vcvtph2ps, keeps two accumulators, prefetches as the AVX2 GEMV, and reads
+ * 64 bytes per vpdpbusd. */
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "ops/cpu/cpu_isa.h"
-#include "ops/cpu/cpu_kernels.h"
-#include "ops/cpu/gemm_q.h"
+#define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_epi32(acc, u8, s8)
+#include "ops/cpu/q256.h"
 #include "ops/cpu/mm_smalln.h"
-#include "ops/cpu/quant.h"
+#include "ops/cpu/amx_layout.h"
+#include "ops/cpu/simd_avx512.h"
 
-#define CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
 
-/* ------------------------------------------------------------------ q8/q4 decode GEMV with VNNI */
-static inline __m256i q4_unpack(const uint8_t *p) {
-  __m128i v = _mm_loadu_si128((const __m128i *)p);
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
-}
-
-static float q_dot(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const int8_t *xq, const uint8_t *xa,
-                   const float *dx, const float *sx, int64_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  float corr = 0;
-  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  for (int64_t b8 = 0; b8 < nb; b8 += 8) {
-    const int64_t cnt = nb - b8 < 8 ? nb - b8 : 8;
-    float sc[8];
-    for (int64_t k = 0; k < cnt; k++) sc[k] = xpi_f16_to_f32(d[b8 + k]) * dx[b8 + k];
-    for (int64_t k = 0; k < cnt; k++) {
-      const int64_t b = b8 + k;
-      const __m256i x = _mm256_loadu_si256((const __m256i *)(xq + b * XPI_QK));
-      __m256i p;
-      if (dt == XPI_DT_Q8) /* |x| (unsigned) times w with x's sign: x*w without saturation */
-        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * XPI_QK)),
-                                _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + b * bs)), x));
-      else
-        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_unpack(q + b * bs), x);
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(sc[k]), acc);
-      if (dt == XPI_DT_Q4) corr += xpi_f16_to_f32(d[b]) * sx[b];
+/* ------------------------------------------------------------------ q8/q4 decode GEMV, 512-bit */
+/* Activations of a q4 dot in quad order: for blocks 4p..4p+3 the 128 bytes are [elements 0-15 of each of the
+ * four blocks | elements 16-31 of each], matching one 64-byte load of four q4 blocks split into low and high
+ * nibbles (each 128-bit lane one block). Blocks after the last full quad keep block order. */
+static void q4_quad_order(int8_t *xp, const int8_t *xq, int64_t nb) {
+  for (int64_t p = 0; p + 4 <= nb; p += 4)
+    for (int j = 0; j < 4; j++) {
+      memcpy(xp + p * 32 + j * 16, xq + (p + j) * 32, 16);
+      memcpy(xp + p * 32 + 64 + j * 16, xq + (p + j) * 32 + 16, 16);
     }
-  }
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s) - 8.0f * corr;
+  for (int64_t b = nb & ~(int64_t)3; b < nb; b++) memcpy(xp + b * 32, xq + b * 32, 32);
 }
 
-static void gemv_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                   int64_t r0, int64_t r1, int64_t cols) {
-  int8_t xq[XPI_CPU_GEMM_MIN_N][CC];
-  uint8_t xa[XPI_CPU_GEMM_MIN_N][CC];
-  float dx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK], sx[XPI_CPU_GEMM_MIN_N][CC / XPI_QK];
-  const int64_t nb = xpi_q_nblocks(cols), rb = xpi_q_row_bytes(dt, cols);
-  const int bs = dt == XPI_DT_Q8 ? XPI_QK : XPI_QK / 2;
-  for (int64_t c0 = 0; c0 < cols; c0 += CC) {
-    const int64_t cw = cols - c0 < CC ? cols - c0 : CC, cb = c0 / XPI_QK;
-    for (int32_t t = 0; t < n; t++) xpi_quant_act_avx2(xq[t], xa[t], dx[t], sx[t], X + (int64_t)t * cols + c0, cw);
-    for (int64_t r = r0; r < r1; r++) {
-      const uint8_t *q = (const uint8_t *)W + r * rb + cb * bs;
-      const uint16_t *d = (const uint16_t *)aux + r * nb + cb;
-      for (int32_t t = 0; t < n; t++) {
-        float s = q_dot(dt, q, d, xq[t], xa[t], dx[t], sx[t], xpi_q_nblocks(cw));
-        float *y = Y + (int64_t)t * ldy + r;
-        *y = c0 == 0 ? s : *y + s;
+static inline int32_t hsum_epi32(__m256i c) {
+  __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(c), _mm256_extracti128_si256(c, 1));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+  s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+  return _mm_cvtsi128_si32(s4);
+}
+
+/* One q4 row over nb blocks: sum_b d[b]*dx[b]*(int dot of block b) - 8*sum_b d[b]*sx[b]. Scales of 8 blocks are
+ * spread over the 16 int32 lanes (4 per block) by a permute. */
+static inline float q4_row(const uint8_t *q, const uint16_t *d, const int8_t *xp, const float *dx, const float *sx,
+                           int64_t nb) {
+  const __m512i m4 = _mm512_set1_epi8(0x0f);
+  const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  const __m512i i1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  __m256 corr = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(dx + b)));
+    corr = _mm256_fmadd_ps(dw, _mm256_loadu_ps(sx + b), corr);
+#define Q4_QUAD(k, idx, acc)                                                                                 \
+  do {                                                                                                       \
+    const __m512i v = _mm512_loadu_si512((const void *)(q + (b + (k)) * 16));                                 \
+    const int8_t *xx = xp + (b + (k)) * 32;                                                                  \
+    __m512i c = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_and_si512(v, m4), _mm512_loadu_si512(xx)); \
+    c = _mm512_dpbusd_epi32(c, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4), _mm512_loadu_si512(xx + 64));   \
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc), acc);                         \
+  } while (0)
+    Q4_QUAD(0, i0, acc0);
+    Q4_QUAD(4, i1, acc1);
+#undef Q4_QUAD
+  }
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)), cs = q256_hsum(corr);
+  for (; b < nb; b++) { /* tail blocks: block order from the last full quad on, else quad order */
+    const __m128i v = _mm_loadu_si128((const __m128i *)(q + b * 16));
+    const __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(v, 4), v), _mm256_set1_epi8(0x0f));
+    const int64_t p = b & ~(int64_t)3;
+    const __m256i x = p + 4 <= nb ? _mm256_set_m128i(_mm_loadu_si128((const __m128i *)(xp + p * 32 + 64 + (b - p) * 16)),
+                                                     _mm_loadu_si128((const __m128i *)(xp + p * 32 + (b - p) * 16)))
+                                  : _mm256_loadu_si256((const __m256i *)(xp + b * 32));
+    const float dd = _cvtsh_ss(d[b]);
+    r += dd * dx[b] * (float)hsum_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x));
+    cs += dd * sx[b];
+  }
+  return r - 8.0f * cs;
+}
+
+/* One q8 row: |x| (unsigned) times w carrying x's sign; AVX-512 has no vpsignb, so w is negated under a mask
+ * of x's sign bits (xn: one bit per byte of x, made once per call). Exact, as |x|, |w| <= 127. */
+static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa, const uint64_t *xn,
+                           const float *dx, int64_t nb) {
+  const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i i1 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m512i i2 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
+  const __m512i i3 = _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
+  const __m512i zero = _mm512_setzero_si512();
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    const __m512 sc = _mm512_castps256_ps512(
+        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b))), _mm256_loadu_ps(dx + b)));
+#define Q8_PAIR(k, idx, acc)                                                                                \
+  do {                                                                                                      \
+    const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                \
+    const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(xn[(b + (k)) / 2]), zero, w);                   \
+    const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(xa + (b + (k)) * 32)), ws); \
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc), acc);                       \
+  } while (0)
+    Q8_PAIR(0, i0, acc0);
+    Q8_PAIR(2, i1, acc1);
+    Q8_PAIR(4, i2, acc0);
+    Q8_PAIR(6, i3, acc1);
+#undef Q8_PAIR
+  }
+  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+  for (; b < nb; b++) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(q + b * 32));
+    const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[b / 2] >> (32 * (b & 1))), _mm256_setzero_si256(), w);
+    const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * 32)), ws);
+    r += _cvtsh_ss(d[b]) * dx[b] * (float)hsum_epi32(c);
+  }
+  return r;
+}
+
+/* q4 activations in quad order; q8's sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32) */
+static inline void prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
+  if (dt == XPI_DT_Q4) {
+    q4_quad_order((int8_t *)A->xa[t], A->xq[t], nbc);
+    return;
+  }
+  for (int64_t o = 0; o < nbc * XPI_QK; o += 64)
+    A->xn[t][o / 64] = o + 64 <= nbc * XPI_QK
+                           ? _cvtmask64_u64(_mm512_movepi8_mask(_mm512_load_si512((const void *)(A->xq[t] + o))))
+                           : (uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(_mm256_load_si256((const __m256i *)(A->xq[t] + o))));
+}
+static inline float row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t, int64_t nbc) {
+  return dt == XPI_DT_Q8 ? q8_row((const int8_t *)q, d, A->xa[t], A->xn[t], A->dx[t], nbc)
+                         : q4_row(q, d, (const int8_t *)A->xa[t], A->dx[t], A->sx[t], nbc);
+}
+Q256_GEMV(gemv, prep, row)
+
+/* ------------------------------------------------------------------ bf16-term and int8 packers (amx_layout.h) */
+
+/* amx_layout.h's bf16 layout: per token, 32 columns at a time are rounded to bf16 (vcvtne2ps2bf16: round to
+ * nearest even, as xpi_f32_to_bf16 for finite values), the remainder rounded again for the next term, and each
+ * column pair stored to its row of the B tile (64 bytes apart). */
+void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  for (int64_t t = t0; t < te; t++) {
+    uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    for (int64_t c = 0; c < kp; c += 32) {
+      __m512 lo = _mm512_setzero_ps(), hi = lo;
+      if (t < n) {
+        const int64_t m = cols - c;
+        const __mmask16 k0 = m >= 16 ? 0xffff : m > 0 ? (__mmask16)((1u << m) - 1) : 0;
+        const __mmask16 k1 = m >= 32 ? 0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
+        lo = _mm512_maskz_loadu_ps(k0, X + t * cols + c);
+        hi = _mm512_maskz_loadu_ps(k1, X + t * cols + c + 16);
+      }
+      for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+        const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo); /* columns c..c+31 in order */
+        _Alignas(64) uint32_t pairs[16];
+        _mm512_store_si512((void *)pairs, (__m512i)h);
+        uint32_t *o = panel + (s * kp / 2 + c / 2) * XPI_AMX_TT;
+        for (int j = 0; j < 16; j++) o[j * XPI_AMX_TT] = pairs[j];
+        if (s + 1 < XPI_AMX_BF16_TERMS) { /* the remainders (exact), for the next term */
+          const __m512i hv = (__m512i)h;
+          lo = _mm512_sub_ps(lo, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16)));
+          hi = _mm512_sub_ps(hi, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16)));
+        }
       }
     }
   }
 }
 
-/* ------------------------------------------------------------------ q8/q4 prefill GEMM microkernels with VNNI */
-/* The AVX2 GEMM's driver and layouts (gemm_q.h), with vpdpbusd: one instruction multiplies 8 rows x 4 columns
- * by a token and adds into int32, where AVX2 needs maddubs then an add (Q4: int16 sums widened per block;
- * Q8: madd, then add). Q8 keeps the sign trick (|w| times x with w's sign). */
-static inline __attribute__((always_inline)) void gq_ukr_vnni(xpi_dtype dt, const int8_t *a, const float *dx,
-                                                              const float *c8, const int8_t *P, const float *D,
-                                                              int64_t kb, float *Y, int64_t ldy, int nt, int nr) {
-  __m256 f[XPI_GQ_MR];
-  for (int t = 0; t < XPI_GQ_MR; t++) f[t] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < kb; b++) {
-    const int8_t *pb = P + b * (XPI_QK / 4) * XPI_GQ_NR * 4, *ab = a + b * (XPI_QK / 4) * XPI_GQ_MR * 4;
-    __m256i c[XPI_GQ_MR];
-    for (int t = 0; t < XPI_GQ_MR; t++) c[t] = _mm256_setzero_si256();
-#pragma GCC unroll 8
-    for (int j = 0; j < XPI_QK / 4; j++) {
-      const __m256i p = _mm256_load_si256((const __m256i *)(pb + j * XPI_GQ_NR * 4));
-      const __m256i pa = dt == XPI_DT_Q4 ? p : _mm256_abs_epi8(p);
-#pragma GCC unroll 8
-      for (int t = 0; t < XPI_GQ_MR; t++) {
-        const __m256i x = xpi_gq_bcast4(ab + (j * XPI_GQ_MR + t) * 4);
-        c[t] = _mm256_dpbusd_epi32(c[t], pa, dt == XPI_DT_Q4 ? x : _mm256_sign_epi8(x, p));
-      }
-    }
-    const __m256 dw = _mm256_load_ps(D + b * XPI_GQ_NR);
-#pragma GCC unroll 8
-    for (int t = 0; t < XPI_GQ_MR; t++) f[t] = xpi_gq_scale(f[t], dw, c[t], dx, c8, b, t);
+/* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
+ * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. */
+void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t nb = xpi_q_nblocks(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  int8_t *xq = aligned_alloc(64, ((size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 127) & ~(size_t)63);
+  if (!xq) { /* a few KiB; if even that fails, the reference packer needs nothing */
+    xpi_amx_i8_pack_ref(P, X, n, cols, t0, t1);
+    return;
   }
-  xpi_gq_store(Y, ldy, f, nt, nr);
+  uint8_t *xa = (uint8_t *)xq + nb * XPI_QK;
+  float *dxt = (float *)(xa + nb * XPI_QK), *sx = dxt + nb;
+  for (int64_t t = t0; t < te; t++) {
+    uint32_t *panel = (uint32_t *)xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    float *dx = (float *)xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+    if (t < n) xpi_quant_act_avx2(xq, xa, dxt, sx, X + t * cols, cols);
+    else memset(xq, 0, (size_t)nb * XPI_QK), memset(dxt, 0, (size_t)nb * sizeof(float));
+    const uint32_t *g = (const uint32_t *)xq;
+    for (int64_t i = 0; i < nb * 8; i++) panel[i * XPI_AMX_TT] = g[i];
+    for (int64_t b = 0; b < nb; b++) dx[b * XPI_AMX_TT] = dxt[b];
+  }
+  free(xq);
 }
-XPI_GQ_UKR(gq_q4, gq_ukr_vnni, XPI_DT_Q4)
-XPI_GQ_UKR(gq_q8, gq_ukr_vnni, XPI_DT_Q8)
+
+
+/* ------------------------------------------------------------------ bf16 prefill GEMM with vdpbf16ps */
+/* vdpbf16ps multiplies pairs of bf16 and adds both products into f32 lanes: 32 multiply-adds an instruction, twice
+ * an f32 FMA's. The activations are amx_layout.h's bf16 terms (panels of 16 tokens, column pairs, packed by
+ * xpi_amx_bf16_pack above) for the same numerics as the AMX GEMM: XPI_AMX_BF16_TERMS terms, the activations
+ * exact (one term, bf16 activations, moves the goldens' logits beyond their tolerance; amx_layout.h). Each term
+ * is one more vdpbf16ps per pair: with two terms the multiply rate is an f32 FMA's, and it measured half the
+ * AVX2 f32 GEMM's speed on a Xeon; so this is the forced avx512 table's kernel only (dispatch.c).
+ * Weights: per panel of 16 rows, P[kk][16][2] bf16 (a zmm per column pair, lane i = row i: vdpbf16ps's first
+ * operand), made with 16 x 16 transposes of 32-bit pairs. Microkernel: 16 rows x 16 tokens, one accumulator per
+ * token, a broadcast of the token's pair per term. */
+static void bf16_panel(uint32_t *P, const uint16_t *W, int64_t r, int nr, int64_t cols) {
+  const int64_t kp = xpi_amx_kp(cols);
+  for (int64_t c = 0; c < kp; c += 32) {
+    const int64_t m = cols - c; /* columns left: a ragged last chunk is zero padded (never read past a row) */
+    const __mmask32 k = m >= 32 ? 0xffffffffu : (__mmask32)((1u << m) - 1);
+    __m512 v[16];
+    for (int i = 0; i < 16; i++)
+      v[i] = i < nr ? _mm512_castsi512_ps(_mm512_maskz_loadu_epi16(k, W + (r + i) * cols + c)) : _mm512_setzero_ps();
+    xpi_tr16(v); /* v[j] = column pair j of the 16 rows */
+    for (int j = 0; j < 16; j++) _mm512_store_ps((float *)(P + (c / 2 + j) * 16), v[j]);
+  }
+}
+
+static void bf16_ukr(const uint32_t *P, const uint32_t *A, int64_t kp2, float *Y, int64_t ldy, int nt, int nr) {
+  __m512 c[16];
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; t++) c[t] = _mm512_setzero_ps();
+  for (int64_t kk = 0; kk < kp2; kk++) {
+    const __m512bh w = (__m512bh)_mm512_load_si512((const void *)(P + kk * 16));
+    for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+      const uint32_t *a = A + (s * kp2 + kk) * 16;
+#pragma GCC unroll 16
+      for (int t = 0; t < 16; t++) c[t] = _mm512_dpbf16_ps(c[t], w, (__m512bh)_mm512_set1_epi32((int)a[t]));
+    }
+  }
+  const __mmask16 rm = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
+  for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(Y + t * ldy, rm, c[t]);
+}
+
+static size_t bf16_scratch_bytes(int64_t cols) { return (size_t)xpi_amx_kp(cols) * 16 * sizeof(uint16_t); }
+
+static void bf16_run(float *Y, int64_t ldy, const void *Pa, int32_t n, const void *W, const void *aux, int64_t cols,
+                     int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
+  (void)aux, (void)n;
+  const int64_t kp2 = xpi_amx_kp(cols) / 2;
+  uint32_t *P = scratch;
+  for (int64_t r = r0; r < r1; r += 16) {
+    const int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
+    bf16_panel(P, W, r, nr, cols);
+    for (int32_t t = t0; t < t1; t += 16)
+      bf16_ukr(P, (const uint32_t *)xpi_amx_bf16_panel(Pa, cols, t / 16), kp2, Y + (int64_t)t * ldy + r, ldy,
+               t1 - t < 16 ? t1 - t : 16, nr);
+  }
+}
+
+static const xpi_cpu_gemm gemm_bf16 = {"avx512-bf16x" XPI_AMX_TERMS_STR, 16, 16, xpi_amx_bf16_pack_bytes,
+                                       xpi_amx_bf16_pack, bf16_scratch_bytes, bf16_run, 8 * XPI_AMX_BF16_TERMS};
+
+/* ------------------------------------------------------------------ batched decode, float weights */
+#define SMALLN(NAME, DT)                                                                                        \
+  static void NAME(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,    \
+                   int64_t r1, int64_t cols) {                                                                     \
+    (void)aux;                                                                                                     \
+    xpi_cpu_mm_smalln_avx512(DT, Y, ldy, X, n, W, r0, r1, cols);                                                   \
+  }
+SMALLN(smalln_f32, XPI_DT_F32)
+SMALLN(smalln_f16, XPI_DT_F16)
+SMALLN(smalln_bf16, XPI_DT_BF16)
 
 /* ------------------------------------------------------------------ table */
-/* Prefill runs the int8 GEMM with the VNNI microkernels; decode, or a GEMM whose buffer cannot be allocated,
- * the VNNI GEMV (a few tokens at a time). */
-static void mm_q(xpi_dtype dt, float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,
-                 int64_t r0, int64_t r1, int64_t cols) {
-  if (n >= XPI_CPU_GEMM_MIN_N && xpi_gemm_q(gq_q8, gq_q4, dt, Y, ldy, X, n, W, aux, r0, r1, cols)) return;
-  xpi_cpu_gemv_chunks(gemv_q, dt, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void mm_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                  int64_t r1, int64_t cols) {
-  mm_q(XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-static void mm_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0,
-                  int64_t r1, int64_t cols) {
-  mm_q(XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);
-}
-
-/* Float weights: 4..XPI_CPU_SMALLN_MAX tokens (a batched decode step) through the small-n kernel
- * (mm_smalln_avx512.c), everything else as the AVX2 table does it. */
-static xpi_cpu_mm_fn g_avx2_mm[3];
-#define MM_FLOAT(name, DT)                                                                                      \
-  static void name(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0, \
-                   int64_t r1, int64_t cols) {                                                                  \
-    if (n >= XPI_CPU_GEMM_MIN_N && n <= XPI_CPU_SMALLN_MAX) xpi_cpu_mm_smalln_avx512(DT, Y, ldy, X, n, W, r0, r1, cols); \
-    else g_avx2_mm[DT](Y, ldy, X, n, W, aux, r0, r1, cols);                                                   \
-  }
-MM_FLOAT(mm_f32, XPI_DT_F32)
-MM_FLOAT(mm_f16, XPI_DT_F16)
-MM_FLOAT(mm_bf16, XPI_DT_BF16)
+XPI_GQ_GEMM(gemm_vnni, "avx512-int8", q256_ukr_q8, q256_ukr_q4)
 
 static xpi_cpu_kernels k_avx512;
 static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
@@ -143,15 +279,13 @@ static pthread_once_t k_avx512_once = PTHREAD_ONCE_INIT;
 /* Built once from the AVX2 table (a constant initializer cannot copy another table's pointers). Only called
  * on CPUs with AVX-512 (the copy may use ZMM registers). */
 static void build_table(void) {
-  xpi_cpu_kernels k = *xpi_cpu_kernels_avx2();
-  k.isa = "avx512";
-  k.mm[XPI_DT_Q8] = mm_q8;
-  k.mm[XPI_DT_Q4] = mm_q4;
-  for (int dt = XPI_DT_F32; dt <= XPI_DT_BF16; dt++) g_avx2_mm[dt] = k.mm[dt];
-  k.mm[XPI_DT_F32] = mm_f32;
-  k.mm[XPI_DT_F16] = mm_f16;
-  k.mm[XPI_DT_BF16] = mm_bf16;
-  k_avx512 = k;
+  k_avx512 = q256_table(xpi_cpu_kernels_avx2(), "avx512", gemv_q8, gemv_q4, &gemm_vnni_q8, &gemm_vnni_q4);
+  k_avx512.gemm[XPI_DT_BF16] = &gemm_bf16;
+  k_avx512.smalln[XPI_DT_F32] = smalln_f32;
+  k_avx512.smalln[XPI_DT_F16] = smalln_f16;
+  k_avx512.smalln[XPI_DT_BF16] = smalln_bf16;
+  for (int dt = XPI_DT_F32; dt <= XPI_DT_BF16; dt++) k_avx512.smalln_max[dt] = XPI_CPU_SMALLN_MAX;
+  k_avx512.smalln_isa = "avx512";
 }
 
 const xpi_cpu_kernels *xpi_cpu_kernels_avx512(void) {

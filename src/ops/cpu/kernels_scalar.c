@@ -118,8 +118,11 @@ static void to_half(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt) {
 
 static const xpi_cpu_kernels k_scalar = {
   .isa = "scalar",
-  .mm = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16,
-         [XPI_DT_Q8] = xpi_mm_q8_scalar, [XPI_DT_Q4] = xpi_mm_q4_scalar},
+  /* one loop for every n: no prefill GEMM */
+  .gemv = {[XPI_DT_F32] = mm_f32, [XPI_DT_F16] = mm_f16, [XPI_DT_BF16] = mm_bf16,
+           [XPI_DT_Q8] = xpi_mm_q8_scalar, [XPI_DT_Q4] = xpi_mm_q4_scalar},
+  .gemv_isa = {[XPI_DT_F32] = "scalar", [XPI_DT_F16] = "scalar", [XPI_DT_BF16] = "scalar", [XPI_DT_Q8] = "scalar",
+               [XPI_DT_Q4] = "scalar"},
   .dot = dot_f32,
   .axpy = axpy_f32,
   .scale = scale_f32,

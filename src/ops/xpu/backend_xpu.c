@@ -10,6 +10,7 @@
 #include "core/status.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
+#include "runtime/device.h"
 
 /* ------------------------------------------------------------------ ordering and sync */
 
@@ -349,7 +350,7 @@ static xpi_status xpu_init(xpi_backend *be, xpu_impl *im) {
 xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out) {
   *out = NULL;
   int index = 0;
-  XPI_TRY(xpi_ze_parse_device(cfg && cfg->device ? cfg->device : "xpu", &index));
+  XPI_TRY(xpi_device_parse_xpu(cfg && cfg->device ? cfg->device : "xpu", &index));
   xpi_backend *be = calloc(1, sizeof *be);
   xpu_impl *im = calloc(1, sizeof *im);
   if (!be || !im) {

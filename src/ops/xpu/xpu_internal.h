@@ -37,6 +37,18 @@ typedef struct xpu_device {
   pthread_mutex_t lock;
 } xpu_device;
 
+/* The kernel tiers a device may use, decided from what it reports before any module is built (a tier whose
+ * module then fails to build falls back to the one below). tuned: the device has sub-group size 16 (the tuned
+ * kernels' reqd_sub_group_size). dpas: tuned, the device reports DPAS, and 16 is its smallest sub-group size:
+ * the DPAS kernel calls the sub-group-16 form of the matrix builtin, which cl_intel_subgroup_matrix_multiply_
+ * accumulate leaves undefined where the minimum sub-group size is 8 (Arc A-series, DG2: compiled without a dpas
+ * instruction, it returns zeros). why_not_dpas says why a DPAS device does not get the tier ("" otherwise). */
+typedef struct xpu_tier_plan {
+  int tuned, dpas;
+  char why_not_dpas[160];
+} xpu_tier_plan;
+void xpu_tier_select(const xpi_device_info *info, int portable_only, xpu_tier_plan *out);
+
 xpi_status xpu_device_acquire(int index, xpu_device **out);
 const char *xpu_kernel_name(xpu_kid kid);
 void xpu_device_release(xpu_device *d);

@@ -1,6 +1,8 @@
 /* Per-device Level Zero state: context, modules from the embedded SPIR-V (built once per device) and the
- * kernels (created once). The tuned tier is used where the device reports sub-group size 16 and its module
- * builds; DPAS GEMM where the device reports a matrix engine. XPI_XPU_TIER=portable forces the portable tier. */
+ * kernels (created once). The tiers are chosen by xpu_tier_select (the tuned tier where the device reports
+ * sub-group size 16, DPAS GEMM where it reports a matrix engine and 16 is its natural sub-group size) and
+ * kept where their modules build. XPI_XPU_TIER=portable forces the portable tier. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,10 +55,25 @@ const char *xpu_ze_result_name(ze_result_t r) {
   }
 }
 
-static int has_subgroup16(const xpi_device_info *info) {
-  for (uint32_t i = 0; i < info->n_subgroup_sizes && i < 8; i++)
-    if (info->subgroup_sizes[i] == 16) return 1;
-  return 0;
+void xpu_tier_select(const xpi_device_info *info, int portable_only, xpu_tier_plan *out) {
+  memset(out, 0, sizeof *out);
+  uint32_t n = info->n_subgroup_sizes < 8 ? info->n_subgroup_sizes : 8, min_sg = 0;
+  int sg16 = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (info->subgroup_sizes[i] == 16) sg16 = 1;
+    if (info->subgroup_sizes[i] && (!min_sg || info->subgroup_sizes[i] < min_sg)) min_sg = info->subgroup_sizes[i];
+  }
+  out->tuned = sg16 && !portable_only;
+  if (!info->has_dpas) return;
+  if (!out->tuned)
+    snprintf(out->why_not_dpas, sizeof out->why_not_dpas, "%s",
+             portable_only ? "" : "the device has no sub-group size 16 (needed by the tuned tier)");
+  else if (min_sg != 16)
+    snprintf(out->why_not_dpas, sizeof out->why_not_dpas,
+             "the DPAS kernel's sub-group size 16 is not the device's smallest (%u): the sub-group-16 matrix builtin "
+             "is undefined there (Arc A-series / DG2)", min_sg);
+  else
+    out->dpas = 1;
 }
 
 static void device_destroy(xpu_device *d) {
@@ -127,8 +144,9 @@ static xpi_status device_create(int index, xpu_device **out) {
   }
   /* The faster tiers are optimizations: where one does not build, the tier below serves. */
   const char *tier = getenv("XPI_XPU_TIER");
-  int portable_only = tier && strcmp(tier, "portable") == 0;
-  if (has_subgroup16(&d->dev->info) && !portable_only) {
+  xpu_tier_plan plan;
+  xpu_tier_select(&d->dev->info, tier && strcmp(tier, "portable") == 0, &plan);
+  if (plan.tuned) {
     if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, NULL, &d->mod_tuned) ==
             XPI_OK &&
         create_kernels(d, d->mod_tuned, 1) == XPI_OK)
@@ -137,16 +155,18 @@ static xpi_status device_create(int index, xpu_device **out) {
       xpi_log(2, "xpu:%d: Intel-tuned kernels unavailable (%s); using the portable tier", index, xpi_last_error());
       drop_tier(d, 1, &d->mod_tuned);
     }
-    if (d->tuned && d->dev->info.has_dpas) {
-      if (xpi_ze_module_from_spirv(d->ctx, d->dev, "dpas", xpi_spv_dpas, xpi_spv_dpas_size, NULL, &d->mod_dpas) ==
-              XPI_OK &&
-          create_kernels(d, d->mod_dpas, 2) == XPI_OK)
-        d->dpas = 1;
-      else {
-        xpi_log(2, "xpu:%d: DPAS GEMM unavailable (%s)", index, xpi_last_error());
-        drop_tier(d, 2, &d->mod_dpas);
-      }
+  }
+  if (plan.dpas && d->tuned) {
+    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "dpas", xpi_spv_dpas, xpi_spv_dpas_size, NULL, &d->mod_dpas) ==
+            XPI_OK &&
+        create_kernels(d, d->mod_dpas, 2) == XPI_OK)
+      d->dpas = 1;
+    else {
+      xpi_log(2, "xpu:%d: DPAS GEMM unavailable (%s)", index, xpi_last_error());
+      drop_tier(d, 2, &d->mod_dpas);
     }
+  } else if (plan.why_not_dpas[0]) {
+    xpi_log(2, "xpu:%d: DPAS tier not selected: %s", index, plan.why_not_dpas);
   }
   *out = d;
   return XPI_OK;

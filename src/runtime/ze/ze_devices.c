@@ -203,30 +203,3 @@ int xpi_ze_handles_wrapped(void) {
   pthread_once(&g_once, discover);
   return g_wrapped;
 }
-
-xpi_status xpi_ze_parse_device(const char *name, int *index) {
-  if (!name || !index) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device name: NULL");
-  const xpi_ze_device *devs;
-  size_t n;
-  XPI_TRY(xpi_ze_devices(&devs, &n));
-  long v = 0;
-  if (!strcmp(name, "xpu")) {
-    v = 0;
-  } else if (!strncmp(name, "xpu:", 4)) {
-    char *end;
-    const char *s = name + 4;
-    if (*s < '0' || *s > '9') return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device '%s': expected xpu:N with N a number", name);
-    v = strtol(s, &end, 10);
-    if (*end || v > 1000000) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device '%s': expected xpu:N with N a number", name);
-  } else {
-    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "device '%s': expected xpu or xpu:N", name);
-  }
-  if ((size_t)v >= n) {
-    if (n == 0)
-      return xpi_err(XPI_ERR_DEVICE, "device '%s': no XPU is visible (%s)", name, xpi_ze_devices_summary());
-    return xpi_err(XPI_ERR_DEVICE, "device '%s': only %zu XPU%s visible (xpu:0..xpu:%zu)", name, n, n == 1 ? " is" : "s are",
-                   n - 1);
-  }
-  *index = (int)v;
-  return XPI_OK;
-}

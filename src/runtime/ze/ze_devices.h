@@ -18,7 +18,4 @@ typedef struct xpi_ze_device {
  * Intel's driver applies them, never twice). *n = 0 and XPI_OK when Level Zero is unavailable. Thread safe. */
 xpi_status xpi_ze_devices(const xpi_ze_device **devs, size_t *n);
 
-/* "xpu" -> 0, "xpu:N" -> N (range-checked against the visible devices). */
-xpi_status xpi_ze_parse_device(const char *name, int *index);
-
 #endif

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Runs on the 16-core benchmark host, from the directory bench/bundle16.sh made: builds llama.cpp (llama-bench,
+# llama-quantize; GGML_NATIVE=ON), makes the benchmark model (mkrandmodel qwen3-0.6b + the Qwen3 tokenizer, then
+# BF16/Q8_0/Q4_0 GGUFs), measures the kernel tables alone (kernel_bench, one thread), then xpuinfer vs llama.cpp at
+# each thread count (vs_llamacpp.sh). Results go to RESULTS (default ./results), the note to RESULTS.md.
+#   env: THREADS_ALL ("1 2 4 8 16": auto only), THREADS_TABLES ("2 16": every table), ROUNDS (1), STEPS
+#   ("build model kernels bench"), J (16)
+set -euo pipefail
+B=$(cd "$(dirname "$0")" && pwd); cd "$B"
+R=${RESULTS:-$B/results}; STEPS=${STEPS:-"build model kernels bench"}; J=${J:-16}
+export LD_LIBRARY_PATH=$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mkdir -p "$R"
+t() { echo "== $* $(date -u +%T)" >&2; }
+if [[ $STEPS == *build* && ! -x llama.cpp/build/bin/llama-bench ]]; then
+  t build llama.cpp
+  mkdir -p llama.cpp && tar -C llama.cpp -xJf llama.cpp.tar.xz
+  cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+    -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF > "$R/llama-cmake.log"
+  cmake --build llama.cpp/build -j"$J" --target llama-bench llama-quantize > "$R/llama-build.log"
+  gcc -O3 -march=native -fopenmp membw.c -o bin/membw || true
+fi
+if [[ $STEPS == *model* && ! -s gguf/q06-Q4_0.gguf ]]; then
+  t model
+  bin/mkrandmodel q06 --preset qwen3-0.6b > /dev/null && cp model/* q06/
+  mkdir -p gguf
+  PYTHONPATH=llama.cpp/gguf-py python3 to_gguf.py q06 gguf/q06-BF16.gguf > "$R/to_gguf.log"
+  for q in Q8_0 Q4_0; do llama.cpp/build/bin/llama-quantize gguf/q06-BF16.gguf gguf/q06-$q.gguf $q > /dev/null 2>&1; done
+fi
+LLAMA=llama.cpp/build
+# llama.cpp's AMX path (Q8_0/Q4_0 prefill) loads its tile configuration with _tile_loadconfig, whose stores GCC 12
+# drops (the tiles stay unconfigured: SIGILL at the first tile instruction). If it fails here, llama.cpp is
+# rebuilt with every feature of this CPU but AMX, and the note says so.
+if [[ $STEPS == *build* ]] && ! llama.cpp/build/bin/llama-bench -m gguf/q06-Q4_0.gguf -t 2 -p 64 -n 0 -r 1 > /dev/null 2>&1; then
+  echo "llama.cpp (GGML_NATIVE=ON) failed on Q4_0 here: rebuilt without AMX" | tee "$R/llama-noamx.txt" >&2
+  cmake -S llama.cpp -B llama.cpp/build-noamx -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
+    -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON \
+    -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF > "$R/llama-cmake-noamx.log"
+  cmake --build llama.cpp/build-noamx -j"$J" --target llama-bench > "$R/llama-build-noamx.log"
+fi
+[ -x llama.cpp/build-noamx/bin/llama-bench ] && LLAMA=llama.cpp/build-noamx
+{ lscpu; nproc; gcc --version | head -1; } > "$R/lscpu.txt" 2>&1
+if [[ $STEPS == *kernels* ]]; then
+  t kernels
+  bin/kernel_bench 5 q4,q8,bf16 avx2,avxvnni,avx512,amx > "$R/kernel_bench_1t.txt" 2>&1 || true
+fi
+if [[ $STEPS == *bench* ]]; then
+  export XPI=bin/xpuinfer XPI_COMMIT="$(tr -d '\n' < commit.txt)" ROUNDS=${ROUNDS:-1}
+  [ -x bin/membw ] && export MEMBW=bin/membw
+  t bench tables
+  THREADS="${THREADS_TABLES:-2 16}" TABLES="auto avx2 avx512 amx" ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
+  t bench threads
+  THREADS="${THREADS_ALL:-1 4 8}" TABLES=auto ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
+fi
+t done

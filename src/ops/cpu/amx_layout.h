@@ -1,0 +1,83 @@
+/* Buffer layouts of the AMX prefill GEMMs (kernels_amx.c), with plain-C reference packers (amx_layout.c) that
+ * define them: the AMX kernels' own packers are checked against these byte for byte, and the GEMM bodies
+ * (amx_gemm.h) run on an emulation of the tile instructions in the tests, so the layout logic is tested on any
+ * CPU.
+ *
+ * Tiles (Intel SDM, AMX): an A tile is 16 rows of up to 64 bytes, a B tile K/4 rows of 64 bytes holding 16
+ * columns of 4 bytes ("VNNI" order: the 4 bytes of a column are 4 int8 along K, or 2 bf16 along K), C 16 rows of
+ * 16 f32/int32. Here A = 16 weight rows, B = 16 tokens, C[weight row][token].
+ *
+ * bf16 activations, for token panel p (16 tokens), term s, column pair kk, token t, element e (0, 1):
+ *   P[p][s][kk][t][e] = term s of x[16p + t][2kk + e] as bf16        (columns padded to kp = 32k, tokens to
+ *                                                                     a multiple of 32, with zeros)
+ * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. The weight panel of 32 rows is
+ * copied in tile order too (xpi_amx_bf16_weights): tile loads of 16 rows a matrix row apart (2 KiB for 1024
+ * columns, a stride at which all 16 lines fall in 2 of L1's 64 sets) ran at a fraction of the contiguous ones.
+ * Terms: x = sum of the
+ * XPI_AMX_BF16_TERMS terms up to 2^-(8 * terms) |x|: h_0 = bf16(x), h_1 = bf16(x - h_0), ... (round to
+ * nearest even; x - h_0 is exact in f32). Three terms hold x exactly (24 bits; 8 per term; only values below
+ * bf16's normal range, 2^-126, are lost), so each product w * h_s is exact and the GEMM is f32 math in another
+ * summation order. Two terms keep 16 significant bits. One term (bf16 activations,
+ * as llama.cpp's BF16 and torch's bf16 matmuls) moved the tiny goldens' logits by up to 1.48e-3 against
+ * transformers' f32 math on the same bf16 weights, beyond their 1e-3 tolerance; two terms by 6.5e-6, but the
+ * trained tinyfortunes model's logits by 2.0e-4 between a chunked and a whole prompt (decode's GEMV is exact f32),
+ * where f32 GEMMs differ by 1.1-1.6e-5; three terms: 5.1e-6 and 1.1e-5, the f32 figures
+ * (bench/2026-12-01-cpu-xeon-tables.md). Each term is one more tile product with the same weight tiles.
+ *
+ * int8 activations (quant.h's per-32-column blocks), for token panel p, block b, 4-column group g, token t:
+ *   P[p][b][g][t][0..4) = xq[16p + t][32b + 4g .. 32b + 4g + 4)      (512 bytes per B tile)
+ *   then, after all panels (64-byte aligned): dx[p][b][t] floats.
+ * Weights: q8 rows are used as stored (A tile = 16 rows x 32 bytes of one block, stride = row bytes); q4 rows
+ * (and ragged q8 panels) are unpacked per panel of 32 rows to pw[b][row][32] int8 (q4: quant - 8), their scales
+ * to D[b][row] f32. */
+#ifndef XPI_CPU_AMX_LAYOUT_H
+#define XPI_CPU_AMX_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops/ops.h"
+
+#define XPI_AMX_TR 16         /* weight rows per A tile */
+#define XPI_AMX_TT 16         /* tokens per B tile */
+#define XPI_AMX_BF16_TERMS 3  /* bf16 terms per activation (see above) */
+#define XPI_AMX_STR_(x) #x
+#define XPI_AMX_STR(x) XPI_AMX_STR_(x)
+#define XPI_AMX_TERMS_STR XPI_AMX_STR(XPI_AMX_BF16_TERMS)
+
+static inline int64_t xpi_amx_kp(int64_t cols) { return (cols + 31) & ~(int64_t)31; }
+/* tokens padded to two B tiles (the kernels' 2 x 2 blocking) */
+static inline int64_t xpi_amx_np(int32_t n) { return ((int64_t)n + 31) & ~(int64_t)31; }
+
+/* ---- bf16 */
+size_t xpi_amx_bf16_pack_bytes(int32_t n, int64_t cols);
+static inline const uint16_t *xpi_amx_bf16_panel(const void *P, int64_t cols, int64_t p) {
+  return (const uint16_t *)P + p * XPI_AMX_BF16_TERMS * xpi_amx_kp(cols) * XPI_AMX_TT;
+}
+/* Tokens [t0, t1) of X (t0 a multiple of 32), and the zero padding after n when t1 == n. */
+void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+/* Rows [r, r+nr) of the bf16 weight matrix in tile order, pad[k][32 rows][32 columns] for each 32-column chunk k
+ * (an A tile is then 1 KiB contiguous), zero padded past nr rows and cols columns. */
+void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols);
+
+/* ---- int8 */
+size_t xpi_amx_i8_pack_bytes(int32_t n, int64_t cols);
+static inline const int8_t *xpi_amx_i8_panel(const void *P, int64_t cols, int64_t p) {
+  return (const int8_t *)P + p * ((cols + 31) / 32) * 512;
+}
+static inline const float *xpi_amx_i8_dx(const void *P, int32_t n, int64_t cols, int64_t p) {
+  const int64_t nb = (cols + 31) / 32;
+  return (const float *)((const char *)P + ((xpi_amx_np(n) * nb * 32 + 63) & ~(int64_t)63)) + p * nb * XPI_AMX_TT;
+}
+void xpi_amx_i8_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+/* Rows [r, r+nr) of q8/q4 weights (nb blocks) into pw[b][32][32] int8 (q4: quant - 8), zero padded. */
+void xpi_amx_i8_weights_ref(xpi_dtype dt, int8_t *pw, const void *W, int64_t r, int nr, int64_t nb);
+/* Their scales (halves d[row][b]) into D[b][32] f32, zero padded. */
+void xpi_amx_i8_scales(float *D, const void *d, int64_t r, int nr, int64_t nb);
+
+/* ---- the packers the AMX and AVX-512 GEMMs run (kernels_avx512.c; call only where the CPU has AVX-512):
+ * the same bytes as the references above, except that bf16 rounding flushes f32 subnormals to zero */
+void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+
+#endif
