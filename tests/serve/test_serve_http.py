@@ -9,6 +9,7 @@ import json
 import os
 import random
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -67,6 +68,14 @@ def raw(port, data, timeout=10):
     return out
 
 
+# ------------------------------------------------------------------ command line: usage errors exit 2 before listening
+for args, needle in [(["--system", "x"], "--system"), (["--tools", "t.json"], "--tools"), (["--parallel", "0"], "--parallel"),
+                     (["--var", "x=notjson"], "--var"), (["--max-body", "lots"], "--max-body"),
+                     (["--kv-pool", "1G", "--kv-pool-tokens", "64"], "not both"), (["--port", "70000"], "--port")]:
+    p = subprocess.run([su.CLI, "serve", "-m", TF, "--port", "0"] + args, capture_output=True, text=True, timeout=60)
+    fail.check(p.returncode == 2 and needle in p.stderr and "listening" not in p.stderr,
+               f"serve {args}: exit {p.returncode}, {p.stderr!r}")
+
 # ------------------------------------------------------------------ errors
 srv = su.Server(TF, ["--max-body", "64K", "--max-header", "8192"])
 P = srv.port
@@ -98,6 +107,9 @@ bad_fields = [
 for body, param in bad_fields:
     s, h, b = request(P, "POST", C, body)
     error_of(s, b, 400, f"completions {body}", param)
+# a stop string that is not UTF-8 (JSON escapes cannot make one; raw bytes can): refused by the engine's checks
+s, h, b = request(P, "POST", C, b'{"model": "tiny", "prompt": "x", "stop": ["a\xff"]}')
+error_of(s, b, 400, "stop string not UTF-8", "stop")
 bad_chat = [
     ({"model": "tiny"}, "messages"), ({"model": "tiny", "messages": []}, "messages"),
     ({"model": "tiny", "messages": "hi"}, "messages"), ({"model": "tiny", "messages": [5]}, "messages"),

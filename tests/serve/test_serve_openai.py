@@ -3,8 +3,8 @@ completions, streaming and not) whose greedy texts equal `xpuinfer generate`'s f
 decoded by Hugging Face tokenizers without special tokens, as OpenAI servers return them), token counts in usage,
 stream_options.include_usage, logprobs against generate --logprobs, stop strings (cut before the stop, also across
 stream chunks), seeded sampling equal to generate's, max_completion_tokens, tools passed to the chat template
-(prompt tokens counted against jinja2 + tokenizers), --chat-template-file, GET /v1/models, and the client's errors (n = 2, unknown model,
-a context overflow)."""
+(prompt tokens counted against jinja2 + tokenizers), --chat-template, GET /v1/models, the client's errors (n = 2,
+unknown model, a context overflow), and server-wide defaults from the CLI's options (-n, --stop, --no-think)."""
 import json
 import os
 import sys
@@ -206,15 +206,46 @@ fail.check(m.get('xpuinfer_requests_total{endpoint="/v1/chat/completions",status
            f"metrics after the run: {m}")
 rc = srv.stop()
 fail.check(rc == 0, f"exit status {rc} after SIGTERM")
-# --chat-template-file (examples/chatml.jinja, the README's) for a model without a template
-srv2 = su.Server(su.TF, ["--chat-template-file", os.path.join(su.SRC, "examples", "chatml.jinja")])
+# --chat-template (examples/chatml.jinja, the README's) for a model without a template
+srv2 = su.Server(su.TF, ["--chat-template", os.path.join(su.SRC, "examples", "chatml.jinja")])
 c2 = openai.OpenAI(base_url=srv2.url + "/v1", api_key="unused", max_retries=0, timeout=120)
 r = c2.chat.completions.create(model="tiny", messages=msgs, max_tokens=2, temperature=0)
 text = env.from_string(open(os.path.join(su.SRC, "examples", "chatml.jinja")).read()).render(
     messages=msgs, add_generation_prompt=True)
 want = len(TOK.encode(text, add_special_tokens=False).ids)
-fail.check(r.usage.prompt_tokens == want, f"--chat-template-file: {r.usage.prompt_tokens} prompt tokens, jinja2 gives {want}")
+fail.check(r.usage.prompt_tokens == want, f"--chat-template: {r.usage.prompt_tokens} prompt tokens, jinja2 gives {want}")
 fail.check(srv2.stop() == 0, "exit status (template file)")
+
+# server-wide defaults from the CLI's shared options: -n (max_tokens), --stop (a request's "stop", even empty,
+# replaces it), --no-think (a template variable the request's chat_template_kwargs override)
+full = visible(ref_c[1]["ids"])
+words = full.split()
+if fail.check(len(words) >= 4, f"reference too short for --stop: {full!r}"):
+    STOP = " " + words[2]
+    srv3 = su.Server(MODEL, ["--no-think", "-n", "5", "--stop", STOP])
+    c3 = openai.OpenAI(base_url=srv3.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+    r = c3.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=N, temperature=0)
+    fail.check((r.choices[0].text, r.choices[0].finish_reason) == (full[:full.index(STOP)], "stop"),
+               f"--stop {STOP!r} as the default: {r.choices[0].text!r} {r.choices[0].finish_reason}")
+    r = c3.completions.create(model="tiny", prompt=PROMPTS[1], max_tokens=N, temperature=0, stop=[])
+    fail.check(r.choices[0].text == full, f"stop [] over --stop: {r.choices[0].text!r} (want {full!r})")
+    user = [{"role": "user", "content": USERS[0]}]
+
+    def qwen3_tokens(**kw):
+        text = env.from_string(su.QWEN3_TEMPLATE).render(messages=user, add_generation_prompt=True, bos_token=None,
+                                                         eos_token="<|endoftext|>", **kw)
+        return len(TOK.encode(text, add_special_tokens=False).ids)
+
+    r = c3.chat.completions.create(model="tiny", messages=user, temperature=0, stop=[], extra_body={"ignore_eos": True})
+    fail.check(r.usage.completion_tokens == 5 and r.choices[0].finish_reason == "length",
+               f"-n 5 as the default max_tokens: {r.usage}")
+    fail.check(r.usage.prompt_tokens == qwen3_tokens(enable_thinking=False),
+               f"--no-think: {r.usage.prompt_tokens} prompt tokens, jinja2 gives {qwen3_tokens(enable_thinking=False)}")
+    r = c3.chat.completions.create(model="tiny", messages=user, max_tokens=1, temperature=0,
+                                   extra_body={"chat_template_kwargs": {"enable_thinking": True}})
+    fail.check(r.usage.prompt_tokens == qwen3_tokens(enable_thinking=True) != qwen3_tokens(enable_thinking=False),
+               f"chat_template_kwargs over --no-think: {r.usage.prompt_tokens} prompt tokens")
+    fail.check(srv3.stop() == 0, "exit status (defaults)")
 
 if fail.n:
     print("".join(srv.log))

@@ -131,7 +131,11 @@ static void run_one(const xpi_tokenizer *tok, oai_kind kind, const char *body, s
   int rc = oai_parse(kind, body, len, &r, &e);
   int32_t *ids = NULL;
   size_t n = 0;
-  if (rc == 0 && oai_prompt_ids(&r, tok, NULL, &ids, &n, &e)) {
+  cli_chat chat; /* half the time with a server-wide template variable */
+  cli_chat_init(&chat);
+  char no_think[] = "{\"enable_thinking\": false}";
+  if (rnd() & 1) chat.vars_json = no_think;
+  if (rc == 0 && oai_prompt_ids(&r, tok, &chat, &ids, &n, &e)) {
     oai_request_free(&r);
     rc = -1;
   }
@@ -140,8 +144,8 @@ static void run_one(const xpi_tokenizer *tok, oai_kind kind, const char *body, s
     xpi_gen_options d, go;
     xpi_gen_options_default(&d);
     oai_gen_options(&r, &d, &go);
-    CHECK(go.logprobs >= 0 && go.logprobs <= 20 && !(go.temperature < 0) && go.n_stop_strings == 0 && n > 0,
-          "gen options from %.200s", body);
+    CHECK(go.logprobs >= 0 && go.logprobs <= 20 && !(go.temperature < 0) && go.skip_special &&
+            go.n_stop_strings == r.n_stops && n > 0, "gen options from %.200s", body);
     oai_meta m = {kind, "id-1", 1, r.model};
     oai_lp_alt alt = {"b", -1.5f};
     oai_logprob lp = {"a\xc3\xa9", -0.25f, 0, &alt, 1};

@@ -2,9 +2,12 @@
  *   serve_http.c     HTTP plumbing on libmicrohttpd: limits, routing, auth, error responses, the SSE response
  *   serve_request.c  OpenAI request parsing and validation, and the prompt (chat template, tokenizer)
  *   serve_format.c   OpenAI response objects: completions, chat completions, their stream chunks, errors
- *   serve_job.c      one request's sequence: engine callbacks, text and stop strings, what goes out, cancel
+ *   serve_job.c      one request's sequence: engine callbacks, what goes out (SSE chunks or one response), cancel
  *   serve_metrics.c  counters and the Prometheus text of GET /metrics
- *   cmd_serve.c      (one folder up) options, loading, signals and shutdown */
+ *   cmd_serve.c      (one folder up) options, loading, signals and shutdown
+ * The model, engine, sampling and chat-template options are the CLI's shared tables (cli_gen.h, cli_engine.h);
+ * texts, stop strings and logprobs come from the engine's sequences (xpi_gen_options.skip_special: no special
+ * tokens, as OpenAI servers return text): the server maps OpenAI fields to xpi options and formats events. */
 #ifndef XPI_SERVE_H
 #define XPI_SERVE_H
 
@@ -13,20 +16,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat_args.h"
 #include "xpuinfer.h"
 
 /* ------------------------------------------------------------------ configuration and server state */
 typedef struct serve_config {
   const char *host;           /* "127.0.0.1" */
   int port;                   /* 0: any free port (printed) */
-  int parallel;               /* sequences generated at once */
+  int parallel;               /* sequences generated at once (--parallel) */
   int max_queue;              /* requests waiting beyond those; more get 503 */
   const char *api_key;        /* NULL: no auth */
   size_t max_body;            /* bytes */
   size_t max_header;          /* bytes for the request line and headers */
   double shutdown_timeout;    /* seconds running streams get to finish after SIGINT/SIGTERM */
   const char *model_name;     /* what /v1/models lists and requests must name */
-  const char *chat_template;  /* Jinja source instead of the model's (read from --chat-template-file), or NULL */
+  const cli_chat *chat;       /* --chat-template, --template-name, --var, --no-think, --now (loaded) */
   int quiet;
 } serve_config;
 
@@ -53,7 +57,8 @@ typedef struct serve_state {
   const xpi_tokenizer *tok;
   xpi_model_info info;
   xpi_engine *engine;
-  xpi_gen_options defaults;   /* generation_config.json's */
+  xpi_gen_options defaults;   /* generation_config.json's, then the command line's (-n, --temperature, --stop, ...) */
+  int32_t default_max_tokens; /* -n; 0: a request without max_tokens may fill the context */
   int32_t max_len;            /* longest sequence a request may have (context and KV pool) */
   long created;               /* start time (unix seconds) for /v1/models */
   atomic_int ready;           /* model loaded, engine running */
@@ -99,7 +104,9 @@ typedef struct oai_request {
   uint64_t seed;
   char *stops[OAI_MAX_STOPS];
   size_t n_stops;
-  int stream, include_usage, ignore_eos;
+  int has_stop;                /* "stop" given (even empty): the server's --stop defaults do not apply */
+  int stream, include_usage;
+  int ignore_eos;              /* -1: not given */
   int logprobs;                /* chat: logprobs true; completion: logprobs given (>= 0) */
   int top_logprobs;            /* alternatives per token (chat: top_logprobs; completion: logprobs N) */
 } oai_request;
@@ -107,11 +114,14 @@ typedef struct oai_request {
 /* Parses and checks a request body (types and ranges; unknown fields ignored). 0, or -1 with *err set. */
 int oai_parse(oai_kind kind, const char *body, size_t len, oai_request *r, serve_error *err);
 void oai_request_free(oai_request *r);
-/* The prompt's token ids (chat: the template, rendered with chat_template when not NULL; completion: the text
- * tokenized as transformers' tokenizer(text), or the given ids). 0, or -1 with *err set. *ids malloc'd. */
-int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const char *chat_template, int32_t **ids,
-                   size_t *n, serve_error *err);
-/* Generation options: the model's defaults, then the request's fields. Stop strings stay with the server. */
+/* The prompt's token ids (chat: the conversation rendered by the model's template, or chat's; chat's variables
+ * (--var, --no-think) are defaults that the request's chat_template_kwargs override; completion: the text
+ * tokenized as transformers' tokenizer(text), or the given ids). chat may be NULL. 0, or -1 with *err set.
+ * *ids malloc'd. */
+int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const cli_chat *chat, int32_t **ids, size_t *n,
+                   serve_error *err);
+/* Generation options: the server's defaults, then the request's fields; the text without special tokens.
+ * go->stop_strings may point into r (valid while r is). */
 void oai_gen_options(const oai_request *r, const xpi_gen_options *defaults, xpi_gen_options *go);
 
 /* ------------------------------------------------------------------ responses */
@@ -148,7 +158,8 @@ char *oai_format_usage_chunk(const oai_meta *m, const oai_usage *u);
 
 /* ------------------------------------------------------------------ jobs */
 /* Creates a job for a parsed request (taking r's contents) and its prompt ids (taking ids), and submits it to
- * the engine. 0 with *out, or -1 with *err (503 when the queue is full, 400 for what the engine refuses). */
+ * the engine. 0 with *out, or -1 with *err (503 when the queue is full, 400 for what the engine refuses: the
+ * context, bad stop strings). */
 int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_job **out, serve_error *err);
 /* Stream: waits for output and copies up to max bytes of SSE into buf. Returns the bytes (> 0), 0 at the end
  * of the stream, -1 when the client at fd has gone (the sequence is then cancelled). */
@@ -184,6 +195,5 @@ void http_quiesce(void);
 /* Closes every connection and stops the server's threads. */
 void http_stop(void);
 
-double serve_now(void);
 
 #endif

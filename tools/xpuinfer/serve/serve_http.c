@@ -63,13 +63,6 @@ static enum MHD_Result fail(struct MHD_Connection *c, serve_state *srv, int ep, 
   return send_error(c, srv, ep, &e);
 }
 
-static char *dup_text(const char *s) {
-  size_t n = strlen(s);
-  char *p = malloc(n + 1);
-  if (p) memcpy(p, s, n + 1);
-  return p;
-}
-
 /* ------------------------------------------------------------------ streams */
 typedef struct stream_ctx {
   serve_job *job;
@@ -111,7 +104,7 @@ static enum MHD_Result completions(struct MHD_Connection *c, serve_state *srv, c
   }
   int32_t *ids = NULL;
   size_t n = 0;
-  if (oai_prompt_ids(&r, srv->tok, srv->cfg.chat_template, &ids, &n, &e)) {
+  if (oai_prompt_ids(&r, srv->tok, srv->cfg.chat, &ids, &n, &e)) {
     oai_request_free(&r);
     return send_error(c, srv, ep, &e);
   }
@@ -222,7 +215,7 @@ static int early(struct MHD_Connection *c, serve_state *srv, conn *k, const char
   }
   if (atomic_load(&srv->stopping))
     return *res = fail(c, srv, ep, 503, "unavailable_error", "shutting_down", "the server is shutting down"), 1;
-  if (ep == EP_HEALTH) return *res = send_body(c, srv, ep, 200, dup_text("{\"status\": \"ok\"}"), "application/json"), 1;
+  if (ep == EP_HEALTH) return *res = send_body(c, srv, ep, 200, strdup("{\"status\": \"ok\"}"), "application/json"), 1;
   if (ep == EP_MODELS) {
     if (url[10] == '/' && strcmp(url + 11, srv->cfg.model_name)) {
       char msg[300];

@@ -1,10 +1,8 @@
-/* One request's sequence. The engine's thread calls on_event with each token: the server decodes the ids
- * itself without special tokens (what OpenAI clients get, as vLLM), ends the text at the first stop string
- * (excluded, as OpenAI), holds back a tail that could still become one, and queues what may go out: SSE chunks
- * for a stream, or the whole text for one response. The HTTP thread of the request waits on the job, watches
- * its client's socket, and cancels the sequence when the client goes. A job is freed by whichever side lets go
- * last (the HTTP side, and the engine's final event). */
-#include <errno.h>
+/* One request's sequence. The engine's thread calls on_event with each token: its text (final: the engine's
+ * sequence output holds back what could still become a stop string, and leaves out special tokens) and logprobs
+ * become SSE chunks for a stream, or accumulate for one response. The HTTP thread of the request waits on the
+ * job, watches its client's socket, and cancels the sequence when the client goes. A job is freed by whichever
+ * side lets go last (the HTTP side, and the engine's final event). */
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,40 +23,24 @@ struct serve_job {
   uint64_t seq;
   int32_t n_prompt;
   double t_submit;
-  xpi_detok_stream *ds;
-  char *text;                  /* the client's text so far (ends before a stop string once one is found) */
-  size_t len, cap, emitted;    /* emitted: bytes of text already queued for the client */
-  size_t max_stop;
-  int stop_hit, n_gen, first_token;
+  size_t text_len;             /* bytes of text the events have given so far */
+  int first_token;
+  cli_buf text;                /* not streaming: the whole text */
   oai_logprob *lps;            /* not streaming: every token's */
   size_t n_lps, cap_lps;
-  char *out;                   /* streaming: SSE bytes not yet read by the HTTP side */
-  size_t out_len, out_cap, out_pos;
+  cli_buf out;                 /* streaming: SSE bytes; [out_pos, out.len) not yet read by the HTTP side */
+  size_t out_pos;
   int oom, done, http_gone;
   xpi_status status;           /* of the sequence */
   char *error;
   xpi_finish_reason finish;
-  int32_t cached;
+  int32_t n_gen, cached;
 };
-
-static int append(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
-  if (*len + n + 1 > *cap) {
-    size_t c = *cap ? *cap : 256;
-    while (c < *len + n + 1) c *= 2;
-    char *q = realloc(*buf, c);
-    if (!q) return -1;
-    *buf = q;
-    *cap = c;
-  }
-  memcpy(*buf + *len, s, n);
-  *len += n;
-  (*buf)[*len] = 0;
-  return 0;
-}
 
 /* Queues a formatted chunk (taking it); NULL means out of memory. */
 static void queue(serve_job *j, char *chunk) {
-  if (!chunk || append(&j->out, &j->out_len, &j->out_cap, chunk, strlen(chunk))) j->oom = 1;
+  if (chunk) cli_buf_puts(&j->out, chunk);
+  if (!chunk || j->out.oom) j->oom = 1;
   free(chunk);
 }
 
@@ -71,11 +53,11 @@ static char *token_text(const xpi_tokenizer *tok, int32_t id) {
   return t;
 }
 
-static int make_logprob(serve_job *j, const xpi_token_event *t, size_t offset, oai_logprob *lp) {
+static int make_logprob(serve_job *j, const xpi_token_event *t, oai_logprob *lp) {
   memset(lp, 0, sizeof *lp);
   lp->token = token_text(j->srv->tok, t->id);
   lp->logprob = t->logprob;
-  lp->text_offset = offset;
+  lp->text_offset = j->text_len;
   int32_t n = j->r.top_logprobs < t->n_top ? j->r.top_logprobs : t->n_top;
   if (n > 0 && (lp->top = calloc((size_t)n, sizeof *lp->top)))
     for (int32_t i = 0; i < n; i++) {
@@ -87,48 +69,6 @@ static int make_logprob(serve_job *j, const xpi_token_event *t, size_t offset, o
   return lp->token && (n <= 0 || lp->top) ? 0 : -1;
 }
 
-/* The first stop string in text that ends after old_len (none before: the text would have ended there). */
-static int find_stop(const serve_job *j, size_t old_len, size_t *pos) {
-  int found = 0;
-  for (size_t i = 0; i < j->r.n_stops; i++) {
-    const char *st = j->r.stops[i];
-    size_t sl = strlen(st);
-    if (sl > j->len) continue;
-    size_t from = old_len >= sl ? old_len - sl + 1 : 0;
-    for (size_t p = from; p + sl <= j->len; p++)
-      if (!memcmp(j->text + p, st, sl)) {
-        if (!found || p < *pos) *pos = p;
-        found = 1;
-        break;
-      }
-  }
-  return found;
-}
-
-/* Bytes at the end of the text that begin some stop string: they wait for the next token. */
-static size_t holdback(const serve_job *j) {
-  size_t best = 0;
-  for (size_t i = 0; i < j->r.n_stops; i++) {
-    const char *st = j->r.stops[i];
-    size_t sl = strlen(st);
-    for (size_t k = sl - 1; k > best; k--)
-      if (k <= j->len && !memcmp(j->text + j->len - k, st, k)) {
-        best = k;
-        break;
-      }
-  }
-  return best;
-}
-
-/* Queues text[emitted, end) (and a token's logprobs) as one chunk. */
-static void emit(serve_job *j, size_t end, const oai_logprob *lp) {
-  if (end < j->emitted) end = j->emitted;
-  if (j->r.stream && (end > j->emitted || lp))
-    queue(j, oai_format_chunk(&j->meta, j->text + j->emitted, end - j->emitted, 0, lp, j->r.logprobs, NULL,
-                              j->r.include_usage));
-  j->emitted = end;
-}
-
 static void job_unref(serve_job *j) {
   pthread_mutex_lock(&j->mu);
   int left = --j->refs;
@@ -136,11 +76,10 @@ static void job_unref(serve_job *j) {
   if (left) return;
   serve_state *srv = j->srv;
   oai_request_free(&j->r);
-  xpi_detok_stream_free(j->ds);
-  free(j->text);
+  cli_buf_free(&j->text);
   for (size_t i = 0; i < j->n_lps; i++) oai_logprob_free(&j->lps[i]);
   free(j->lps);
-  free(j->out);
+  cli_buf_free(&j->out);
   free(j->error);
   pthread_cond_destroy(&j->cv);
   pthread_mutex_destroy(&j->mu);
@@ -151,83 +90,72 @@ static void job_unref(serve_job *j) {
   pthread_mutex_unlock(&srv->mu);
 }
 
+/* Keeps a token's logprobs for the response (taking lp). */
+static void keep_logprob(serve_job *j, oai_logprob *lp) {
+  if (j->n_lps == j->cap_lps) {
+    size_t c = j->cap_lps ? 2 * j->cap_lps : 64;
+    oai_logprob *q = realloc(j->lps, c * sizeof *q);
+    if (q) j->lps = q, j->cap_lps = c;
+  }
+  if (j->n_lps < j->cap_lps) j->lps[j->n_lps++] = *lp;
+  else j->oom = 1, oai_logprob_free(lp);
+}
+
 static int on_token(serve_job *j, const xpi_token_event *t) {
   pthread_mutex_lock(&j->mu);
-  if (j->http_gone || j->stop_hit) {
+  if (j->http_gone) {
     pthread_mutex_unlock(&j->mu);
     return 1;
   }
   if (!j->first_token) {
     j->first_token = 1;
-    metrics_ttft(&j->srv->metrics, serve_now() - j->t_submit);
-  }
-  j->n_gen++;
-  const char *piece = "";
-  size_t pl = 0, old = j->len, pos = 0;
-  if (xpi_detok_stream_push(j->ds, t->id, &piece, &pl) != XPI_OK ||
-      append(&j->text, &j->len, &j->cap, piece, pl))
-    j->oom = 1;
-  if (j->r.n_stops && find_stop(j, old, &pos)) {
-    j->len = pos;
-    j->stop_hit = 1;
+    metrics_ttft(&j->srv->metrics, cli_now_s() - j->t_submit);
   }
   oai_logprob lp, *lpp = NULL;
   if (j->r.logprobs) {
-    if (make_logprob(j, t, old < j->len ? old : j->len, &lp)) j->oom = 1;
+    if (make_logprob(j, t, &lp)) j->oom = 1;
     lpp = &lp;
   }
-  emit(j, j->stop_hit ? j->len : j->len - holdback(j), lpp);
-  if (lpp && !j->r.stream) { /* kept for the response */
-    if (j->n_lps == j->cap_lps) {
-      size_t c = j->cap_lps ? 2 * j->cap_lps : 64;
-      oai_logprob *q = realloc(j->lps, c * sizeof *q);
-      if (q) j->lps = q, j->cap_lps = c;
-    }
-    if (j->n_lps < j->cap_lps) j->lps[j->n_lps++] = lp;
-    else j->oom = 1, oai_logprob_free(&lp);
-  } else if (lpp) {
-    oai_logprob_free(&lp);
+  if (j->r.stream) {
+    if (t->text_len || lpp)
+      queue(j, oai_format_chunk(&j->meta, t->text, t->text_len, 0, lpp, j->r.logprobs, NULL, j->r.include_usage));
+    if (lpp) oai_logprob_free(lpp);
+  } else {
+    cli_buf_add(&j->text, t->text, t->text_len);
+    if (j->text.oom) j->oom = 1;
+    if (lpp) keep_logprob(j, lpp);
   }
-  int stop = j->stop_hit || j->oom;
+  j->text_len += t->text_len;
+  const int stop = j->oom; /* out of memory: the sequence ends, the client gets a 500 */
   pthread_cond_broadcast(&j->cv);
   pthread_mutex_unlock(&j->mu);
   return stop;
 }
 
-static const char *finish_name(const serve_job *j) {
-  return j->stop_hit || j->finish == XPI_FINISH_STOP ? "stop" : "length";
-}
+static const char *finish_name(const serve_job *j) { return j->finish == XPI_FINISH_STOP ? "stop" : "length"; }
+
+/* Ended by the server (shutdown), not by its own rules or its client. */
+static int cancelled(const serve_job *j) { return j->status == XPI_OK && j->finish == XPI_FINISH_CANCELLED; }
 
 static void on_done(serve_job *j, const xpi_seq_result *res) {
   serve_state *srv = j->srv;
   pthread_mutex_lock(&j->mu);
   j->status = res->status;
   j->finish = res->gen.finish_reason;
+  j->n_gen = res->gen.n_generated;
   j->cached = res->n_cached_tokens;
-  if (res->status != XPI_OK) {
-    size_t n = strlen(res->error);
-    if ((j->error = malloc(n + 1))) memcpy(j->error, res->error, n + 1);
-  }
-  const int cancelled = res->status == XPI_OK && j->finish == XPI_FINISH_CANCELLED && !j->stop_hit;
-  if (res->status == XPI_OK && !j->stop_hit && !cancelled) { /* the tail the stream held back */
-    const char *piece = "";
-    size_t pl = 0, old = j->len, pos = 0;
-    if (xpi_detok_stream_flush(j->ds, &piece, &pl) != XPI_OK || append(&j->text, &j->len, &j->cap, piece, pl))
-      j->oom = 1;
-    if (j->r.n_stops && find_stop(j, old, &pos)) j->len = pos, j->stop_hit = 1;
-  }
-  if (res->status == XPI_OK && !cancelled) emit(j, j->len, NULL);
+  if (res->status != XPI_OK && !(j->error = strdup(res->error))) j->oom = 1;
   if (j->r.stream && !j->http_gone) {
-    if (j->oom || res->status != XPI_OK || cancelled) {
+    if (j->oom || res->status != XPI_OK || cancelled(j)) {
       serve_error e;
       if (j->oom) serve_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
-      else if (cancelled) serve_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+      else if (cancelled(j)) serve_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
       else serve_error_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", res->error);
       char *js = serve_error_json(&e);
       if (js) {
-        char *ev = malloc(strlen(js) + 9);
-        if (ev) sprintf(ev, "data: %s\n\n", js);
-        queue(j, ev);
+        cli_buf_puts(&j->out, "data: ");
+        cli_buf_puts(&j->out, js);
+        cli_buf_puts(&j->out, "\n\n");
       }
       free(js);
     } else {
@@ -237,9 +165,7 @@ static void on_done(serve_job *j, const xpi_seq_result *res) {
         queue(j, oai_format_usage_chunk(&j->meta, &u));
       }
     }
-    char *d = malloc(15);
-    if (d) strcpy(d, "data: [DONE]\n\n");
-    queue(j, d);
+    cli_buf_puts(&j->out, "data: [DONE]\n\n");
   }
   metrics_finished(&srv->metrics, j->n_prompt, j->n_gen);
   j->done = 1;
@@ -283,7 +209,11 @@ int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_jo
     free(ids);
     return -1;
   }
-  int32_t max_new = r->has_max_tokens ? r->max_tokens : srv->max_len - (int32_t)n + 1;
+  /* no max_tokens: the server's -n, else (and at most) the rest of the context */
+  const int32_t room = srv->max_len - (int32_t)n + 1;
+  int32_t max_new = r->has_max_tokens                                 ? r->max_tokens
+                    : srv->default_max_tokens && srv->default_max_tokens < room ? srv->default_max_tokens
+                                                                        : room;
   if ((int64_t)n + max_new - 1 > srv->max_len) {
     serve_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
                     "the prompt has %zu tokens and max_tokens is %d, but this server's context holds %d positions "
@@ -293,8 +223,7 @@ int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_jo
     return -1;
   }
   serve_job *j = calloc(1, sizeof *j);
-  if (!j || xpi_detok_stream_create(srv->tok, 1, &j->ds) != XPI_OK) {
-    free(j);
+  if (!j) {
     free(ids);
     serve_error_set(err, 503, "server_error", NULL, NULL, "out of memory");
     return -1;
@@ -308,8 +237,6 @@ int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_jo
   j->r = *r;
   memset(r, 0, sizeof *r);
   j->n_prompt = (int32_t)n;
-  for (size_t i = 0; i < j->r.n_stops; i++)
-    if (strlen(j->r.stops[i]) > j->max_stop) j->max_stop = strlen(j->r.stops[i]);
   unsigned long long k = atomic_fetch_add(&srv->next_id, 1);
   snprintf(j->id, sizeof j->id, "%s-%llx%08llx", j->r.kind == OAI_CHAT ? "chatcmpl" : "cmpl",
            (unsigned long long)time(NULL), k);
@@ -342,15 +269,16 @@ int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_jo
     return -1;
   }
   j->refs = 2; /* the HTTP side, and the engine's final event */
-  j->t_submit = serve_now();
+  j->t_submit = cli_now_s();
   uint64_t seq = 0;
   xpi_status s = xpi_engine_submit(srv->engine, ids, n, &go, on_event, j, &seq);
   free(ids);
   if (s != XPI_OK) {
     if (s == XPI_ERR_CONTEXT_LENGTH)
       serve_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded", "%s", xpi_last_error());
-    else if (s == XPI_ERR_INVALID_ARGUMENT)
-      serve_error_set(err, 400, "invalid_request_error", NULL, NULL, "%s", xpi_last_error());
+    else if (s == XPI_ERR_INVALID_ARGUMENT) /* what the engine checks of the options: stop strings' UTF-8 */
+      serve_error_set(err, 400, "invalid_request_error", strstr(xpi_last_error(), "stop") ? "stop" : NULL, NULL, "%s",
+                      xpi_last_error());
     else if (s == XPI_ERR_OUT_OF_MEMORY)
       serve_error_set(err, 503, "server_error", NULL, NULL, "%s", xpi_last_error());
     else
@@ -400,11 +328,11 @@ static void wait_a_little(serve_job *j) {
 long job_read(serve_job *j, char *buf, size_t max, int fd) {
   pthread_mutex_lock(&j->mu);
   for (;;) {
-    if (j->out_pos < j->out_len) {
-      size_t n = j->out_len - j->out_pos < max ? j->out_len - j->out_pos : max;
-      memcpy(buf, j->out + j->out_pos, n);
+    if (j->out_pos < j->out.len) {
+      size_t n = j->out.len - j->out_pos < max ? j->out.len - j->out_pos : max;
+      memcpy(buf, j->out.p + j->out_pos, n);
       j->out_pos += n;
-      if (j->out_pos == j->out_len) j->out_pos = j->out_len = 0;
+      if (j->out_pos == j->out.len) j->out_pos = j->out.len = 0;
       pthread_mutex_unlock(&j->mu);
       return (long)n;
     }
@@ -431,18 +359,17 @@ int job_wait(serve_job *j, int fd, char **body, int *status) {
     wait_a_little(j);
   }
   serve_error e;
-  const int cancelled = j->status == XPI_OK && j->finish == XPI_FINISH_CANCELLED && !j->stop_hit;
   if (j->oom) serve_error_set(&e, 500, "server_error", NULL, NULL, "out of memory");
   else if (j->status != XPI_OK)
     serve_error_set(&e, 500, "server_error", NULL, NULL, "generation failed: %s", j->error ? j->error : "");
-  else if (cancelled) serve_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
-  if (j->oom || j->status != XPI_OK || cancelled) {
+  else if (cancelled(j)) serve_error_set(&e, 503, "server_error", NULL, NULL, "the server is shutting down");
+  if (j->oom || j->status != XPI_OK || cancelled(j)) {
     *status = e.status;
     *body = serve_error_json(&e);
   } else {
     oai_usage u = {j->n_prompt, j->n_gen, j->cached};
     *status = 200;
-    *body = oai_format_response(&j->meta, j->text ? j->text : "", j->len, j->lps, j->n_lps, j->r.logprobs,
+    *body = oai_format_response(&j->meta, j->text.p ? j->text.p : "", j->text.len, j->lps, j->n_lps, j->r.logprobs,
                                 finish_name(j), &u);
   }
   pthread_mutex_unlock(&j->mu);
@@ -469,7 +396,7 @@ void jobs_cancel_all(serve_state *srv) {
 
 static int wait_count(serve_state *srv, const int *count, double deadline) {
   pthread_mutex_lock(&srv->mu);
-  while (*count > 0 && serve_now() < deadline) {
+  while (*count > 0 && cli_now_s() < deadline) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     ts.tv_nsec += 50 * 1000000L;
@@ -483,9 +410,3 @@ static int wait_count(serve_state *srv, const int *count, double deadline) {
 
 int jobs_wait(serve_state *srv, double deadline) { return wait_count(srv, &srv->n_jobs, deadline); }
 int jobs_wait_freed(serve_state *srv, double deadline) { return wait_count(srv, &srv->n_live, deadline); }
-
-double serve_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}

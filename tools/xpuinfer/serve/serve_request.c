@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "serve.h"
 
@@ -35,13 +34,6 @@ static int bad(serve_error *err, const char *param, const char *fmt, ...) {
   return -1;
 }
 #define BAD(param, ...) bad(err, param, __VA_ARGS__)
-
-static char *dup_str(const char *s) {
-  size_t n = strlen(s);
-  char *p = malloc(n + 1);
-  if (p) memcpy(p, s, n + 1);
-  return p;
-}
 
 /* A field that is absent or null counts as not given (clients send null for "default"). */
 static const cJSON *field(const cJSON *o, const char *name) {
@@ -83,8 +75,9 @@ static int get_int(const cJSON *o, const char *name, double lo, double hi, int *
 static int parse_stop(const cJSON *o, oai_request *r, serve_error *err) {
   const cJSON *v = field(o, "stop");
   if (!v) return 0;
+  r->has_stop = 1;
   if (cJSON_IsString(v)) {
-    if (*v->valuestring && !(r->stops[r->n_stops++] = dup_str(v->valuestring)))
+    if (*v->valuestring && !(r->stops[r->n_stops++] = strdup(v->valuestring)))
       return serve_error_set(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
     return 0;
   }
@@ -93,7 +86,7 @@ static int parse_stop(const cJSON *o, oai_request *r, serve_error *err) {
   const cJSON *e;
   cJSON_ArrayForEach(e, v) {
     if (!cJSON_IsString(e)) return BAD("stop", "'stop' must be a string or an array of strings");
-    if (*e->valuestring && !(r->stops[r->n_stops++] = dup_str(e->valuestring)))
+    if (*e->valuestring && !(r->stops[r->n_stops++] = strdup(e->valuestring)))
       return serve_error_set(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
   }
   return 0;
@@ -188,7 +181,7 @@ static int parse_completion(const cJSON *o, oai_request *r, serve_error *err) {
       (cJSON_IsString(p->child) || cJSON_IsArray(p->child))) /* one prompt in a list */
     p = p->child;
   if (cJSON_IsString(p)) {
-    if (!(r->prompt = dup_str(p->valuestring)))
+    if (!(r->prompt = strdup(p->valuestring)))
       return serve_error_set(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
   } else if (cJSON_IsArray(p) && cJSON_GetArraySize(p) > 0 && cJSON_IsNumber(p->child)) {
     size_t n = (size_t)cJSON_GetArraySize(p);
@@ -221,6 +214,7 @@ static int parse_completion(const cJSON *o, oai_request *r, serve_error *err) {
 int oai_parse(oai_kind kind, const char *body, size_t len, oai_request *r, serve_error *err) {
   memset(r, 0, sizeof *r);
   r->kind = kind;
+  r->ignore_eos = -1;
   cJSON *o = cJSON_ParseWithLength(body, len);
   if (!o) return BAD(NULL, "the body is not valid JSON");
   int rc = -1, has = 0;
@@ -239,7 +233,7 @@ int oai_parse(oai_kind kind, const char *body, size_t len, oai_request *r, serve
     BAD("model", "'model' must be a string");
     goto out;
   }
-  if (!(r->model = dup_str(v->valuestring))) {
+  if (!(r->model = strdup(v->valuestring))) {
     serve_error_set(err, 500, "server_error", NULL, NULL, "out of memory");
     goto out;
   }
@@ -324,8 +318,29 @@ static int lib_error(serve_error *err, xpi_status s, const char *what, const cha
   return -1;
 }
 
-int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const char *chat_template, int32_t **ids,
-                   size_t *n, serve_error *err) {
+/* The conversation with the server's template variables added where the request has not set them (its
+ * chat_template_kwargs win). malloc'd, or NULL out of memory or when vars is not an object. */
+static char *with_defaults(const char *conversation, const char *vars) {
+  cJSON *conv = cJSON_Parse(conversation), *v = cJSON_Parse(vars);
+  char *out = NULL;
+  if (cJSON_IsObject(conv) && cJSON_IsObject(v)) {
+    int ok = 1;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, v)
+      if (ok && !cJSON_GetObjectItemCaseSensitive(conv, k->string)) {
+        cJSON *d = cJSON_Duplicate(k, 1);
+        ok = d && cJSON_AddItemToObject(conv, k->string, d);
+        if (!ok) cJSON_Delete(d);
+      }
+    if (ok) out = cJSON_PrintUnformatted(conv);
+  }
+  cJSON_Delete(conv);
+  cJSON_Delete(v);
+  return out;
+}
+
+int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const cli_chat *chat, int32_t **ids, size_t *n,
+                   serve_error *err) {
   *ids = NULL;
   *n = 0;
   if (r->kind == OAI_COMPLETION && r->prompt_ids) {
@@ -340,24 +355,22 @@ int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const char *c
   size_t len = src ? strlen(src) : 0;
   xpi_status s;
   if (r->kind == OAI_CHAT) {
-    xpi_chat_options co;
-    xpi_chat_options_default(&co);
-    co.add_generation_prompt = 1;
-    co.chat_template = chat_template;
-    co.now = (int64_t)time(NULL); /* one clock for both calls: the same text */
-    size_t clen = strlen(r->conversation);
-    s = xpi_apply_chat_template_json(tok, r->conversation, clen, &co, NULL, 0, &len);
-    if (s == XPI_OK || s == XPI_ERR_BUFFER_TOO_SMALL) {
-      text = malloc(len + 1);
-      s = text ? xpi_apply_chat_template_json(tok, r->conversation, clen, &co, text, len + 1, &len)
-               : XPI_ERR_OUT_OF_MEMORY;
-    }
+    cli_chat c;
+    if (chat) c = *chat;
+    else cli_chat_init(&c);
+    char *conv = NULL;
+    if (c.vars_json && strcmp(c.vars_json, "{}") &&
+        !(conv = with_defaults(r->conversation, c.vars_json)))
+      return serve_error_set(err, 500, "server_error", NULL, NULL, "out of memory"), -1;
+    c.vars_json = NULL; /* merged above as defaults: as variables they would override the request's */
+    c.tools = NULL;     /* a request gives its own */
+    s = cli_chat_render_status(tok, &c, NULL, 0, conv ? conv : r->conversation, 1, &text, &len);
+    cJSON_free(conv);
     if (s != XPI_OK) {
-      free(text);
       if (s == XPI_ERR_UNSUPPORTED)
         return serve_error_set(err, 400, "invalid_request_error", "messages", NULL,
                                "the model has no chat template (%s): use /v1/completions, or start the server with "
-                               "--chat-template-file",
+                               "--chat-template",
                                xpi_last_error()),
                -1;
       return lib_error(err, s, "applying the chat template", "messages");
@@ -365,18 +378,9 @@ int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const char *c
     src = text;
   }
   /* completions: as transformers' tokenizer(text) (BOS for Llama 3); a rendered template has its own */
-  int add_special = r->kind == OAI_COMPLETION;
-  s = xpi_tokenize(tok, src, len, add_special, NULL, 0, n);
-  if (s == XPI_OK || s == XPI_ERR_BUFFER_TOO_SMALL) {
-    *ids = malloc((*n ? *n : 1) * sizeof **ids);
-    s = *ids ? xpi_tokenize(tok, src, len, add_special, *ids, *n, n) : XPI_ERR_OUT_OF_MEMORY;
-  }
+  s = cli_tokenize_status(tok, src, len, r->kind == OAI_COMPLETION, ids, n);
   free(text);
-  if (s != XPI_OK) {
-    free(*ids);
-    *ids = NULL;
-    return lib_error(err, s, "tokenizing the prompt", r->kind == OAI_CHAT ? "messages" : "prompt");
-  }
+  if (s != XPI_OK) return lib_error(err, s, "tokenizing the prompt", r->kind == OAI_CHAT ? "messages" : "prompt");
   if (*n == 0) {
     free(*ids);
     *ids = NULL;
@@ -387,8 +391,11 @@ int oai_prompt_ids(const oai_request *r, const xpi_tokenizer *tok, const char *c
 
 void oai_gen_options(const oai_request *r, const xpi_gen_options *defaults, xpi_gen_options *go) {
   *go = *defaults;
-  go->stop_strings = NULL; /* the server matches stop strings on the text the client gets */
-  go->n_stop_strings = 0;
+  go->skip_special = 1; /* OpenAI clients get text without special tokens (vLLM's skip_special_tokens) */
+  if (r->has_stop) { /* the request's, also when empty; else the server's --stop */
+    go->stop_strings = (const char *const *)r->stops;
+    go->n_stop_strings = r->n_stops;
+  }
   /* a sampling field turns sampling on (the model may default to greedy); temperature 0 is greedy */
   if (r->has_temperature || r->has_top_p || r->has_top_k || r->has_min_p) go->greedy = 0;
   if (r->has_temperature) go->temperature = (float)r->temperature;
@@ -398,6 +405,6 @@ void oai_gen_options(const oai_request *r, const xpi_gen_options *defaults, xpi_
   if (r->has_rep) go->repetition_penalty = (float)r->repetition_penalty;
   if (r->has_seed) go->seed = r->seed;
   if (go->temperature <= 0 || (r->has_top_p && r->top_p <= 0)) go->greedy = 1;
-  go->ignore_eos = r->ignore_eos;
+  if (r->ignore_eos >= 0) go->ignore_eos = r->ignore_eos;
   go->logprobs = r->logprobs ? (r->top_logprobs > 0 ? r->top_logprobs : 1) : 0;
 }
