@@ -69,7 +69,7 @@ for args, needle in [(["-p", "8,x"], "-p"), (["-r", "0"], "-r"), (["--quant", "q
         fail(f"bench {args}: want a failure naming {needle!r}, got exit {p.returncode}, "
              f"stdout {p.stdout!r}, stderr {p.stderr!r}")
 # --parallel: llama-batched-bench's tests, pp then tg for each (npp, npl), aggregate tok/s
-PKEYS = {"test", "n_parallel", "quant", "threads", "tok_s", "tok_s_min", "tok_s_max"}
+PKEYS = {"test", "n_parallel", "quant", "threads", "isa", "kernels", "tok_s", "tok_s_min", "tok_s_max"}
 p = bench(["--parallel", "1,3", "-p", "32,64", "-n", "4", "-r", "2", "-t", "2", "--quant", "bf16,q4", "--json"])
 if p.returncode != 0:
     fail(f"bench --parallel exited {p.returncode}: {p.stderr.strip()}")
@@ -81,6 +81,14 @@ if got != want:
 for o in plines:
     if set(o) != PKEYS or not 0 < o["tok_s_min"] <= o["tok_s"] <= o["tok_s_max"]:
         fail(f"--parallel line {o}")
+    elif o["isa"] != "auto" or not o["kernels"].startswith("auto (" + o["quant"] + ": decode "):
+        fail(f"--parallel line names its kernels: {o}")
+# --cpu-isa with --parallel: the forced table runs the batch (scalar exists everywhere)
+p = bench(["--parallel", "2", "-p", "8", "-n", "2", "-r", "1", "--quant", "q4", "--cpu-isa", "scalar", "--json"])
+slines = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+if p.returncode != 0 or len(slines) != 2 or not all(o["isa"] == "scalar" and o["kernels"].startswith("scalar (q4:")
+                                                    for o in slines):
+    fail(f"--parallel --cpu-isa scalar: exit {p.returncode}, {slines}")
 p = bench(["--parallel", "2", "-p", "16", "-n", "2", "-r", "1"])
 rows = [line for line in p.stdout.splitlines() if line.startswith("| tinyfortunes")]
 if p.returncode != 0 or len(rows) != 2:
