@@ -211,9 +211,9 @@ int job_start(serve_state *srv, oai_request *r, int32_t *ids, size_t n, serve_jo
   }
   /* no max_tokens: the server's -n, else (and at most) the rest of the context */
   const int32_t room = srv->max_len - (int32_t)n + 1;
-  int32_t max_new = r->has_max_tokens                                 ? r->max_tokens
-                    : srv->default_max_tokens && srv->default_max_tokens < room ? srv->default_max_tokens
-                                                                        : room;
+  int32_t max_new = room;
+  if (r->has_max_tokens) max_new = r->max_tokens;
+  else if (srv->default_max_tokens && srv->default_max_tokens < room) max_new = srv->default_max_tokens;
   if ((int64_t)n + max_new - 1 > srv->max_len) {
     serve_error_set(err, 400, "invalid_request_error", "max_tokens", "context_length_exceeded",
                     "the prompt has %zu tokens and max_tokens is %d, but this server's context holds %d positions "
