@@ -76,8 +76,8 @@ int cli_gen_load_model(const char *cmd, cli_gen *g, xpi_model **m) {
   if (!g->quiet) {
     xpi_model_info info = {.struct_size = sizeof info};
     xpi_model_get_info(*m, &info);
-    fprintf(stderr, "load: %.3f s (%s, %d layers, %s weights on %s, attention %s)\n", cli_now_s() - t0, info.architecture,
-            info.n_layers, info.weight_dtype, info.device, info.attn_implementation);
+    fprintf(stderr, "load: %.3f s (%s, %d layers, %s weights on %s, attention %s)\n", cli_now_s() - t0,
+            info.architecture, info.n_layers, info.weight_dtype, info.device, info.attn_implementation);
   }
   return 0;
 }

@@ -1,5 +1,5 @@
 /* What `generate`, `chat` and `serve` share: the model and how it loads, sampling and length options (one option
- * table, one meaning, one help text), the chat template call and tokenization. */
+ * table, one meaning, one help text) and the chat template call. */
 #ifndef XPI_CLI_GEN_H
 #define XPI_CLI_GEN_H
 
