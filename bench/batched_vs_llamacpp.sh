@@ -43,8 +43,16 @@ for r in $(seq "$ROUNDS"); do
   done
 done
 # peak resident memory of 32 sequences with the KV pool at 1 GiB (GNU time's "Maximum resident set size", KiB)
-/usr/bin/time -v "$XPI" bench -m "$M" --quant bf16 --kv-dtype "$KV" -t "$T" --parallel 32 -p "$NPP" -n "$NTG" -r 1 \
-  --kv-pool 1G > "$OUT/rss_bench.txt" 2> "$OUT/rss_time.txt" || echo "RSS run failed" >> "$OUT/errors.txt"
+# (where GNU time is missing, as on the 16-core host, Python's getrusage of the child gives the same number)
+RSS_CMD=("$XPI" bench -m "$M" --quant bf16 --kv-dtype "$KV" -t "$T" --parallel 32 -p "$NPP" -n "$NTG" -r 1 --kv-pool 1G)
+if [ -x /usr/bin/time ]; then
+  /usr/bin/time -v "${RSS_CMD[@]}" > "$OUT/rss_bench.txt" 2> "$OUT/rss_time.txt" || echo "RSS run failed" >> "$OUT/errors.txt"
+else
+  python3 -c 'import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:])
+print("\tMaximum resident set size (kbytes): %d" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)
+sys.exit(r.returncode)' "${RSS_CMD[@]}" > "$OUT/rss_bench.txt" 2> "$OUT/rss_time.txt" || echo "RSS run failed" >> "$OUT/errors.txt"
+fi
 stat -c %s "$M/model.safetensors" > "$OUT/model_bytes.txt"
 uptime >> "$OUT/machine.txt"
 python3 "$(dirname "$0")/batched_ratios.py" "$OUT" > "$OUT/note.md"

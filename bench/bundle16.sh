@@ -8,14 +8,15 @@ set -euo pipefail
 [ $# -eq 1 ] || { sed -n 2,6p "$0" >&2; exit 2; }
 D=$1; LLAMA_SRC=${LLAMA_SRC:-/work/llama.cpp}; SHARED=${SHARED:-/work/shared}
 rm -rf "$D"; mkdir -p "$D/bin" "$D/lib" "$D/model"
-cc -O2 -Iinclude -Isrc bench/kernel_bench.c build/libxpuinfer.a -lcjson -lcurl -lcrypto -lpcre2-8 -lutf8proc \
+cc -O2 -Iinclude -Isrc bench/kernel_bench.c build/libxpuinfer_internal.a -lcjson -lcurl -lcrypto -lpcre2-8 -lutf8proc \
   -lpthread -ldl -lm -o "$D/bin/kernel_bench"
 cp -L build/xpuinfer build/mkrandmodel "$D/bin/"
 for so in $(ldd build/xpuinfer "$D/bin/kernel_bench" | awk '$3 ~ /^\// {print $3}' | sort -u); do
   case "$(basename "$so")" in libc.so*|libm.so*|ld-linux*) ;; *) cp -L "$so" "$D/lib/" ;; esac
 done
 cp "$SHARED"/fixtures/tokenizers/qwen3/* "$D/model/"
-cp "$SHARED/bench/to_gguf.py" "$SHARED/bench/membw.c" bench/vs_llamacpp.sh bench/ratios.py bench/remote16.sh "$D/"
+cp "$SHARED/bench/to_gguf.py" "$SHARED/bench/membw.c" bench/vs_llamacpp.sh bench/ratios.py bench/remote16.sh \
+  bench/batched_vs_llamacpp.sh bench/batched_ratios.py "$D/"
 git rev-parse --short HEAD > "$D/commit.txt"
 git diff --quiet || echo " (with uncommitted changes)" >> "$D/commit.txt"
 # llama.cpp: the CPU build's sources (no other backends, models or docs)

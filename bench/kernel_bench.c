@@ -4,7 +4,7 @@
  * hits all alike; it prints the median and min-max of each over the rounds.
  *
  * Not built by CMake (a measurement tool). From the repository root, after building:
- *   cc -O2 -Iinclude -Isrc bench/kernel_bench.c build/libxpuinfer.a -lcjson -lcurl -lcrypto -lpcre2-8 -lutf8proc \
+ *   cc -O2 -Iinclude -Isrc bench/kernel_bench.c build/libxpuinfer_internal.a -lcjson -lcurl -lcrypto -lpcre2-8 -lutf8proc \
  *      -lpthread -ldl -lm -o build/kernel_bench
  *   build/kernel_bench [rounds] [dtypes] [tables]      e.g. build/kernel_bench 7 q4,q8,bf16 avx2,avx512,amx,auto
  * env: THREADS (1; >1 splits rows over the library's thread pool, as the backend does), N (prefill tokens, 256: the model's

@@ -2,9 +2,10 @@
 # Runs on the 16-core benchmark host, from the directory bench/bundle16.sh made: builds llama.cpp (llama-bench,
 # llama-quantize; GGML_NATIVE=ON), makes the benchmark model (mkrandmodel qwen3-0.6b + the Qwen3 tokenizer, then
 # BF16/Q8_0/Q4_0 GGUFs), measures the kernel tables alone (kernel_bench, one thread), then xpuinfer vs llama.cpp at
-# each thread count (vs_llamacpp.sh). Results go to RESULTS (default ./results), the note to RESULTS.md.
-#   env: THREADS_ALL ("1 2 4 8 16": auto only), THREADS_TABLES ("2 16": every table), ROUNDS (1), STEPS
-#   ("build model kernels bench"), J (16)
+# each thread count (vs_llamacpp.sh), and batched decode against llama-batched-bench (batched_vs_llamacpp.sh,
+# step "batched", not in the default STEPS). Results go to RESULTS (default ./results).
+#   env: THREADS_ALL ("1 2 4 8 16": auto only), THREADS_TABLES ("2 16": every table), THREADS_BATCHED ("2 16"),
+#   ROUNDS (1), STEPS ("build model kernels bench"; add "batched"), J (16)
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd); cd "$B"
 R=${RESULTS:-$B/results}; STEPS=${STEPS:-"build model kernels bench"}; J=${J:-16}
@@ -16,7 +17,7 @@ if [[ $STEPS == *build* && ! -x llama.cpp/build/bin/llama-bench ]]; then
   mkdir -p llama.cpp && tar -C llama.cpp -xJf llama.cpp.tar.xz
   cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF > "$R/llama-cmake.log"
-  cmake --build llama.cpp/build -j"$J" --target llama-bench llama-quantize > "$R/llama-build.log"
+  cmake --build llama.cpp/build -j"$J" --target llama-bench llama-batched-bench llama-quantize > "$R/llama-build.log"
   gcc -O3 -march=native -fopenmp membw.c -o bin/membw || true
 fi
 if [[ $STEPS == *model* && ! -s gguf/q06-Q4_0.gguf ]]; then
@@ -36,7 +37,7 @@ if [[ $STEPS == *build* ]] && ! llama.cpp/build/bin/llama-bench -m gguf/q06-Q4_0
     -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON \
     -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF > "$R/llama-cmake-noamx.log"
-  cmake --build llama.cpp/build-noamx -j"$J" --target llama-bench > "$R/llama-build-noamx.log"
+  cmake --build llama.cpp/build-noamx -j"$J" --target llama-bench llama-batched-bench > "$R/llama-build-noamx.log"
 fi
 [ -x llama.cpp/build-noamx/bin/llama-bench ] && LLAMA=llama.cpp/build-noamx
 { lscpu; nproc; gcc --version | head -1; } > "$R/lscpu.txt" 2>&1
@@ -51,5 +52,12 @@ if [[ $STEPS == *bench* ]]; then
   THREADS="${THREADS_TABLES:-2 16}" TABLES="auto avx2 avx512 amx" ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
   t bench threads
   THREADS="${THREADS_ALL:-1 4 8}" TABLES=auto ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
+fi
+if [[ $STEPS == *batched* ]]; then
+  export XPI=bin/xpuinfer ROUNDS=${ROUNDS:-1}
+  for T in ${THREADS_BATCHED:-2 16}; do
+    t batched "$T" threads
+    THREADS=$T ./batched_vs_llamacpp.sh "$LLAMA" gguf q06 "$R/batched-t$T" || true
+  done
 fi
 t done

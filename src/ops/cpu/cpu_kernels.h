@@ -96,9 +96,10 @@ typedef struct xpi_cpu_kernels {
   xpi_cpu_mm_fn gemv[8];
   const xpi_cpu_gemm *gemm[8];
   const char *gemv_isa[8];
-  /* Per float weight dtype (f32/f16/bf16): the batched-decode matmul for XPI_CPU_GEMM_MIN_N..smalln_max[dt]
-   * tokens (one token per decoding sequence), run over row slices like the GEMV; NULL: the GEMM serves those
-   * tokens. mm_smalln.h says why it exists and where each table's limits come from. */
+  /* Per weight dtype: the batched-decode matmul for XPI_CPU_GEMM_MIN_N..smalln_max[dt] tokens (one token per
+   * decoding sequence), run over row slices like the GEMV; NULL: the GEMM serves those tokens. Float weights:
+   * the small-n kernel; q8/q4 (AMX table): the decode GEMV itself. mm_smalln.h says why and where each limit
+   * comes from. */
   xpi_cpu_mm_fn smalln[8];
   int32_t smalln_max[8];
   const char *smalln_isa;

@@ -153,6 +153,8 @@ static void build_table(void) {
   k.gemm[XPI_DT_Q8] = &gemm_q8;
   k.gemm[XPI_DT_Q4] = &gemm_q4;
   k.smalln_max[XPI_DT_BF16] = XPI_CPU_SMALLN_MAX_AMX_BF16; /* the AVX-512 small-n kernel, up to where the GEMM wins */
+  k.smalln[XPI_DT_Q4] = k.gemv[XPI_DT_Q4], k.smalln_max[XPI_DT_Q4] = XPI_CPU_GEMV_MAX_AMX_Q4; /* mm_smalln.h */
+  k.smalln[XPI_DT_Q8] = k.gemv[XPI_DT_Q8], k.smalln_max[XPI_DT_Q8] = XPI_CPU_GEMV_MAX_AMX_Q8;
   k_amx = k;
 }
 

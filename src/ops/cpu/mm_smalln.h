@@ -19,6 +19,13 @@
  * Qwen3-0.6B shapes, GMAC/s small-n vs AMX GEMM: 10.7 vs 5.2 at 4 tokens, 15.9 vs 10.4 at 8, 20.7 vs 21.2 at 16,
  * 30.8 vs 60.1 at 32, 33.9 vs 83.4 at 64). */
 #define XPI_CPU_SMALLN_MAX_AMX_BF16 16
+/* q8/q4 weights: the AMX int8 GEMM converts every weight panel it touches on each call, which a few tokens do not
+ * repay; the decode GEMV (weights read once per 4 tokens, kept in L1 between them) is faster up to here (16-core
+ * Xeon host, 2 threads, kernel_bench GMAC/s GEMV vs AMX GEMM: q4 69.0 vs 20.9 at 4 tokens, 61.1 vs 40.0 at 8,
+ * 61.0 vs 56.0 at 12, 104.6 vs 112.1 at 16; q8 46.7 vs 23.9 at 4, 44.6 vs 45.6 at 8, 44.7 vs 66.5 at 12). A
+ * GEMV of 8 tokens per pass was no faster (and slowed one-token decode: 14.2 vs 18.8 GB/s). */
+#define XPI_CPU_GEMV_MAX_AMX_Q4 12
+#define XPI_CPU_GEMV_MAX_AMX_Q8 8
 
 /* Y[t*ldy + r] = sum_c X[t*cols + c] * W[r, c] for t < n, r0 <= r < r1; W in dt (f32, f16, bf16) rows of cols
  * elements, f32 accumulation. AVX-512 F/BW/VL (call only where the CPU has them). */

@@ -23,10 +23,14 @@ static ALWAYS_INLINE __m512 load_w(const void *row, int64_t c, xpi_dtype dt, __m
   return _mm512_maskz_loadu_ps(m, (const float *)row + c);
 }
 
-/* Rows r..r+nr of W times tokens t0..t0+nt of X (nr <= RB, nt <= TG: constants after inlining). */
+/* Rows r..r+nr of W times tokens t0..t0+nt of X (nr <= RB, nt <= TG: constants after inlining). The first token
+ * group (t0 == 0) also prefetches the next RB rows at the same columns: the rows come from memory, and four
+ * streams alone leave the core waiting on them (the decode GEMV prefetches for the same reason). */
 static ALWAYS_INLINE void block(float *Y, int64_t ldy, const float *X, int64_t t0, int nt, const void *W, int64_t r,
                                 int nr, int64_t cols, xpi_dtype dt) {
-  const size_t rowb = (size_t)cols * (dt == XPI_DT_F32 ? 4 : 2);
+  const int es = dt == XPI_DT_F32 ? 4 : 2;
+  const size_t rowb = (size_t)cols * (size_t)es, ahead = RB * rowb;
+  const int pf = t0 == 0;
   const unsigned char *w[RB];
   const float *x[TG];
   __m512 acc[RB][TG];
@@ -41,6 +45,9 @@ static ALWAYS_INLINE void block(float *Y, int64_t ldy, const float *X, int64_t t
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     __m512 wv[RB];
+    if (pf && !(c * es & 63)) /* once per 64-byte line (prefetches never fault, past the matrix too) */
+      #pragma GCC unroll 8
+      for (int i = 0; i < nr; i++) _mm_prefetch((const char *)w[i] + ahead + c * es, _MM_HINT_T0);
     #pragma GCC unroll 8
     for (int i = 0; i < nr; i++) wv[i] = load_w(w[i], c, dt, 0xffff);
     #pragma GCC unroll 8
