@@ -20,11 +20,12 @@
  * 30.8 vs 60.1 at 32, 33.9 vs 83.4 at 64). */
 #define XPI_CPU_SMALLN_MAX_AMX_BF16 16
 /* q8/q4 weights: the AMX int8 GEMM converts every weight panel it touches on each call, which a few tokens do not
- * repay; the decode GEMV (weights read once per 4 tokens, kept in L1 between them) is faster up to here (16-core
- * Xeon host, 2 threads, kernel_bench GMAC/s GEMV vs AMX GEMM: q4 69.0 vs 20.9 at 4 tokens, 61.1 vs 40.0 at 8,
- * 61.0 vs 56.0 at 12, 104.6 vs 112.1 at 16; q8 46.7 vs 23.9 at 4, 44.6 vs 45.6 at 8, 44.7 vs 66.5 at 12). A
- * GEMV of 8 tokens per pass was no faster (and slowed one-token decode: 14.2 vs 18.8 GB/s). */
-#define XPI_CPU_GEMV_MAX_AMX_Q4 12
+ * repay; the decode GEMV (weights read once per 4 tokens, kept in L1 between them; AVX-512 q4 unpacks a block
+ * once for the 4) is faster up to here. 16-core Xeon host, 2 threads, kernel_bench GMAC/s, GEMV vs AMX GEMM:
+ * q4 128.3 vs 32.7 at 4 tokens, 138.2 vs 65.6 at 8, 140.4 vs 89.8 at 12, 145.3 vs 127.2 at 16; q8 46.7 vs 23.9
+ * at 4, 44.6 vs 45.6 at 8, 44.7 vs 66.5 at 12. A GEMV of 8 tokens per pass was no faster (and slowed one-token
+ * decode: 14.2 vs 18.8 GB/s). */
+#define XPI_CPU_GEMV_MAX_AMX_Q4 16
 #define XPI_CPU_GEMV_MAX_AMX_Q8 8
 
 /* Y[t*ldy + r] = sum_c X[t*cols + c] * W[r, c] for t < n, r0 <= r < r1; W in dt (f32, f16, bf16) rows of cols

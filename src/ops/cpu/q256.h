@@ -3,7 +3,7 @@
  *  - AVX-VNNI (kernels_avxvnni.c, VEX) and AVX-512 VNNI (kernels_avx512.c, EVEX on ymm): one vpdpbusd.
  * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2, then includes this once.
  * It gets:
- *   Q256_GEMV(NAME, q256_prep, q256_row)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
+ *   Q256_GEMV(NAME, q256_prep, q256_row, NULL)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
  *                       driver that kernels_avx512.c's 512-bit rows share,
  *   q256_ukr_q8/_q4     with VNNI only: the int8 prefill GEMM's microkernels (gemm_q.h's contract).
  * Include only from files compiled with AVX2 (and the VNNI flavour's flags). */
@@ -143,8 +143,13 @@ typedef struct {
 typedef void (*q256_prep_fn)(xpi_dtype dt, q256_acts *A, int t, int64_t nbc);
 typedef float (*q256_row_fn)(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t,
                              int64_t nbc);
+/* Optional: one row's dots for all nt tokens at once, v[t] (a row kernel that loads and unpacks each weight
+ * block once for every token); returns 0 where it does not handle dt (ROW then runs per token). */
+typedef int (*q256_rows_fn)(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int nt,
+                            int64_t nbc, float *v);
 
-static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn prep, q256_row_fn row, xpi_dtype dt,
+static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn prep, q256_row_fn row,
+                                                                   q256_rows_fn rows, xpi_dtype dt,
                                                                    float *Y, int64_t ldy, const float *X, int32_t n,
                                                                    const void *W, const void *aux, int64_t r0,
                                                                    int64_t r1, int64_t cols) {
@@ -172,25 +177,27 @@ static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn 
           for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
           _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
         }
+        float v[Q256_NT];
+        if (!rows || !rows(dt, q, dr, &A, nt, nbc, v))
+          for (int32_t t = 0; t < nt; t++) v[t] = row(dt, q, dr, &A, t, nbc);
         for (int32_t t = 0; t < nt; t++) {
-          const float v = row(dt, q, dr, &A, t, nbc);
           float *y = Y + (int64_t)(t0 + t) * ldy + r;
-          *y = c0 == 0 ? v : *y + v;
+          *y = c0 == 0 ? v[t] : *y + v[t];
         }
       }
     }
   }
 }
 
-/* Defines the xpi_cpu_mm_fn pair NAME##_q8 / NAME##_q4 over the driver with PREP and ROW. */
-#define Q256_GEMV(NAME, PREP, ROW)                                                                               \
+/* Defines the xpi_cpu_mm_fn pair NAME##_q8 / NAME##_q4 over the driver with PREP, ROW and ROWS (or NULL). */
+#define Q256_GEMV(NAME, PREP, ROW, ROWS)                                                                         \
   static void NAME##_q8(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,          \
                         int64_t r0, int64_t r1, int64_t cols) {                                                   \
-    q256_gemv_driver(PREP, ROW, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);                                    \
+    q256_gemv_driver(PREP, ROW, ROWS, XPI_DT_Q8, Y, ldy, X, n, W, aux, r0, r1, cols);                              \
   }                                                                                                               \
   static void NAME##_q4(float *Y, int64_t ldy, const float *X, int32_t n, const void *W, const void *aux,          \
                         int64_t r0, int64_t r1, int64_t cols) {                                                   \
-    q256_gemv_driver(PREP, ROW, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);                                    \
+    q256_gemv_driver(PREP, ROW, ROWS, XPI_DT_Q4, Y, ldy, X, n, W, aux, r0, r1, cols);                              \
   }
 
 /* The 256-bit rows: q4 activations in pair order, q8 as quantized. */
