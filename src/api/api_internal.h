@@ -33,6 +33,7 @@ typedef struct xpi_req_event {
   size_t len;
   xpi_logprob *top;
   int32_t n_top;
+  float logprob;
 } xpi_req_event;
 
 /* A request: one sequence (a session) of the model's request engine. Its jobs run in the engine's steps,

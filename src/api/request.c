@@ -95,7 +95,7 @@ static int queue_push(xpi_request *r, const xpi_token_event *t) {
     r->q_cap = cap;
     r->q_head = 0;
   }
-  xpi_req_event ev = {t->id, malloc(t->text_len + 1), t->text_len, NULL, t->n_top};
+  xpi_req_event ev = {t->id, malloc(t->text_len + 1), t->text_len, NULL, t->n_top, t->logprob};
   if (t->n_top > 0) ev.top = malloc((size_t)t->n_top * sizeof *ev.top);
   if (!ev.text || (t->n_top > 0 && !ev.top)) {
     free(ev.text);
@@ -141,7 +141,7 @@ static void drain(void *user) {
     xpi_engine_unlock(r->e);
     if (!stopped) {
       r->delivered++;
-      xpi_token_event te = {ev.id, ev.text, ev.len, ev.top, ev.n_top};
+      xpi_token_event te = {ev.id, ev.text, ev.len, ev.top, ev.n_top, ev.logprob};
       if (r->cb && r->cb(&te, r->user)) {
         xpi_engine_lock(r->e);
         r->stopped = 1; /* events already computed past this one are dropped */

@@ -236,7 +236,8 @@ xpi_status xpi_seq_job_generate(xpi_engine *e, xpi_seq *s, const xpi_gen_options
   XPI_TRY(xpi_seq_output_init(&s->out, e->model->tok, e->model->cfg.eos_ids, e->model->cfg.n_eos, o));
   s->out_ready = 1;
   s->logprobs = o->logprobs < e->vocab ? o->logprobs : e->vocab;
-  if (s->logprobs > 0 && !(s->top = malloc((size_t)s->logprobs * sizeof *s->top)))
+  if (s->logprobs > 0 && (!(s->top = malloc((size_t)s->logprobs * sizeof *s->top)) ||
+                         !(s->lp_raw = malloc((size_t)e->vocab * sizeof *s->lp_raw))))
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   s->device_greedy = s->smp.greedy && s->logprobs == 0 && s->smp.penalty == 1.0f;
   s->job = JOB_GENERATE;

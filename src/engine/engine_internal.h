@@ -49,6 +49,7 @@ typedef struct xpi_seq {
   int numeric;                 /* this step's logits were not finite: located, then the sequence fails */
   int32_t logprobs;
   xpi_logprob *top;
+  float *lp_raw;               /* logprobs: the row's raw logits (sampling rewrites the row in place) */
   float *eval_logits;          /* JOB_EVAL: the caller's buffer, rows from position out_from */
   int eval_all;
   xpi_seq_callback cb;

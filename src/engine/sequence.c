@@ -65,6 +65,8 @@ void xpi_seq_job_clear(xpi_seq *s) {
   s->smp_ready = s->out_ready = 0;
   free(s->top);
   s->top = NULL;
+  free(s->lp_raw);
+  s->lp_raw = NULL;
   s->job = JOB_NONE;
   s->eval_logits = NULL;
   s->cb = NULL;

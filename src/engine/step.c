@@ -14,11 +14,11 @@
 
 #define XPI_MAX_NUMERIC 8 /* sequences of one step whose non-finite logits are located layer by layer */
 
-static void push_event(xpi_engine *e, xpi_seq *s, int32_t id, const char *text, size_t len) {
+static void push_event(xpi_engine *e, xpi_seq *s, int32_t id, const char *text, size_t len, float logprob) {
   xpi_pending_event *ev = &e->events[e->n_events++];
   ev->s = s;
   ev->tok = (xpi_token_event){.id = id, .text = text, .text_len = len, .top = s->logprobs > 0 ? s->top : NULL,
-                              .n_top = s->logprobs};
+                              .n_top = s->logprobs, .logprob = logprob};
 }
 
 /* Token and final events of the step, with no lock held. Ended sequences are destroyed after their final
@@ -75,7 +75,11 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
     s->numeric = 1;
     return;
   }
-  if (s->logprobs > 0) xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
+  double lse = 0;
+  if (s->logprobs > 0) { /* the sampler rewrites lg in place: the raw row is kept for the sampled id's logprob */
+    lse = xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
+    memcpy(s->lp_raw, lg, (size_t)e->vocab * sizeof *lg);
+  }
   int32_t id = s->device_greedy ? e->argmax[r] : xpi_sampler_sample(&s->smp, lg, s->tokens, s->n_tok);
   const char *piece = "";
   size_t plen = 0;
@@ -87,7 +91,7 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   double now = xpi_now_s();
   if (s->t_first == 0) s->t_first = now;
   s->t_last = now;
-  push_event(e, s, id, piece, plen);
+  push_event(e, s, id, piece, plen, s->logprobs > 0 ? (float)((double)s->lp_raw[id] - lse) : 0.0f);
   if (!s->out.finished) *next_tok = id;
 }
 

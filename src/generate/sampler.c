@@ -174,7 +174,7 @@ int32_t xpi_sampler_sample(xpi_sampler *s, float *l, const int32_t *history, int
   return last;
 }
 
-void xpi_logprobs_top(const float *l, int32_t vocab, int32_t n, xpi_logprob *out) {
+double xpi_logprobs_top(const float *l, int32_t vocab, int32_t n, xpi_logprob *out) {
   double m = -INFINITY, sum = 0;
   for (int32_t i = 0; i < vocab; i++) m = l[i] > m ? l[i] : m;
   for (int32_t i = 0; i < vocab; i++) sum += exp((double)l[i] - m);
@@ -191,4 +191,5 @@ void xpi_logprobs_top(const float *l, int32_t vocab, int32_t n, xpi_logprob *out
     out[j].id = i;
   }
   for (int32_t j = 0; j < n; j++) out[j].logprob = (float)((double)l[out[j].id] - lse);
+  return lse;
 }

@@ -34,7 +34,8 @@ void xpi_sample_top_k(float *logits, int32_t vocab, int32_t k, xpi_cand *cand);
 void xpi_sample_top_p(float *logits, int32_t vocab, float top_p, xpi_cand *cand, double *p);
 void xpi_sample_min_p(float *logits, int32_t vocab, float min_p);
 
-/* The n best log-softmax values of raw logits, best first (lower id first on ties). */
-void xpi_logprobs_top(const float *logits, int32_t vocab, int32_t n, xpi_logprob *out);
+/* The n best log-softmax values of raw logits, best first (lower id first on ties). Returns the log-sum-exp of
+ * the logits (any id's log-probability is its logit minus it). */
+double xpi_logprobs_top(const float *logits, int32_t vocab, int32_t n, xpi_logprob *out);
 
 #endif

@@ -44,7 +44,7 @@ xpi_status xpi_seq_output_init(xpi_seq_output *so, const xpi_tokenizer *tok, con
     if (!(so->eos = malloc((size_t)n_eos * sizeof *so->eos))) st = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
     else memcpy(so->eos, eos, (size_t)n_eos * sizeof *eos), so->n_eos = n_eos;
   }
-  if (st == XPI_OK) st = xpi_detok_stream_create(tok, 0, &so->ds);
+  if (st == XPI_OK) st = xpi_detok_stream_create(tok, o->skip_special != 0, &so->ds);
   if (st != XPI_OK) {
     xpi_seq_output_free(so);
     return st;

@@ -5,6 +5,7 @@
  * Semantics (the contract of xpi_request_generate, see include/xpuinfer.h):
  * - Every pushed token counts toward max_new_tokens; the push that reaches it finishes with LENGTH.
  * - A stop token (an eos id, unless ignore_eos) finishes with STOP; its text is never part of the text.
+ * - With skip_special, no special added token's text is part of the text (stop strings included).
  * - Stop strings are matched on the decoded text: the text ends at the first byte position where it
  *   contains one (the earliest end; of several ending there, the longest), just before it (include_stop 0)
  *   or just after it (include_stop 1); what follows, even in the same token, is dropped. STOP.

@@ -75,45 +75,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 }
 
 #ifdef FUZZ_REPLAY_MAIN
-/* Replays every file named on the command line (or listed in a folder) through the harness. */
-#include <dirent.h>
-
-static int replay_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  uint8_t *buf = NULL;
-  size_t n = 0, cap = 0;
-  int c;
-  while ((c = fgetc(f)) != EOF) {
-    if (n == cap) {
-      cap = cap ? cap * 2 : 4096;
-      uint8_t *nb = realloc(buf, cap);
-      if (!nb) abort();
-      buf = nb;
-    }
-    buf[n++] = (uint8_t)c;
-  }
-  fclose(f);
-  LLVMFuzzerTestOneInput(buf ? buf : (const uint8_t *)"", n);
-  free(buf);
-  return 1;
-}
-
-int main(int argc, char **argv) {
-  int count = 0;
-  for (int i = 1; i < argc; i++) {
-    DIR *d = opendir(argv[i]);
-    if (!d) { count += replay_file(argv[i]); continue; }
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (e->d_name[0] == '.') continue;
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s", argv[i], e->d_name);
-      count += replay_file(path);
-    }
-    closedir(d);
-  }
-  printf("replayed %d inputs\n", count);
-  return count ? 0 : 1;
-}
+#include "fuzz_replay.h"
 #endif

@@ -295,6 +295,96 @@ static void test_chunks(xpi_model *m) {
   free(one);
 }
 
+typedef struct lpcollect { int32_t ids[32]; float lp[32], top0[32]; int n; char text[1024]; size_t len; } lpcollect;
+
+static int on_lp(const xpi_token_event *ev, void *user) {
+  lpcollect *c = user;
+  if (c->n < 32) c->ids[c->n] = ev->id, c->lp[c->n] = ev->logprob, c->top0[c->n] = ev->n_top ? ev->top[0].logprob : 1;
+  c->n++;
+  if (c->len + ev->text_len < sizeof c->text) memcpy(c->text + c->len, ev->text, ev->text_len), c->len += ev->text_len;
+  c->text[c->len] = 0;
+  return 0;
+}
+
+/* xpi_token_event.logprob, the sampled token's log-probability, against the log-softmax (in double) of the raw
+ * logits xpi_request_eval gives for the same prefix; tolerance 1e-3: prefill rows against decode steps (the
+ * batch size changes the summation order, see test_chunks). And skip_special: with ignore_eos the greedy text
+ * runs past <|endoftext|> (4093, a special token at step 15), which is then left out of the text exactly as
+ * xpi_detokenize(skip_special = 1) leaves it out (tests/tokenizer checks that one against tokenizers), and a stop
+ * string is matched on the text without it. */
+static void test_logprob_skip_special(xpi_model *m) {
+  enum { V = 4096, NEW = 20 };
+  xpi_request *r = NULL;
+  CHECK_OK(xpi_request_create(m, NULL, &r));
+  xpi_gen_options go;
+  xpi_gen_options_default(&go);
+  go.temperature = 1.3f;
+  go.seed = 5;
+  go.logprobs = 2;
+  go.max_new_tokens = NEW;
+  go.ignore_eos = 1;
+  lpcollect c = {0};
+  xpi_gen_result res = {.struct_size = sizeof res};
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_lp, &c, &res));
+  CHECK(c.n == NEW, "%d tokens", c.n);
+  int32_t all[2 + NEW];
+  memcpy(all, k_prompt, sizeof k_prompt);
+  memcpy(all + 2, c.ids, sizeof c.ids[0] * NEW);
+  float *lg = malloc(sizeof(float) * (size_t)(2 + NEW) * V);
+  xpi_request_reset(r);
+  CHECK_OK(xpi_request_eval(r, all, 2 + NEW, 1, lg, (size_t)(2 + NEW) * V));
+  double worst = 0;
+  int below_top = 0;
+  for (int k = 0; k < NEW; k++) {
+    const float *row = lg + (size_t)(1 + k) * V; /* the logits that chose token k */
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++) mx = row[i] > mx ? row[i] : mx;
+    for (int i = 0; i < V; i++) sum += exp((double)row[i] - mx);
+    const double want = (double)row[c.ids[k]] - mx - log(sum);
+    worst = fmax(worst, fabs(want - c.lp[k]));
+    below_top += c.lp[k] < c.top0[k] - 1e-6;
+    CHECK(c.lp[k] <= c.top0[k] + 1e-6, "token %d: logprob %g above the best %g", k, c.lp[k], c.top0[k]);
+  }
+  printf("sampled tokens' logprob vs log-softmax of xpi_request_eval's logits: max |diff| %g (%d not the best)\n",
+         worst, below_top);
+  CHECK(worst <= 1e-3, "sampled logprob: max |diff| %g", worst);
+  CHECK(below_top > 0, "temperature 1.3 never sampled a token other than the most likely one");
+  free(lg);
+
+  /* skip_special */
+  xpi_gen_options_default(&go);
+  go.greedy = 1;
+  go.max_new_tokens = NEW;
+  go.ignore_eos = 1;
+  lpcollect keep = {0}, skip = {0};
+  xpi_request_reset(r);
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_lp, &keep, &res));
+  go.skip_special = 1;
+  xpi_request_reset(r);
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_lp, &skip, &res));
+  char want[1024];
+  size_t wl = 0;
+  CHECK_OK(xpi_detokenize(xpi_model_tokenizer(m), skip.ids, (size_t)skip.n, 1, want, sizeof want, &wl));
+  CHECK(keep.n == NEW && skip.n == NEW && !memcmp(keep.ids, skip.ids, sizeof keep.ids) && skip.ids[15] == 4093,
+        "skip_special changes no id (eos at 15: %d)", skip.ids[15]);
+  CHECK(strstr(keep.text, "<|endoftext|>") && !strstr(skip.text, "<|endoftext|>") && !strcmp(skip.text, want),
+        "skip_special: '%s' (want '%s'; kept: '%s')", skip.text, want, keep.text);
+  /* "can." ends the golden sentence and the next token starts right after <|endoftext|>: a stop string spanning
+   * it matches only when the special token is skipped */
+  const char *after = strstr(keep.text, "<|endoftext|>") + 13;
+  char stop[16];
+  snprintf(stop, sizeof stop, ".%.3s", after);
+  const char *stops[] = {stop};
+  go.stop_strings = stops;
+  go.n_stop_strings = 1;
+  memset(&skip, 0, sizeof skip);
+  xpi_request_reset(r);
+  CHECK_OK(xpi_request_generate(r, k_prompt, 2, &go, on_lp, &skip, &res));
+  CHECK(res.finish_reason == XPI_FINISH_STOP && !strcmp(skip.text, " is like a raisin, not a stain you can"),
+        "stop '%s' across the skipped special token: '%s' (reason %d)", stop, skip.text, res.finish_reason);
+  xpi_request_free(r);
+}
+
 int main(void) {
   g_dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   xpi_model *m = load("sdpa");
@@ -307,6 +397,7 @@ int main(void) {
     test_context(m);
     test_threads(m);
     test_chunks(m);
+    test_logprob_skip_special(m);
     xpi_model_free(m);
   }
   test_variants();

@@ -15,6 +15,7 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_download(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "xpuinfer <cmd>: <what>: <xpi_last_error()>" on stderr and returns the exit code 1. */
 int cli_fail(const char *cmd, const char *what, xpi_status s);
@@ -63,11 +64,21 @@ void cli_verbose(void);
   "  -v, --verbose            print the library's warnings and notes on stderr (retries, fallbacks, ...)\n" \
   "  -h, --help               this help\n"
 
-/* ---- text from stdin (cli_input.c) */
+/* ---- prompts in (cli_input.c): text from stdin, tokenization */
 
 /* All of stdin as one text for "-p -": trailing newlines removed (as the shell's $(...) does); a NUL byte or
  * a read error is an error. *out is malloc'd. Returns 0 or 1 after the message. */
 int cli_read_stdin_text(const char *cmd, char **out);
+/* Text -> malloc'd ids (as transformers' tokenizer(text, add_special_tokens=add_special)), size query included.
+ * On failure *ids is NULL and xpi_last_error() says why. */
+xpi_status cli_tokenize_status(const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
+                               int32_t **ids, size_t *n);
+/* The same, printing the failure ("tokenizing the prompt: ..."). Returns 0 or the exit code 1. */
+int cli_tokenize(const char *cmd, const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
+                 int32_t **ids, size_t *n);
+
+/* ---- the clock (cli_clock.c): monotonic seconds */
+double cli_now_s(void);
 
 /* ---- growing text buffers and JSON output (cli_json.c) */
 

@@ -4,13 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void cli_gen_init(cli_gen *g) {
   memset(g, 0, sizeof *g);
@@ -51,6 +44,7 @@ size_t cli_gen_table(cli_gen *g, cli_opt *o) {
   STR(NULL, "--kv-dtype", &g->mo.kv_dtype);
   FLAG(NULL, "--no-fused", &g->no_fused);
   INT(NULL, "--n-ctx", &g->n_ctx, 1, 1 << 30, &g->n_ctx_given);
+  INT(NULL, "--ctx-size", &g->n_ctx, 1, 1 << 30, &g->n_ctx_given); /* llama.cpp's name */
   FLAG(NULL, "--strict", &g->strict);
   FLAG("-q", "--quiet", &g->quiet);
   n += cli_chat_table(&g->chat, o + n);
@@ -61,8 +55,7 @@ size_t cli_gen_table(cli_gen *g, cli_opt *o) {
   return n;
 }
 
-int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m) {
-  *m = NULL;
+int cli_gen_prepare(const char *cmd, cli_gen *g) {
   if (!g->model) return cli_usage_error(cmd, "-m MODEL is required");
   int rc = cli_chat_load(cmd, &g->chat, g->no_think);
   if (rc) return rc;
@@ -70,7 +63,12 @@ int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m) {
   if (g->no_fused) g->mo.use_kernels = 0;
   g->mo.strict = g->strict;
   if (g->quiet) g->mo.download.quiet = 1;
-  double t0 = now_s();
+  return 0;
+}
+
+int cli_gen_load_model(const char *cmd, cli_gen *g, xpi_model **m) {
+  *m = NULL;
+  double t0 = cli_now_s();
   cli_progress_attach(&g->mo.download, &g->bar, g->quiet); /* a repo id downloads on first use */
   xpi_status s = xpi_model_load(g->model, &g->mo, m);
   cli_progress_finish(&g->bar);
@@ -78,10 +76,16 @@ int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m) {
   if (!g->quiet) {
     xpi_model_info info = {.struct_size = sizeof info};
     xpi_model_get_info(*m, &info);
-    fprintf(stderr, "load: %.3f s (%s, %d layers, %s weights on %s, attention %s)\n", now_s() - t0, info.architecture,
-            info.n_layers, info.weight_dtype, info.device, info.attn_implementation);
+    fprintf(stderr, "load: %.3f s (%s, %d layers, %s weights on %s, attention %s)\n", cli_now_s() - t0,
+            info.architecture, info.n_layers, info.weight_dtype, info.device, info.attn_implementation);
   }
   return 0;
+}
+
+int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m) {
+  *m = NULL;
+  int rc = cli_gen_prepare(cmd, g);
+  return rc ? rc : cli_gen_load_model(cmd, g, m);
 }
 
 void cli_gen_options(const cli_gen *g, const xpi_model *m, xpi_gen_options *go) {
@@ -111,20 +115,6 @@ int cli_gen_request(const char *cmd, const cli_gen *g, xpi_model *m, xpi_request
 
 const char *cli_finish_name(xpi_finish_reason r) {
   return r == XPI_FINISH_STOP ? "stop" : r == XPI_FINISH_CANCELLED ? "cancelled" : "length";
-}
-
-int cli_tokenize(const char *cmd, const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
-                 int32_t **ids, size_t *n) {
-  *ids = NULL;
-  xpi_status s = xpi_tokenize(tok, text, len, add_special, NULL, 0, n);
-  if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
-    *ids = malloc((*n ? *n : 1) * sizeof **ids);
-    s = *ids ? xpi_tokenize(tok, text, len, add_special, *ids, *n, n) : XPI_ERR_OUT_OF_MEMORY;
-  }
-  if (s == XPI_OK) return 0;
-  free(*ids);
-  *ids = NULL;
-  return cli_fail(cmd, "tokenizing the prompt", s);
 }
 
 int cli_render_chat(const char *cmd, const xpi_tokenizer *tok, const xpi_chat_message *msgs, size_t n,

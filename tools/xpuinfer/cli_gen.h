@@ -1,5 +1,5 @@
-/* What `generate` and `chat` share: the model and how it loads, sampling and length options (one option table,
- * one meaning, one help text), the chat template call and tokenization. */
+/* What `generate`, `chat` and `serve` share: the model and how it loads, sampling and length options (one option
+ * table, one meaning, one help text) and the chat template call. */
 #ifndef XPI_CLI_GEN_H
 #define XPI_CLI_GEN_H
 
@@ -55,14 +55,19 @@ size_t cli_gen_table(cli_gen *g, cli_opt *out);
   "      --quant q8|q4        weight-only quantization at load\n"                                            \
   "      --kv-dtype NAME      KV cache dtype: f32 (CPU default), bf16, f16\n"                                \
   "      --no-fused           unfused reference kernels\n"                                                   \
-  "      --n-ctx N            context size (default min(max_position_embeddings, 4096))\n"                   \
+  "      --n-ctx, --ctx-size N  context size: the longest sequence, prompt plus new tokens (default: chat\n" \
+  "                           min(max_position_embeddings, 4096); generate and serve max_position_embeddings)\n" \
   "      --strict             fail when the checkpoint holds tensors the model never reads (default: a\n"    \
   "                           warning, shown with -v)\n"                                                      \
   "  -q, --quiet              no timing or progress on stderr\n"
 
-/* Reads the chat-template files and checks --var (before the model, so mistakes stop early), then loads g->model
- * (progress bar, a timing line unless quiet). Returns 0 or an exit code after the message. */
+/* cli_gen_prepare, then cli_gen_load_model. Returns 0 or an exit code after the message. */
 int cli_gen_load(const char *cmd, cli_gen *g, xpi_model **m);
+/* Checks -m, reads the chat-template files and checks --var (before the model, so mistakes stop early), and
+ * sets the model options from the flags. Returns 0 or an exit code after the message. */
+int cli_gen_prepare(const char *cmd, cli_gen *g);
+/* Loads g->model (progress bar, a timing line unless quiet). Returns 0 or 1 after the message. */
+int cli_gen_load_model(const char *cmd, cli_gen *g, xpi_model **m);
 /* The model's generation defaults with the options given on top. */
 void cli_gen_options(const cli_gen *g, const xpi_model *m, xpi_gen_options *go);
 /* A request with --n-ctx. Returns 0 or an exit code after the message. */
@@ -70,10 +75,6 @@ int cli_gen_request(const char *cmd, const cli_gen *g, xpi_model *m, xpi_request
 
 /* "length", "stop", "cancelled" */
 const char *cli_finish_name(xpi_finish_reason r);
-
-/* Text -> malloc'd ids (as transformers' tokenizer(text, add_special_tokens=add_special)). 0 or exit code. */
-int cli_tokenize(const char *cmd, const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
-                 int32_t **ids, size_t *n);
 
 /* The one place generate and chat render a chat template: the conversation (structured messages, or a JSON
  * conversation when msgs is NULL) formatted by the model's template (or --chat-template) with the chat options,

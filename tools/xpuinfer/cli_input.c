@@ -1,4 +1,4 @@
-/* Text read from stdin for "-p -" (generate, tokenize). */
+/* Prompts in: text read from stdin for "-p -" (generate, tokenize), and text to ids (generate, chat, serve). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,4 +37,24 @@ int cli_read_stdin_text(const char *cmd, char **out) {
   p[len] = 0;
   *out = p;
   return 0;
+}
+
+xpi_status cli_tokenize_status(const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
+                               int32_t **ids, size_t *n) {
+  *ids = NULL;
+  xpi_status s = xpi_tokenize(tok, text, len, add_special, NULL, 0, n);
+  if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
+    *ids = malloc((*n ? *n : 1) * sizeof **ids);
+    s = *ids ? xpi_tokenize(tok, text, len, add_special, *ids, *n, n) : XPI_ERR_OUT_OF_MEMORY;
+  }
+  if (s == XPI_OK) return XPI_OK;
+  free(*ids);
+  *ids = NULL;
+  return s;
+}
+
+int cli_tokenize(const char *cmd, const xpi_tokenizer *tok, const char *text, size_t len, int add_special,
+                 int32_t **ids, size_t *n) {
+  xpi_status s = cli_tokenize_status(tok, text, len, add_special, ids, n);
+  return s == XPI_OK ? 0 : cli_fail(cmd, "tokenizing the prompt", s);
 }

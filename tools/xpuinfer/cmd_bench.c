@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -51,12 +50,6 @@ static void bench_help(FILE *f) {
           "  --json               one JSON object per line per test instead of the table\n"
           "  -v, --verbose        print the library's warnings and notes on stderr\n"
           "  -h, --help           this help\n");
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static int parse_list(const char *cmd, const char *opt, const char *s, long long min, long long max, long long *out,
@@ -285,9 +278,9 @@ int cmd_bench(int argc, char **argv) {
           new_ids(&b);
           if (s != XPI_OK) { rc = cli_fail("bench", "filling the KV cache", s); break; }
           const double start_ctx = xpi_request_n_past(b.req);
-          double t0 = now_s();
+          double t0 = cli_now_s();
           s = is_tg ? eval_tg(&b, len) : eval_n(&b, len);
-          double t1 = now_s();
+          double t1 = cli_now_s();
           if (s != XPI_OK) { rc = cli_fail("bench", is_tg ? "generating" : "processing the prompt", s); break; }
           ts[r] = (double)len / (t1 - t0);
           ctx_sum += start_ctx + (double)len / 2;

@@ -9,19 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "cli.h"
 
 #define TRY(expr) do { xpi_status s_ = (expr); if (s_ != XPI_OK) return s_; } while (0)
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -71,11 +64,11 @@ static xpi_status one_rep(batch_run *b, int npl, int npp, int ntg, double *t_pp,
     b->prompts[i] = (int32_t)((b->rng >> 33) % (uint64_t)b->vocab);
   }
   memset(b->out, 0, sizeof *b->out * (size_t)npl);
-  double t0 = now_s();
+  double t0 = cli_now_s();
   for (int s = 0; s < npl; s++)
     TRY(xpi_engine_submit(b->e, b->prompts + (size_t)s * (npp + 1), (size_t)npp, &go, on_event, &b->out[s], NULL));
   TRY(drive(b->e));
-  *t_pp = now_s() - t0;
+  *t_pp = cli_now_s() - t0;
   *t_tg = 0;
   for (int s = 0; s < npl; s++)
     if (b->out[s].st != XPI_OK) return b->out[s].st;
@@ -85,11 +78,11 @@ static xpi_status one_rep(batch_run *b, int npl, int npp, int ntg, double *t_pp,
     b->prompts[(size_t)s * (npp + 1) + npp] = b->out[s].first;
     memset(&b->out[s], 0, sizeof b->out[s]);
   }
-  t0 = now_s();
+  t0 = cli_now_s();
   for (int s = 0; s < npl; s++)
     TRY(xpi_engine_submit(b->e, b->prompts + (size_t)s * (npp + 1), (size_t)npp + 1, &go, on_event, &b->out[s], NULL));
   TRY(drive(b->e));
-  *t_tg = now_s() - t0;
+  *t_tg = cli_now_s() - t0;
   for (int s = 0; s < npl; s++)
     if (b->out[s].st != XPI_OK) return b->out[s].st;
   return XPI_OK;

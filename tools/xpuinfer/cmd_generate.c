@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
+#include "cli_engine.h"
 #include "cli_gen.h"
 #include "gen.h"
 
@@ -28,7 +28,6 @@ static void help(void) {
          "                           and optionally \"max_tokens\", \"temperature\", \"top_p\", \"seed\", \"stop\"\n"
          "                           (a string or a list) for that line\n"
          "      --jsonl              read FILE as JSON lines whatever its name\n"
-         "      --parallel N         sequences generated at once (default: every prompt, as the KV pool allows)\n"
          "      --no-special         feed the text exactly as written (no BOS / post-processor)\n"
          "      --chat               wrap the prompt as a user message with the model's chat template\n"
          "      --messages FILE      a whole conversation (implies --chat; - reads stdin): a JSON array of\n"
@@ -40,12 +39,7 @@ static void help(void) {
          "                           tok_s (the tokens after it); a prompt of -f that cannot run gives\n"
          "                           {\"index\", \"error\"} and the others go on\n"
          "      --logprobs N         with --json: the N best log-probabilities of each generated token\n"
-         "      --kv-pool SIZE       KV pool in bytes (K, M, G suffixes; default: half the free memory, at most\n"
-         "                           what the sequences need)\n"
-         "      --kv-pool-tokens N   the KV pool in positions instead\n"
-         "      --block-size N       positions per KV block: 16 or 32 (default 32)\n"
-         "      --step-tokens N      tokens per step, decode and prefill chunks together (default 512)\n"
-         "      --no-prefix-cache    do not share the KV blocks of identical prompt prefixes\n" CLI_GEN_HELP
+         CLI_ENGINE_HELP("every prompt, as the KV pool allows") CLI_GEN_HELP
          CLI_COMMON_HELP
          "\n"
          "Options take their value as --opt VALUE or --opt=VALUE. Errors are one line on stderr; a bad option or\n"
@@ -53,18 +47,13 @@ static void help(void) {
          "prompt has run).\n");
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct opts {
   cli_gen g;
-  const char *prompt, *file, *kv_pool, *messages_file;
+  cli_engine e;
+  const char *prompt, *file, *messages_file;
   char *messages; /* --messages: the conversation (JSON) */
-  int no_special, chat, json, jsonl, no_prefix;
-  long long logprobs, parallel, kv_tokens, block, step;
+  int no_special, chat, json, jsonl;
+  long long logprobs;
 } opts;
 
 static int on_event(const xpi_seq_event *ev, void *user) {
@@ -147,21 +136,13 @@ static int open_prompts(const char *file, FILE **out) {
 
 /* Every item through one engine; outputs in input order as they complete. Returns the exit code. */
 static int run_all(xpi_model *m, const opts *o, const gen_defaults *d, run_state *rs) {
-  long long kv_bytes = 0;
   xpi_engine_options eo;
-  xpi_engine_options_default(&eo);
-  eo.max_seqs = o->parallel ? (int32_t)o->parallel : rs->n < 1 ? 1 : rs->n < 256 ? rs->n : 256;
-  if (o->g.n_ctx_given) eo.max_seq_len = (int32_t)o->g.n_ctx;
-  if (o->kv_pool) cli_parse_size(o->kv_pool, &kv_bytes); /* checked before the load */
-  eo.kv_pool_bytes = kv_bytes;
-  eo.kv_pool_tokens = o->kv_tokens;
-  if (o->block) eo.block_size = (int32_t)o->block;
-  if (o->step) eo.step_tokens = (int32_t)o->step;
-  eo.prefix_caching = !o->no_prefix;
+  cli_engine_options(&o->e, rs->n < 1 ? 1 : rs->n < 256 ? rs->n : 256, o->g.n_ctx_given ? (int32_t)o->g.n_ctx : 0,
+                     &eo);
   xpi_engine *e = NULL;
   xpi_status s = xpi_engine_create(m, &eo, &e);
   if (s != XPI_OK) return cli_fail(CMD, "creating the engine", s);
-  const double t0 = now_s();
+  const double t0 = cli_now_s();
   for (int i = 0; i < rs->n; i++) { /* every prompt is queued at once; the engine admits them as memory allows */
     gen_item *it = &rs->items[i];
     gen_tokenize(xpi_model_tokenizer(m), d, it);
@@ -177,7 +158,7 @@ static int run_all(xpi_model *m, const opts *o, const gen_defaults *d, run_state
     flush_done(rs);
   }
   flush_done(rs);
-  const double t1 = now_s();
+  const double t1 = cli_now_s();
   if (!o->g.quiet && rs->n == 1 && !o->file && !rs->items[0].error) {
     const xpi_gen_result *r = &rs->items[0].res;
     fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tok/s); time to first token %.3f s\n", r->n_prompt_tokens,
@@ -204,22 +185,17 @@ int cmd_generate(int argc, char **argv) {
   opts o;
   memset(&o, 0, sizeof o);
   cli_gen_init(&o.g);
-  cli_opt t[CLI_GEN_MAX_OPTS + 17];
+  cli_opt t[CLI_GEN_MAX_OPTS + CLI_ENGINE_MAX_OPTS + 8];
   size_t n = cli_gen_table(&o.g, t);
+  n += cli_engine_table(&o.e, t + n);
   t[n++] = (cli_opt){"-p", "--prompt", CLI_STR, &o.prompt, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){"-f", "--file", CLI_STR, &o.file, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--jsonl", CLI_FLAG, &o.jsonl, 0, 0, 0, 0, 0, NULL};
-  t[n++] = (cli_opt){NULL, "--parallel", CLI_INT, &o.parallel, 1, 4096, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--no-special", CLI_FLAG, &o.no_special, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--chat", CLI_FLAG, &o.chat, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--messages", CLI_STR, &o.messages_file, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--json", CLI_FLAG, &o.json, 0, 0, 0, 0, 0, NULL};
   t[n++] = (cli_opt){NULL, "--logprobs", CLI_INT, &o.logprobs, 1, 1000, 0, 0, 0, NULL};
-  t[n++] = (cli_opt){NULL, "--kv-pool", CLI_STR, &o.kv_pool, 0, 0, 0, 0, 0, NULL};
-  t[n++] = (cli_opt){NULL, "--kv-pool-tokens", CLI_INT, &o.kv_tokens, 1, 1LL << 40, 0, 0, 0, NULL};
-  t[n++] = (cli_opt){NULL, "--block-size", CLI_INT, &o.block, 16, 32, 0, 0, 0, NULL};
-  t[n++] = (cli_opt){NULL, "--step-tokens", CLI_INT, &o.step, 1, 65536, 0, 0, 0, NULL};
-  t[n++] = (cli_opt){NULL, "--no-prefix-cache", CLI_FLAG, &o.no_prefix, 0, 0, 0, 0, 0, NULL};
   int rc = cli_parse(CMD, argc, argv, t, n, NULL, 0, NULL);
   if (rc == CLI_HELP) {
     help();
@@ -235,11 +211,7 @@ int cmd_generate(int argc, char **argv) {
   if (o.g.system && !o.chat) return cli_usage_error(CMD, "--system needs --chat");
   if (!o.chat && cli_chat_given(&o.g.chat))
     return cli_usage_error(CMD, "--chat-template, --template-name, --tools, --var and --now need --chat (or --messages)");
-  long long kv_bytes;
-  if (o.kv_pool && cli_parse_size(o.kv_pool, &kv_bytes))
-    return cli_usage_error(CMD, "--kv-pool: '%s' is not a size (e.g. 1G, 512M)", o.kv_pool);
-  if (o.kv_pool && o.kv_tokens) return cli_usage_error(CMD, "give --kv-pool or --kv-pool-tokens, not both");
-  if (o.block && o.block != 16 && o.block != 32) return cli_usage_error(CMD, "--block-size: 16 or 32");
+  if ((rc = cli_engine_check(CMD, &o.e))) return rc;
   size_t flen = o.file ? strlen(o.file) : 0;
   if (flen >= 6 && !strcmp(o.file + flen - 6, ".jsonl")) o.jsonl = 1;
   if (o.messages_file && !(o.messages = cli_read_file(CMD, "--messages", o.messages_file, NULL))) return 1;

@@ -5,14 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "cli.h"
 
 static void human(char *buf, size_t cap, double bytes) {
   static const char *u[] = {"B", "kB", "MB", "GB", "TB"};
@@ -24,7 +19,7 @@ static void human(char *buf, size_t cap, double bytes) {
 /* One line per file, redrawn in place at most ten times a second: bytes, rate, ETA. */
 static int draw_bar(const char *what, uint64_t done, uint64_t total, void *user) {
   cli_progress *b = user;
-  double t = now_s();
+  double t = cli_now_s();
   if (strcmp(b->file, what) != 0) {
     if (b->drawn) fputc('\n', stderr);
     snprintf(b->file, sizeof b->file, "%s", what);

@@ -162,11 +162,7 @@ void gen_tokenize(const xpi_tokenizer *tok, const gen_defaults *d, gen_item *it)
   }
   int add_special = !d->no_special && !chat; /* a rendered template already has its special tokens */
   size_t n = 0;
-  s = xpi_tokenize(tok, src, len, add_special, NULL, 0, &n);
-  if (s == XPI_ERR_BUFFER_TOO_SMALL || s == XPI_OK) {
-    it->ids = malloc((n ? n : 1) * sizeof *it->ids);
-    s = it->ids ? xpi_tokenize(tok, src, len, add_special, it->ids, n, &n) : XPI_ERR_OUT_OF_MEMORY;
-  }
+  s = cli_tokenize_status(tok, src, len, add_special, &it->ids, &n);
   free(text);
   if (s != XPI_OK) {
     char msg[1024];

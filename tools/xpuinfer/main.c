@@ -15,6 +15,7 @@ static const subcommand k_cmds[] = {
   {"devices", cmd_devices, "list Level Zero GPUs (XPUs) and the CPU"},
   {"download", cmd_download, "download a model from the Hugging Face Hub into the cache"},
   {"bench", cmd_bench, "measure prompt and generation speed"},
+  {"serve", cmd_serve, "serve the OpenAI API (chat/completions, completions) over HTTP"},
 };
 
 static void usage(FILE *f) {
