@@ -378,6 +378,11 @@ typedef struct xpi_engine_options {
   int32_t max_seq_len;     /* longest sequence, prompt plus generated tokens; 0: the model's
                             * max_position_embeddings */
   int prefix_caching;      /* share and keep the KV blocks of identical prefixes (default 1) */
+  int32_t device_topk;     /* sampled sequences without a repetition penalty and with top_k in [1, device_topk]
+                            * get their top_k + 1 best logits and the softmax normaliser from the device instead
+                            * of the whole row (the same tokens; the row is read only where a tie at the k-th
+                            * value leaves the draw undecided); greedy sequences with logprobs likewise get their
+                            * logprobs best. Default 256, 0: every such row comes back whole. At most 4096 */
 } xpi_engine_options;
 XPI_API void xpi_engine_options_default(xpi_engine_options *o);
 
@@ -447,6 +452,8 @@ typedef struct xpi_engine_stats {
   uint64_t preemptions;
   uint64_t steps;
   double step_seconds;               /* time spent in steps */
+  uint64_t readback_bytes;           /* step outputs copied from the device to the host: 4 bytes a greedy
+                                      * sequence, 8 (k + 1) + 8 a device top-k one, 4 vocab a whole row */
 } xpi_engine_stats;
 XPI_API xpi_status xpi_engine_get_stats(const xpi_engine *engine, xpi_engine_stats *out);
 

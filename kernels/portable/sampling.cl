@@ -53,26 +53,69 @@ kernel void xpi_argmax(global int *out, const global float *x, int cols) {
   if (lid == 0) out[r] = li[0] ? -1 : bi;
 }
 
-/* The k best logits of each row, best first: ids[r, k], vals[r, k] (ties: lower index first). k passes,
- * each the argmax of what ranks after the previous winner: O(k * cols), meant for small k (sampling). */
+/* The k best logits of each row, best first: ids[r, k], vals[r, k] (ties: lower index first), and the row's
+ * softmax normaliser norm[r, 2] = (max, sum of exp(x - max)). k passes, each the argmax of what ranks after the
+ * previous winner: O(k * cols), meant for small k (sampling). A row holding a NaN or an infinity gets ids all
+ * -1, as xpi_argmax reports it. The sum is compensated (Kahan) per work-item and pairwise over the group, so it
+ * stays within a few ulps of the exact sum whatever cols is (logprobs are logits minus log-sum-exp). */
 __attribute__((reqd_work_group_size(XPI_SWG, 1, 1)))
-kernel void xpi_topk(global int *ids, global float *vals, const global float *x, int cols, int k) {
+kernel void xpi_topk(global int *ids, global float *vals, global float *norm, const global float *x, int cols,
+                     int k) {
   local float lv[XPI_SWG];
   local int li[XPI_SWG];
   int r = get_group_id(0), lid = get_local_id(0);
   const global float *row = x + (ulong)r * cols;
-  float pv = INFINITY;
-  int pi = -1; /* previous winner; everything ranks after (+inf, -1) */
-  for (int j = 0; j < k; j++) {
-    float bv = NAN;
-    int bi = 0x7fffffff;
+  float bv = NAN;
+  int bi = 0x7fffffff, bad = 0;
+  for (int c = lid; c < cols; c += XPI_SWG) { /* pass 0: the best, and whether the row is finite */
+    float v = row[c];
+    bad |= !isfinite(v);
+    if (xpi_before(v, c, bv, bi)) { bv = v; bi = c; }
+  }
+  xpi_wg_best(lv, li, &bv, &bi);
+  li[lid] = bad;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XPI_SWG / 2; s > 0; s >>= 1) {
+    if (lid < s) li[lid] |= li[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  bad = li[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (bad) { /* the same for every work-item of the group */
+    for (int j = lid; j < k; j += XPI_SWG) ids[(ulong)r * k + j] = -1;
+    return;
+  }
+  float sum = 0.0f, comp = 0.0f;
+  for (int c = lid; c < cols; c += XPI_SWG) {
+    float y = exp(row[c] - bv) - comp, t = sum + y;
+    comp = (t - sum) - y;
+    sum = t;
+  }
+  lv[lid] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XPI_SWG / 2; s > 0; s >>= 1) {
+    if (lid < s) lv[lid] += lv[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    norm[2 * (ulong)r] = bv;
+    norm[2 * (ulong)r + 1] = lv[0];
+    ids[(ulong)r * k] = bi;
+    vals[(ulong)r * k] = bv;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float pv = bv;
+  int pi = bi; /* previous winner */
+  for (int j = 1; j < k; j++) {
+    bv = NAN;
+    bi = 0x7fffffff;
     for (int c = lid; c < cols; c += XPI_SWG) {
       float v = row[c];
       if (xpi_before(pv, pi, v, c) && xpi_before(v, c, bv, bi)) { bv = v; bi = c; }
     }
     xpi_wg_best(lv, li, &bv, &bi);
     if (lid == 0) {
-      ids[(ulong)r * k + j] = bi < cols ? bi : -1;
+      ids[(ulong)r * k + j] = bi;
       vals[(ulong)r * k + j] = bv;
     }
     pv = bv;

@@ -24,6 +24,7 @@ void xpi_engine_options_default(xpi_engine_options *o) {
   o->max_seqs = DEFAULT_MAX_SEQS;
   o->step_tokens = DEFAULT_STEP_TOKENS;
   o->prefix_caching = 1;
+  o->device_topk = 256;
 }
 
 void xpi_engine_lock(xpi_engine *e) { pthread_mutex_lock(&e->mu); }
@@ -37,6 +38,8 @@ static xpi_status check_options(const xpi_model *m, xpi_engine_options *o) {
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: block_size = %d (valid: 16, 32)", o->block_size);
   if (o->max_seqs < 1 || o->max_seqs > 4096)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: max_seqs = %d must be in [1, 4096]", o->max_seqs);
+  if (o->device_topk < 0 || o->device_topk > 4096)
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: device_topk = %d must be in [0, 4096]", o->device_topk);
   if (o->step_tokens < 1 || o->step_tokens > 65536)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: step_tokens = %d must be in [1, 65536]", o->step_tokens);
   if (o->kv_pool_bytes < 0 || o->kv_pool_tokens < 0 || (o->kv_pool_bytes > 0 && o->kv_pool_tokens > 0))
@@ -76,6 +79,11 @@ static void engine_release(xpi_engine *e) {
   free(e->seqrow);
   free(e->tables);
   free(e->argmax);
+  free(e->topk_n);
+  free(e->full);
+  free(e->tk_ids);
+  free(e->tk_vals);
+  free(e->tk_norm);
   free(e->next);
   free(e->row_seq);
   free(e->out_seq);
@@ -126,7 +134,10 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
   /* decode steps of up to max_seqs sequences replay as one bucket; lm_head takes as many rows at once */
   int32_t max_out = 16;
   while (max_out < S && max_out < 256) max_out <<= 1;
-  xpi_graph_limits lim = {T, S, e->max_blocks, n_blocks, (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out};
+  /* top_k + 1 values decide a top-k draw (a tie with the k-th is seen) */
+  e->max_topk = o.device_topk > 0 ? (o.device_topk + 1 < e->vocab ? o.device_topk + 1 : e->vocab) : 0;
+  xpi_graph_limits lim = {T, S, e->max_blocks, n_blocks, (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out,
+                          e->max_topk};
   xpi_status s = xpi_graph_state_create(e->g, &lim, &e->gs);
   if (s == XPI_OK) {
     e->n_blocks = n_blocks = xpi_graph_state_limits(e->gs)->n_blocks;
@@ -145,10 +156,18 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
     e->out_pos = calloc((size_t)T, sizeof *e->out_pos);
     e->out_logits = calloc((size_t)T, sizeof *e->out_logits);
     e->events = calloc((size_t)T, sizeof *e->events);
+    e->topk_n = calloc((size_t)T, sizeof *e->topk_n);
+    e->full = calloc((size_t)T, 1);
+    e->tk_norm = calloc((size_t)T * 2, sizeof *e->tk_norm);
+    if (e->max_topk > 0) {
+      e->tk_ids = calloc((size_t)T * (size_t)e->max_topk, sizeof *e->tk_ids);
+      e->tk_vals = calloc((size_t)T * (size_t)e->max_topk, sizeof *e->tk_vals);
+    }
     /* rows sampled on the host: one per sequence at most; pages are touched only by rows in use */
     e->host_logits = malloc((size_t)S * (size_t)e->vocab * sizeof *e->host_logits);
     if (!e->chunks || !e->ids || !e->pos || !e->seqrow || !e->tables || !e->argmax || !e->next || !e->row_seq || !e->out_seq ||
-        !e->out_pos || !e->out_logits || !e->events || !e->host_logits)
+        !e->out_pos || !e->out_logits || !e->events || !e->host_logits || !e->topk_n || !e->full || !e->tk_norm ||
+        (e->max_topk > 0 && (!e->tk_ids || !e->tk_vals)))
       s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "engine: out of memory for the step buffers");
   }
   if (s != XPI_OK) {
@@ -240,6 +259,15 @@ xpi_status xpi_seq_job_generate(xpi_engine *e, xpi_seq *s, const xpi_gen_options
                          !(s->lp_raw = malloc((size_t)e->vocab * sizeof *s->lp_raw))))
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   s->device_greedy = s->smp.greedy && s->logprobs == 0 && s->smp.penalty == 1.0f;
+  /* the device's best values instead of the row (sampler.h says when they decide the draw): top_k + 1 for a
+   * top-k draw, the logprobs asked for (greedy: the first is the argmax) */
+  s->device_topk = 0;
+  if (!s->device_greedy && s->smp.penalty == 1.0f) {
+    int32_t n = 0;
+    if (s->smp.greedy) n = s->logprobs;
+    else if (xpi_sampler_topk_usable(&s->smp, e->o.device_topk)) n = s->smp.top_k + 1 > s->logprobs ? s->smp.top_k + 1 : s->logprobs;
+    if (n > 0 && n <= e->max_topk) s->device_topk = n;
+  }
   s->job = JOB_GENERATE;
   return XPI_OK;
 }

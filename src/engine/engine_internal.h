@@ -46,6 +46,8 @@ typedef struct xpi_seq {
   xpi_seq_output out;
   int out_ready;
   int device_greedy;           /* the argmax computed on the device is all the job needs */
+  int32_t device_topk;         /* > 0: the device's best this many logits and the row's normaliser are all the job
+                                * needs (the row comes back only where they leave the draw undecided) */
   int numeric;                 /* this step's logits were not finite: located, then the sequence fails */
   int32_t logprobs;
   xpi_logprob *top;
@@ -104,6 +106,12 @@ struct xpi_engine {
   int32_t *out_pos;            /* [step_tokens] the position of each output row */
   float **out_logits;          /* [step_tokens] where each output row's logits go (NULL: not needed) */
   float *host_logits;          /* [max_seqs][vocab] rows sampled on the host */
+  int32_t max_topk;            /* the graph state's top-k width (0: none) */
+  int32_t *topk_n;             /* [step_tokens] top-k values each output row asks for */
+  int32_t *tk_ids;             /* [step_tokens][max_topk] */
+  float *tk_vals;              /* [step_tokens][max_topk] */
+  float *tk_norm;              /* [step_tokens][2] the rows' (max, sum of exp(x - max)) */
+  unsigned char *full;         /* [step_tokens] 1: a top-k row came back whole (its draw was undecided) */
   xpi_pending_event *events;   /* [step_tokens] token events of the step */
   int32_t n_events;
   xpi_seq *done_head, *done_tail; /* sequences that ended, final events pending (linked by done_next) */

@@ -1,9 +1,11 @@
 /* One engine step: under the lock, cancels are applied and the scheduler plans the batch; without it, the
- * graph runs the batch and every output row is sampled (greedy rows by the device's argmax, the others on the
- * host from their logits) and pushed through its sequence's output (detokenization, stop rules), and a sequence
+ * graph runs the batch and every output row is sampled (greedy rows by the device's argmax, top-k rows from the
+ * device's best values and normaliser (engine.c: xpi_seq_job_generate says which), the others on the host from
+ * their logits) and pushed through its sequence's output (detokenization, stop rules), and a sequence
  * whose logits are not finite is located layer by layer; under the lock again, the sequences advance, full
  * blocks are published in the prefix cache and ended sequences release their blocks; without it, the callbacks
  * get the step's token events, then the final events. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,14 +62,26 @@ void xpi_engine_deliver(xpi_engine *e) {
   }
 }
 
+/* Whether top-k row r came back undecided (a tie at the k-th value, raw or by the temperature): then the
+ * graph reads the whole row too. Called inside the step, no lock held. */
+static int topk_undecided(void *user, int32_t r, const int32_t *ids, const float *vals, int32_t n) {
+  (void)ids;
+  const xpi_seq *s = ((xpi_engine *)user)->out_seq[r];
+  return !s->smp.greedy && !xpi_sampler_topk_exact(&s->smp, vals, n);
+}
+
 /* Samples output row r of a generation job (no lock: the sequence is the stepping thread's while it runs). */
 static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   xpi_seq *s = e->out_seq[r];
   *next_tok = -1;
   if (s->out.finished) return; /* max_new_tokens 0: the prompt only */
   float *lg = e->out_logits[r];
+  const int topk = s->device_topk > 0 && !e->full[r]; /* from the device's best values, not the row */
+  const int32_t *tk_ids = topk ? e->tk_ids + (size_t)r * (size_t)e->max_topk : NULL;
+  const float *tk_vals = topk ? e->tk_vals + (size_t)r * (size_t)e->max_topk : NULL;
   int finite = 1;
   if (s->device_greedy) finite = e->argmax[r] >= 0; /* the device's argmax is -1 for a non-finite row */
+  else if (topk) finite = tk_ids[0] >= 0;          /* so are its top-k ids */
   else
     for (int32_t i = 0; i < e->vocab && finite; i++) finite = lg[i] - lg[i] == 0;
   if (!finite) { /* this sequence's numbers broke (the rows of a batch are independent): it ends alone, once
@@ -76,11 +90,27 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
     return;
   }
   double lse = 0;
-  if (s->logprobs > 0) { /* the sampler rewrites lg in place: the raw row is kept for the sampled id's logprob */
-    lse = xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
-    memcpy(s->lp_raw, lg, (size_t)e->vocab * sizeof *lg);
+  float raw = 0; /* the sampled id's raw logit (logprobs) */
+  int32_t id;
+  if (topk) { /* the top logprobs are the first values (same order as xpi_logprobs_top); log-sum-exp from the
+               * device's normaliser */
+    lse = (double)e->tk_norm[2 * r] + log((double)e->tk_norm[2 * r + 1]);
+    for (int32_t j = 0; j < s->logprobs; j++)
+      s->top[j] = (xpi_logprob){.id = tk_ids[j], .logprob = (float)((double)tk_vals[j] - lse)};
+    id = s->smp.greedy ? tk_ids[0] : xpi_sampler_sample_topk(&s->smp, tk_ids, tk_vals, s->device_topk);
+    for (int32_t j = 0; j < s->device_topk; j++)
+      if (tk_ids[j] == id) {
+        raw = tk_vals[j];
+        break;
+      }
+  } else {
+    if (s->logprobs > 0) { /* the sampler rewrites lg in place: the raw row is kept for the sampled id's logprob */
+      lse = xpi_logprobs_top(lg, e->vocab, s->logprobs, s->top);
+      memcpy(s->lp_raw, lg, (size_t)e->vocab * sizeof *lg);
+    }
+    id = s->device_greedy ? e->argmax[r] : xpi_sampler_sample(&s->smp, lg, s->tokens, s->n_tok);
+    if (s->logprobs > 0) raw = s->lp_raw[id];
   }
-  int32_t id = s->device_greedy ? e->argmax[r] : xpi_sampler_sample(&s->smp, lg, s->tokens, s->n_tok);
   const char *piece = "";
   size_t plen = 0;
   xpi_status st = xpi_seq_output_push(&s->out, id, &piece, &plen);
@@ -91,7 +121,7 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
   double now = xpi_now_s();
   if (s->t_first == 0) s->t_first = now;
   s->t_last = now;
-  push_event(e, s, id, piece, plen, s->logprobs > 0 ? (float)((double)s->lp_raw[id] - lse) : 0.0f);
+  push_event(e, s, id, piece, plen, s->logprobs > 0 ? (float)((double)raw - lse) : 0.0f);
   if (!s->out.finished) *next_tok = id;
 }
 
@@ -133,11 +163,17 @@ xpi_status xpi_engine_step_locked(xpi_engine *e) {
     return st;
   }
   /* where every output row goes */
-  int any_argmax = 0, k = 0;
+  int any_argmax = 0, any_topk = 0, k = 0;
   for (int32_t r = 0; r < p.n_out; r++) {
     xpi_seq *s = e->out_seq[r];
     e->out_logits[r] = NULL;
-    if (s->job == JOB_EVAL) {
+    e->topk_n[r] = 0;
+    e->full[r] = 0;
+    if (s->job == JOB_GENERATE && s->device_topk > 0 && !s->out.finished) { /* the row is read only if undecided */
+      e->topk_n[r] = s->device_topk;
+      any_topk = 1;
+      e->out_logits[r] = e->host_logits + (size_t)k++ * (size_t)e->vocab;
+    } else if (s->job == JOB_EVAL) {
       e->out_logits[r] = s->eval_logits + (s->eval_all ? (size_t)(e->out_pos[r] - s->out_from) * (size_t)e->vocab : 0);
     } else if (s->device_greedy) {
       any_argmax = 1;
@@ -150,6 +186,10 @@ xpi_status xpi_engine_step_locked(xpi_engine *e) {
   xpi_graph_batch b = {.n = p.n, .ids = e->ids, .pos = e->pos, .seq = e->seqrow, .n_rows = p.n_rows,
                        .tables = e->tables, .n_out = p.n_out, .argmax = any_argmax ? e->argmax : NULL,
                        .logits = e->out_logits, .decode = p.decode};
+  if (any_topk) {
+    b.topk_n = e->topk_n, b.topk_ids = e->tk_ids, b.topk_vals = e->tk_vals, b.topk_norm = e->tk_norm;
+    b.topk_full = topk_undecided, b.topk_user = e, b.full = e->full;
+  }
   st = xpi_graph_step(e->g, e->gs, &b);
   const char *step_err = st != XPI_OK ? xpi_last_error() : NULL;
   char err_copy[512] = "";
@@ -207,6 +247,7 @@ xpi_status xpi_engine_step_locked(xpi_engine *e) {
     }
     e->stats.completion_tokens += (uint64_t)e->n_events;
   }
+  e->stats.readback_bytes = xpi_graph_state_bytes_read(e->gs);
   e->stats.steps++;
   e->stats.step_seconds += xpi_now_s() - t0;
   pthread_mutex_unlock(&e->mu);

@@ -113,20 +113,24 @@ void xpi_sample_top_k(float *l, int32_t vocab, int32_t k, xpi_cand *c) {
     if (l[i] < kth) l[i] = -INFINITY;
 }
 
-/* TopPLogitsWarper: in ascending order, remove tokens whose cumulative probability is <= 1 - top_p; the
- * most likely token always stays. */
-void xpi_sample_top_p(float *l, int32_t vocab, float top_p, xpi_cand *c, double *p) {
-  if (top_p >= 1.0f) return;
-  int32_t n = sort_candidates(l, vocab, c);
-  if (n == 0) return;
+/* TopPLogitsWarper over candidates sorted best first (finite values): how many stay. In ascending order, tokens
+ * whose cumulative probability is <= 1 - top_p go; the most likely token always stays. */
+static int32_t top_p_keep(const xpi_cand *c, int32_t n, float top_p, double *p) {
   double m = c[0].v, sum = 0;
   for (int32_t i = 0; i < n; i++) sum += (p[i] = exp((double)c[i].v - m));
   double cum = 0, thr = 1.0 - (double)top_p;
   for (int32_t i = n - 1; i >= 1; i--) { /* ascending cumulative sum, from the least likely */
     cum += p[i] / sum;
-    if (cum <= thr) l[c[i].id] = -INFINITY;
-    else break;
+    if (!(cum <= thr)) return i + 1;
   }
+  return 1;
+}
+
+void xpi_sample_top_p(float *l, int32_t vocab, float top_p, xpi_cand *c, double *p) {
+  if (top_p >= 1.0f) return;
+  int32_t n = sort_candidates(l, vocab, c);
+  if (n == 0) return;
+  for (int32_t i = top_p_keep(c, n, top_p, p); i < n; i++) l[c[i].id] = -INFINITY;
 }
 
 /* MinPLogitsWarper: remove tokens whose probability is below min_p times the top probability. */
@@ -192,4 +196,59 @@ double xpi_logprobs_top(const float *l, int32_t vocab, int32_t n, xpi_logprob *o
   }
   for (int32_t j = 0; j < n; j++) out[j].logprob = (float)((double)l[out[j].id] - lse);
   return lse;
+}
+
+/* ------------------------------------------------------------------ from the row's best logits (device top-k)
+ * The same processors and draw as xpi_sampler_sample, on the top_k survivors only: temperature on each value,
+ * top-p over them sorted best first, then min-p and the draw in id order, where the whole row's removed
+ * (-inf) entries would only have added exact zeros to the double sums. Same operations on the same values in
+ * the same order: the same id, bit for bit. */
+
+int xpi_sampler_topk_usable(const xpi_sampler *s, int32_t cap) {
+  return !s->greedy && s->penalty == 1.0f && s->top_k > 0 && s->top_k <= cap && s->top_k < s->vocab;
+}
+
+static float tempered(const xpi_sampler *s, float v) { return s->temperature != 1.0f ? v / s->temperature : v; }
+
+int xpi_sampler_topk_exact(const xpi_sampler *s, const float *vals, int32_t n) {
+  const int32_t k = s->top_k;
+  if (n <= k) return 0;
+  const float first = tempered(s, vals[0]), kth = tempered(s, vals[k - 1]), next = tempered(s, vals[k]);
+  /* a tie with the k-th (raw, or made by the division) keeps more than k; an overflow breaks the softmax */
+  return first - first == 0 && kth - kth == 0 && next < kth;
+}
+
+static int cmp_id(const void *a, const void *b) {
+  const xpi_cand *x = a, *y = b;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int32_t xpi_sampler_sample_topk(xpi_sampler *s, const int32_t *ids, const float *vals, int32_t n) {
+  int32_t k = s->top_k < n ? s->top_k : n;
+  xpi_cand *c = s->cand;
+  for (int32_t i = 0; i < k; i++) c[i].v = tempered(s, vals[i]), c[i].id = ids[i];
+  qsort(c, (size_t)k, sizeof *c, cmp_desc); /* the division may tie values the raw order had apart */
+  if (s->top_p < 1.0f) k = top_p_keep(c, k, s->top_p, s->p);
+  qsort(c, (size_t)k, sizeof *c, cmp_id);
+  float m = -INFINITY;
+  int32_t best = 0;
+  for (int32_t i = 0; i < k; i++)
+    if (c[i].v > m) m = c[i].v, best = i;
+  if (s->min_p > 0) { /* as xpi_sample_min_p */
+    double sum = 0;
+    for (int32_t i = 0; i < k; i++) sum += exp((double)c[i].v - m);
+    double thr = (double)s->min_p * (1.0 / sum);
+    int32_t n_keep = 0;
+    for (int32_t i = 0; i < k; i++)
+      if (i == best || !(exp((double)c[i].v - m) / sum < thr)) c[n_keep++] = c[i];
+    k = n_keep;
+  }
+  double sum = 0;
+  for (int32_t i = 0; i < k; i++) sum += exp((double)c[i].v - m);
+  double u = uniform01(s->rng) * sum, cum = 0;
+  for (int32_t i = 0; i < k; i++) {
+    cum += exp((double)c[i].v - m);
+    if (u < cum) return c[i].id;
+  }
+  return c[k - 1].id;
 }

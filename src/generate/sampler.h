@@ -25,6 +25,17 @@ void xpi_sampler_free(xpi_sampler *s);
 /* Picks the next id. logits[vocab] is modified (processors applied in place). history: ids in the context. */
 int32_t xpi_sampler_sample(xpi_sampler *s, float *logits, const int32_t *history, int32_t n_history);
 
+/* Sampling from the row's best logits instead of the whole row (device top-k, src/engine/step.c).
+ * usable: the options are ones the best top_k + 1 logits decide: sampled (not greedy), no repetition penalty
+ * (it moves ids from below the top k into it), top_k in [1, cap] and below the vocabulary; temperature, top_p
+ * and min_p any. exact: given the row's n best raw logits, best first (vals), nothing past the k-th survives
+ * top-k (no tie with it, raw or made by the temperature's division) and nothing overflows. Then
+ * xpi_sampler_sample_topk(ids, vals) returns the id xpi_sampler_sample would return for the whole row, from
+ * the same PRNG state (one draw). The row's normaliser is not needed for the draw (only for logprobs). */
+int xpi_sampler_topk_usable(const xpi_sampler *s, int32_t cap);
+int xpi_sampler_topk_exact(const xpi_sampler *s, const float *vals, int32_t n);
+int32_t xpi_sampler_sample_topk(xpi_sampler *s, const int32_t *ids, const float *vals, int32_t n);
+
 /* The processors on their own (exposed for tests). Removed tokens become -INFINITY. */
 void xpi_sample_repetition_penalty(float *logits, int32_t vocab, const int32_t *ids, int32_t n, float penalty,
                                    unsigned char *seen /* [vocab] zeroed scratch, left zeroed */);

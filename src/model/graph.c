@@ -20,6 +20,8 @@ typedef struct dev_state {
   float *x, *h, *q, *k, *v, *att, *res, *gate, *up; /* activations for max_tokens tokens */
   float *logits;                            /* [max_out, vocab] on the last device */
   int32_t *tok;                             /* [max_out] greedy tokens on the last device */
+  int32_t *tk_ids;                          /* [max_out, max_topk] top-k of the rows that ask, on the last device */
+  float *tk_vals, *tk_norm;                 /* [max_out, max_topk], [max_out, 2] */
 } dev_state;
 
 #define N_BUCKETS 16 /* decode recordings for 1, 2, 4, ... 2^15 sequences */
@@ -33,6 +35,7 @@ struct xpi_graph_state {
   void *rec[N_BUCKETS];                     /* recorded decode steps of 2^i sequences (single backend with
                                              * capture): layers + lm_head + argmax of every row */
   uint64_t kv_bytes;
+  uint64_t bytes_read;                      /* step outputs read back */
 };
 
 xpi_status xpi_graph_split(int32_t n_layers, const double *weight, int n_dev, int32_t *first) {
@@ -111,7 +114,7 @@ void xpi_graph_state_free(xpi_graph_state *st) {
       if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
     void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->x, ds->h, ds->q, ds->k, ds->v, ds->att, ds->res,
-                    ds->gate, ds->up, ds->logits, ds->tok};
+                    ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
   }
@@ -130,6 +133,8 @@ static void *balloc(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
 const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st) { return &st->lim; }
 
 uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st) { return st->kv_bytes; }
+
+uint64_t xpi_graph_state_bytes_read(const xpi_graph_state *st) { return st->bytes_read; }
 
 /* Bytes of one pool block on device d (its layers). */
 static uint64_t block_bytes(const xpi_graph *g, int d, int32_t block_size) {
@@ -164,6 +169,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
       (lim->n_blocks == 0 && lim->max_pool_blocks <= 0) || lim->block_size <= 0 ||
       (lim->block_size & (lim->block_size - 1)) || lim->max_out <= 0 || lim->n_blocks == INT32_MAX ||
       lim->max_pool_blocks == INT32_MAX || (int64_t)lim->max_blocks * lim->block_size > INT32_MAX ||
+      lim->max_topk < 0 || lim->max_topk > c->vocab_size ||
       (int64_t)(lim->max_rows + 1) * lim->max_blocks > INT32_MAX)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: bad limits (%d tokens, %d rows, %d x %d-position blocks)",
                    lim->max_tokens, lim->max_rows, lim->n_blocks, lim->block_size);
@@ -199,6 +205,11 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     if (d == last_dev(g)) {
       ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
       ds->tok = balloc(be, O, sizeof(int32_t), &s);
+      if (lim->max_topk > 0) {
+        ds->tk_ids = balloc(be, O * (size_t)lim->max_topk, sizeof(int32_t), &s);
+        ds->tk_vals = balloc(be, O * (size_t)lim->max_topk, sizeof(float), &s);
+        ds->tk_norm = balloc(be, O * 2, sizeof(float), &s);
+      }
     }
   }
   if (s == XPI_OK && st->lim.n_blocks == 0) s = default_blocks(g, lim, &st->lim.n_blocks);
@@ -350,14 +361,48 @@ static xpi_status run_head(const xpi_graph *g, xpi_graph_state *st, int32_t row0
   return with_argmax ? D->be->ops->argmax(D->be, D->tok, D->logits, m, g->cfg->vocab_size) : XPI_OK;
 }
 
-/* Copies the outputs of m rows computed by run_head (out rows r0..r0+m) to the batch's host buffers. */
+/* Reads from the last device into host memory, counting the bytes. */
+static xpi_status read_out(xpi_graph_state *st, dev_state *D, void *dst, const void *src, size_t bytes) {
+  st->bytes_read += bytes;
+  return D->be->ops->read(D->be, dst, src, bytes);
+}
+
+/* Copies the outputs of m rows computed by run_head (out rows r0..r0+m) to the batch's host buffers: the argmax
+ * ids; for top-k rows, the topk op over the span of them (after the replay of a recorded step: k varies per
+ * step) and their k values, and the whole row only when topk_full asks; the other logits rows. */
 static xpi_status read_outputs(const xpi_graph *g, xpi_graph_state *st, const xpi_graph_batch *b, int32_t r0,
                                int32_t m) {
   dev_state *D = &st->dev[last_dev(g)];
   const size_t V = (size_t)g->cfg->vocab_size;
-  if (b->argmax) XPI_TRY(D->be->ops->read(D->be, b->argmax + r0, D->tok, (size_t)m * sizeof(int32_t)));
-  for (int32_t r = 0; b->logits && r < m; r++)
-    if (b->logits[r0 + r]) XPI_TRY(D->be->ops->read(D->be, b->logits[r0 + r], D->logits + (size_t)r * V, V * sizeof(float)));
+  if (b->argmax) XPI_TRY(read_out(st, D, b->argmax + r0, D->tok, (size_t)m * sizeof(int32_t)));
+  int32_t lo = m, hi = -1, K = 0;
+  for (int32_t r = 0; b->topk_n && r < m; r++) {
+    const int32_t n = b->topk_n[r0 + r];
+    if (n <= 0) continue;
+    if (n > st->lim.max_topk)
+      return xpi_err(XPI_ERR_INTERNAL, "graph step: row %d asks for %d top-k values, the state holds %d", r0 + r, n,
+                     st->lim.max_topk);
+    lo = r < lo ? r : lo, hi = r, K = n > K ? n : K;
+  }
+  if (K > 0)
+    XPI_TRY(D->be->ops->topk(D->be, D->tk_ids, D->tk_vals, D->tk_norm, D->logits + (size_t)lo * V, hi - lo + 1,
+                             (int32_t)V, K));
+  for (int32_t r = 0; r < m; r++) {
+    const int32_t o = r0 + r, n = b->topk_n ? b->topk_n[o] : 0;
+    float *row = b->logits ? b->logits[o] : NULL;
+    if (b->full) b->full[o] = 0;
+    if (n > 0) {
+      const size_t at = (size_t)(r - lo) * (size_t)K, ho = (size_t)o * (size_t)st->lim.max_topk;
+      XPI_TRY(read_out(st, D, b->topk_ids + ho, D->tk_ids + at, (size_t)n * sizeof(int32_t)));
+      XPI_TRY(read_out(st, D, b->topk_vals + ho, D->tk_vals + at, (size_t)n * sizeof(float)));
+      XPI_TRY(read_out(st, D, b->topk_norm + 2 * (size_t)o, D->tk_norm + 2 * (size_t)(r - lo), 2 * sizeof(float)));
+      if (b->topk_ids[ho] < 0 || !b->topk_full || !b->topk_full(b->topk_user, o, b->topk_ids + ho, b->topk_vals + ho, n))
+        continue;
+      if (!row || !b->full) return xpi_err(XPI_ERR_INTERNAL, "graph step: top-k row %d has no room for its logits", o);
+      b->full[o] = 1;
+    }
+    if (row) XPI_TRY(read_out(st, D, row, D->logits + (size_t)r * V, V * sizeof(float)));
+  }
   return XPI_OK;
 }
 
@@ -431,6 +476,7 @@ xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_gra
     const int32_t m = b->n_out - r < lim->max_out ? b->n_out - r : lim->max_out;
     int want_logits = 0;
     for (int32_t i = 0; b->logits && i < m; i++) want_logits |= b->logits[r + i] != NULL;
+    for (int32_t i = 0; b->topk_n && i < m; i++) want_logits |= b->topk_n[r + i] > 0;
     if (!b->argmax && !want_logits) continue;
     XPI_TRY(run_head(g, st, row0 + r, m, b->argmax != NULL));
     XPI_TRY(read_outputs(g, st, b, r, m));
@@ -447,7 +493,7 @@ xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_gra
 xpi_status xpi_graph_state_create_single(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out) {
   if (n_ctx <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: context of %d positions", n_ctx);
   int32_t nb = (int32_t)(((int64_t)n_ctx + SINGLE_BLOCK - 1) / SINGLE_BLOCK);
-  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, 0, SINGLE_BLOCK, SINGLE_OUT};
+  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, 0, SINGLE_BLOCK, SINGLE_OUT, 0};
   return xpi_graph_state_create(g, &lim, out);
 }
 

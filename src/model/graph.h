@@ -50,6 +50,8 @@ typedef struct xpi_graph_limits {
   int32_t block_size;  /* positions per block, a power of two */
   int32_t max_out;     /* output rows (lm_head) computed at once; decode steps of up to this many sequences are
                         * recorded and replayed per batch-size bucket (1, 2, 4, ...) where the backend can */
+  int32_t max_topk;    /* most top-k values an output row may ask for (0: none); also the row stride of the
+                        * batch's topk_ids / topk_vals */
 } xpi_graph_limits;
 
 typedef struct xpi_graph_state xpi_graph_state;
@@ -73,12 +75,28 @@ typedef struct xpi_graph_batch {
   int32_t n_out;                   /* 0..n */
   int32_t *argmax;                 /* host [n_out] or NULL: greedy ids, computed on the device (4 bytes a row
                                     * come back) */
-  float *const *logits;            /* host [n_out] row pointers (vocab_size floats; NULL: not wanted), or NULL */
+  float *const *logits;            /* host [n_out] row pointers (vocab_size floats; NULL: not wanted), or NULL.
+                                    * A top-k row's pointer is where its row goes if topk_full asks for it */
+  /* Top-k rows: the device computes the row's topk_n[r] best logits and its softmax normaliser (the topk op,
+   * after the lm_head, replayed steps included) and only those come back: topk_ids/topk_vals row r at
+   * r * max_topk (ids all -1 when the row is not finite), topk_norm[2r], [2r+1] = (max, sum of exp(x - max)).
+   * Then, if topk_full says so (the values did not decide the row's sampling), the whole row is read into
+   * logits[r] as well (the row is still on the device), and full[r] = 1. */
+  const int32_t *topk_n;           /* host [n_out] values wanted per row (0: none; <= max_topk), or NULL */
+  int32_t *topk_ids;               /* host [n_out][max_topk] */
+  float *topk_vals;                /* host [n_out][max_topk] */
+  float *topk_norm;                /* host [n_out][2] */
+  int (*topk_full)(void *user, int32_t r, const int32_t *ids, const float *vals, int32_t n);
+  void *topk_user;
+  unsigned char *full;             /* host [n_out]: 1 where the whole row was read too */
   int decode;                      /* every token is the only one of its sequence and n_out == n: the step may
                                     * replay the recording of its batch-size bucket */
 } xpi_graph_batch;
 
 xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_graph_batch *b);
+
+/* Bytes of step outputs (ids, top-k, logits rows) read back to the host by this state's steps so far. */
+uint64_t xpi_graph_state_bytes_read(const xpi_graph_state *st);
 
 /* ---- one sequence over the same step (tests and tools that drive the graph without an engine) */
 

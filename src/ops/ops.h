@@ -131,6 +131,13 @@ typedef struct xpi_backend_ops {
   /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties), or -1 when the row holds a NaN or an
    * infinity (so the greedy path learns of broken logits without copying them to the host) */
   xpi_status (*argmax)(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
+  /* The k largest values of every row r < rows of x[rows, cols] (1 <= k <= cols), best first: larger value
+   * first, lower index on ties: ids[r*k + j], vals[r*k + j]. And the row's softmax normaliser: norm[2r] = the
+   * row's max, norm[2r+1] = sum over the row of exp(x - max) (in [1, cols]; log-sum-exp = max + log(sum)),
+   * accurate to a few f32 ulps (the CPU sums in double). A row holding a NaN or an infinity gets ids all -1 (as
+   * argmax reports it; vals and norm undefined). Sampling reads back these k + 2 numbers instead of the row. */
+  xpi_status (*topk)(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
+                     int32_t cols, int32_t k);
 
   /* ---- optional: record a step once and replay it ("XPU graph"). NULL where unsupported.
    * Between capture_begin and capture_end ops are recorded, not run; replay runs the recording again,

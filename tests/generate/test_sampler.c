@@ -4,12 +4,93 @@
 
 #include "check.h"
 #include "generate/sampler.h"
+#include "ops/ops.h"
 
 #define V 5
 
 static int masked(const float *l, int i) { return l[i] == -INFINITY; }
 
+/* Device top-k sampling (xpi_sampler_sample_topk over the topk op's output, the CPU backend here; the same op
+ * on xpu:0 in tests/xpu/test_xpu_ops.c) gives the id the whole-row path gives, for the same seed and options,
+ * over many seeds and option sets; rows are rounded to 1/1024 so raw ties occur, and temperatures above 1 make
+ * ties by division: where xpi_sampler_topk_exact says no, the engine reads the row (counted, not compared). */
+static void test_topk_equality(void) {
+  enum { VOC = 2000, NV = 257, DRAWS = 4 };
+  xpi_backend_config cfg = {"cpu", 1, 1};
+  xpi_backend *be = NULL;
+  CHECK_OK(xpi_backend_cpu_create(&cfg, &be));
+  if (!be) return;
+  static float row[VOC], whole[VOC], vals[NV], norm[2];
+  static int32_t ids[NV];
+  const float temps[] = {0.3f, 0.7f, 1.0f, 1.3f, 2.5f}, tops_p[] = {1.0f, 0.9f, 0.5f}, mins_p[] = {0, 0.05f, 0.3f};
+  const int32_t ks[] = {1, 2, 5, 40, 256};
+  uint64_t r = 7;
+  int compared = 0, inexact = 0, differ = 0;
+  for (int trial = 0; trial < 600; trial++) {
+    xpi_gen_options o;
+    xpi_gen_options_default(&o);
+    o.temperature = temps[trial % 5];
+    o.top_k = ks[(trial / 5) % 5];
+    o.top_p = tops_p[(trial / 25) % 3];
+    o.min_p = mins_p[(trial / 75) % 3];
+    o.seed = 1000 + (uint64_t)trial;
+    xpi_sampler a, b;
+    CHECK_OK(xpi_sampler_init(&a, &o, VOC));
+    CHECK_OK(xpi_sampler_init(&b, &o, VOC));
+    CHECK(xpi_sampler_topk_usable(&a, 256), "trial %d: usable", trial);
+    const float scale = trial % 2 ? 4.0f : 12.0f; /* flat and peaked rows */
+    for (int d = 0; d < DRAWS; d++) {
+      for (int i = 0; i < VOC; i++) {
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        row[i] = roundf((float)((double)(r >> 11) / 9007199254740992.0) * scale * 1024) / 1024;
+      }
+      CHECK_OK(be->ops->topk(be, ids, vals, norm, row, 1, VOC, o.top_k + 1));
+      memcpy(whole, row, sizeof row);
+      int32_t want = xpi_sampler_sample(&a, whole, NULL, 0);
+      if (!xpi_sampler_topk_exact(&b, vals, o.top_k + 1)) { /* the engine samples the whole row instead */
+        inexact++;
+        memcpy(whole, row, sizeof row);
+        xpi_sampler_sample(&b, whole, NULL, 0);
+        continue;
+      }
+      int32_t got = xpi_sampler_sample_topk(&b, ids, vals, o.top_k + 1);
+      compared++;
+      differ += got != want;
+      CHECK(got == want, "trial %d draw %d (t %g, top_k %d, top_p %g, min_p %g, seed %llu): top-k %d, whole row %d",
+            trial, d, o.temperature, o.top_k, o.top_p, o.min_p, (unsigned long long)o.seed, got, want);
+    }
+    xpi_sampler_free(&a);
+    xpi_sampler_free(&b);
+  }
+  printf("device top-k sampling: %d draws equal to the whole row's, %d differ, %d left to the whole row\n", compared,
+         differ, inexact);
+  CHECK(compared > 2000 && inexact > 0, "coverage: %d compared, %d inexact", compared, inexact);
+  /* what the sampler cannot decide from the top k */
+  xpi_gen_options o;
+  xpi_gen_options_default(&o);
+  xpi_sampler c;
+  o.top_k = 0; /* top-p/min-p alone need the whole row */
+  CHECK_OK(xpi_sampler_init(&c, &o, VOC));
+  CHECK(!xpi_sampler_topk_usable(&c, 256), "top_k 0 is not usable");
+  xpi_sampler_free(&c);
+  o.top_k = 40, o.repetition_penalty = 1.1f;
+  CHECK_OK(xpi_sampler_init(&c, &o, VOC));
+  CHECK(!xpi_sampler_topk_usable(&c, 256), "a repetition penalty is not usable");
+  xpi_sampler_free(&c);
+  o.top_k = 300, o.repetition_penalty = 1;
+  CHECK_OK(xpi_sampler_init(&c, &o, VOC));
+  CHECK(!xpi_sampler_topk_usable(&c, 256) && xpi_sampler_topk_usable(&c, 300), "top_k above the cap");
+  const float tie[3] = {3, 2, 2};
+  o.top_k = 2;
+  xpi_sampler_free(&c);
+  CHECK_OK(xpi_sampler_init(&c, &o, VOC));
+  CHECK(!xpi_sampler_topk_exact(&c, tie, 3) && !xpi_sampler_topk_exact(&c, tie, 2), "a tie with the k-th, or too few values");
+  xpi_sampler_free(&c);
+  be->ops->destroy(be);
+}
+
 int main(void) {
+  test_topk_equality();
   xpi_cand cand[V];
   double p[V];
   unsigned char seen[V] = {0};

@@ -275,6 +275,43 @@ static void test_elementwise(xpi_backend *be) {
   CHECK(am[0] == -1 && am[1] == -1 && am[2] == -1, "argmax of non-finite rows %d %d %d", am[0], am[1], am[2]);
 }
 
+static int cmp_vid(const void *a, const void *b) {
+  const float *x = a, *y = b; /* {value, id} pairs: larger value first, lower id on ties */
+  if (x[0] != y[0]) return x[0] > y[0] ? -1 : 1;
+  return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* top-k against a full sort, with ties (values rounded to 1/8) at k = 1, a middle k and k = cols; the
+ * normaliser against a double sum; a non-finite row. */
+static void test_topk(xpi_backend *be) {
+  enum { R = 3, C = 301 };
+  static float x[R * C], pairs[C][2], vals[R * C], norm[2 * R];
+  static int32_t ids[R * C];
+  for (int i = 0; i < R * C; i++) x[i] = roundf(frand() * 40) / 8;
+  const int ks[3] = {1, 37, C};
+  for (int t = 0; t < 3; t++) {
+    const int k = ks[t];
+    CHECK_OK(be->ops->topk(be, ids, vals, norm, x, R, C, k));
+    for (int r = 0; r < R; r++) {
+      const float *row = x + r * C;
+      double sum = 0;
+      for (int c = 0; c < C; c++) pairs[c][0] = row[c], pairs[c][1] = (float)c;
+      qsort(pairs, C, sizeof pairs[0], cmp_vid);
+      for (int c = 0; c < C; c++) sum += exp((double)row[c] - pairs[0][0]);
+      for (int j = 0; j < k; j++)
+        CHECK(ids[r * k + j] == (int32_t)pairs[j][1] && vals[r * k + j] == pairs[j][0], "topk k=%d row %d rank %d: %d (%g) want %d (%g)",
+              k, r, j, ids[r * k + j], (double)vals[r * k + j], (int)pairs[j][1], (double)pairs[j][0]);
+      CHECK(norm[2 * r] == pairs[0][0] && fabs(norm[2 * r + 1] - sum) <= 6e-8 * sum, "topk row %d norm %g %g want %g %g", r,
+            (double)norm[2 * r], (double)norm[2 * r + 1], (double)pairs[0][0], sum);
+    }
+  }
+  x[C + 7] = NAN, x[2 * C + 300] = INFINITY;
+  CHECK_OK(be->ops->topk(be, ids, vals, norm, x, R, C, 5));
+  CHECK(ids[0] >= 0, "topk: the finite row %d", ids[0]);
+  for (int j = 5; j < 15; j++) CHECK(ids[j] == -1, "topk of a non-finite row: id %d at %d", ids[j], j);
+  CHECK(be->ops->topk(be, ids, vals, norm, x, R, C, C + 1) != XPI_OK, "topk: k > cols is refused");
+}
+
 int main(void) {
   for (int uk = 0; uk < 2; uk++)
     for (int th = 1; th <= 3; th += 2) {
@@ -287,6 +324,7 @@ int main(void) {
       test_rope(be);
       test_attention(be);
       test_elementwise(be);
+      test_topk(be);
       be->ops->destroy(be);
     }
   return xpi_test_done();

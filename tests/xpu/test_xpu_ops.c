@@ -284,31 +284,66 @@ static void test_sampling(void) {
     bp_free(&by);
     free(y);
   }
-  /* top-k against a scalar selection (larger first, lower index on ties) */
-  int32_t *ids = xpu->ops->alloc(xpu, (size_t)rows * k * 4);
-  float *vals = xpu->ops->alloc(xpu, (size_t)rows * k * 4);
-  CHECK_OK(xpi_xpu_topk(xpu, ids, vals, bx.x, rows, cols, k));
-  int32_t hid[15];
-  float hval[15];
-  xt_down(xpu, hid, ids, sizeof hid);
-  xt_down(xpu, hval, vals, sizeof hval);
-  for (int r = 0; r < rows; r++) {
-    const float *row = x + (size_t)r * cols;
-    int prev = -1;
-    for (int j = 0; j < k; j++) {
-      int best = -1;
-      for (int c = 0; c < cols; c++) {
-        if (prev >= 0 && !(row[c] < row[prev] || (row[c] == row[prev] && c > prev))) continue;
-        if (best < 0 || row[c] > row[best]) best = c;
+  /* top-k: the scalar selection below, then the CPU op (ids and values bit for bit, the normaliser's sum within
+   * 1e-6 relative: exp within 3 ulp (OpenCL spec), a compensated sum per work-item, 6 pairwise levels: < 12 u) */
+  const int kk[3] = {k, 1, 300};
+  for (int t = 0; t < 3; t++) {
+    const int K = kk[t];
+    bpair ids = bp(NULL, (size_t)rows * K * 4), vals = bp(NULL, (size_t)rows * K * 4), norm = bp(NULL, (size_t)rows * 8);
+    CHECK_OK(xpu->ops->topk(xpu, ids.x, vals.x, norm.x, bx.x, rows, cols, K));
+    CHECK_OK(cpu->ops->topk(cpu, ids.c, vals.c, norm.c, bx.c, rows, cols, K));
+    int32_t *hid = malloc((size_t)rows * K * 4), *cid = malloc((size_t)rows * K * 4);
+    float *hval = malloc((size_t)rows * K * 4), *cval = malloc((size_t)rows * K * 4), hn[6], cn[6];
+    xt_down(xpu, hid, ids.x, (size_t)rows * K * 4);
+    xt_down(xpu, hval, vals.x, (size_t)rows * K * 4);
+    xt_down(xpu, hn, norm.x, sizeof hn);
+    xt_down(cpu, cid, ids.c, (size_t)rows * K * 4);
+    xt_down(cpu, cval, vals.c, (size_t)rows * K * 4);
+    xt_down(cpu, cn, norm.c, sizeof cn);
+    for (int r = 0; r < rows; r++) {
+      const float *row = x + (size_t)r * cols;
+      int prev = -1;
+      double sum = 0;
+      for (int c = 0; c < cols; c++) sum += exp((double)row[c] - row[hid[r * K]]);
+      for (int j = 0; j < K && j < 5; j++) { /* the first ranks by a plain scan */
+        int best = -1;
+        for (int c = 0; c < cols; c++) {
+          if (prev >= 0 && !(row[c] < row[prev] || (row[c] == row[prev] && c > prev))) continue;
+          if (best < 0 || row[c] > row[best]) best = c;
+        }
+        CHECK(hid[r * K + j] == best && hval[r * K + j] == row[best], "topk row %d rank %d: xpu %d (%g) want %d (%g)",
+              r, j, hid[r * K + j], (double)hval[r * K + j], best, (double)row[best]);
+        prev = best;
       }
-      CHECK(hid[r * k + j] == best && hval[r * k + j] == row[best], "topk row %d rank %d: xpu %d (%g) want %d (%g)",
-            r, j, hid[r * k + j], (double)hval[r * k + j], best, (double)row[best]);
-      prev = best;
+      for (int j = 0; j < K; j++)
+        CHECK(hid[r * K + j] == cid[r * K + j] && hval[r * K + j] == cval[r * K + j],
+              "topk k=%d row %d rank %d: xpu %d (%g), cpu %d (%g)", K, r, j, hid[r * K + j], (double)hval[r * K + j],
+              cid[r * K + j], (double)cval[r * K + j]);
+      CHECK(hn[2 * r] == row[hid[r * K]] && cn[2 * r] == hn[2 * r], "topk row %d max: xpu %g cpu %g", r,
+            (double)hn[2 * r], (double)cn[2 * r]);
+      CHECK(fabs(hn[2 * r + 1] - sum) <= 1e-6 * sum && fabs(cn[2 * r + 1] - sum) <= 1e-7 * sum,
+            "topk row %d sum of exp: xpu %.9g cpu %.9g want %.9g", r, (double)hn[2 * r + 1], (double)cn[2 * r + 1], sum);
     }
+    if (K == k) CHECK(hid[2 * k + 1] == 3 && hid[2 * k + 2] == 9, "topk tie order: %d %d", hid[2 * k + 1], hid[2 * k + 2]);
+    free(hid), free(cid), free(hval), free(cval);
+    bp_free(&ids), bp_free(&vals), bp_free(&norm);
   }
-  CHECK(hid[2 * k + 1] == 3 && hid[2 * k + 2] == 9, "topk tie order: %d %d", hid[2 * k + 1], hid[2 * k + 2]);
-  xpu->ops->free(xpu, ids);
-  xpu->ops->free(xpu, vals);
+  { /* non-finite rows: ids all -1 on both backends, the finite row untouched */
+    float *y = xt_randv((size_t)rows * cols);
+    y[0 * cols + 4097] = NAN;
+    y[1 * cols + 64] = -INFINITY;
+    bpair by = bp(y, (size_t)rows * cols * 4), ids = bp(NULL, (size_t)rows * k * 4), vals = bp(NULL, (size_t)rows * k * 4),
+          norm = bp(NULL, (size_t)rows * 8);
+    CHECK_OK(xpu->ops->topk(xpu, ids.x, vals.x, norm.x, by.x, rows, cols, k));
+    CHECK_OK(cpu->ops->topk(cpu, ids.c, vals.c, norm.c, by.c, rows, cols, k));
+    int32_t hid[15], cid[15];
+    xt_down(xpu, hid, ids.x, sizeof hid);
+    xt_down(cpu, cid, ids.c, sizeof cid);
+    for (int j = 0; j < 2 * k; j++) CHECK(hid[j] == -1 && cid[j] == -1, "topk of a non-finite row: xpu %d cpu %d", hid[j], cid[j]);
+    CHECK(hid[2 * k] >= 0 && hid[2 * k] == cid[2 * k], "topk of the finite row: xpu %d cpu %d", hid[2 * k], cid[2 * k]);
+    bp_free(&by), bp_free(&ids), bp_free(&vals), bp_free(&norm);
+    free(y);
+  }
   bp_free(&bx), bp_free(&out);
   free(x);
 }

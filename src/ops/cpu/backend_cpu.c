@@ -439,6 +439,51 @@ static xpi_status cpu_argmax(xpi_backend *be, int32_t *out, const float *x, int3
   return XPI_OK;
 }
 
+typedef struct {
+  int32_t *ids;
+  float *vals, *norm;
+  const float *x;
+  int32_t rows, cols, k;
+} topk_job;
+
+static void topk_run(void *ctx, int ith, int nth) {
+  topk_job *j = ctx;
+  const int32_t k = j->k;
+  int64_t b, e;
+  xpi_pool_range(j->rows, ith, nth, 1, &b, &e);
+  for (int64_t r = b; r < e; r++) {
+    const float *p = j->x + (size_t)r * (size_t)j->cols;
+    int32_t *ids = j->ids + (size_t)r * (size_t)k, have = 0, finite = 1;
+    float *vals = j->vals + (size_t)r * (size_t)k;
+    for (int32_t c = 0; c < j->cols; c++) { /* insertion into the best k; an equal value goes after (lower id first) */
+      const float v = p[c];
+      finite &= v - v == 0;
+      if (have == k && !(v > vals[k - 1])) continue;
+      int32_t i = have < k ? have++ : k - 1;
+      for (; i > 0 && v > vals[i - 1]; i--) vals[i] = vals[i - 1], ids[i] = ids[i - 1];
+      vals[i] = v, ids[i] = c;
+    }
+    if (!finite) {
+      for (int32_t i = 0; i < k; i++) ids[i] = -1;
+      continue;
+    }
+    double sum = 0; /* in index order, as the host's logprobs (xpi_logprobs_top) */
+    for (int32_t c = 0; c < j->cols; c++) sum += exp((double)p[c] - vals[0]);
+    j->norm[2 * r] = vals[0];
+    j->norm[2 * r + 1] = (float)sum;
+  }
+}
+
+static xpi_status cpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
+                           int32_t cols, int32_t k) {
+  if (rows <= 0) return XPI_OK;
+  if (k <= 0 || k > cols) return xpi_err(XPI_ERR_INTERNAL, "cpu: top-%d of %d values", k, cols);
+  topk_job j = {ids, vals, norm, x, rows, cols, k};
+  if (rows == 1) topk_run(&j, 0, 1);
+  else xpi_pool_run(impl_of(be)->pool, topk_run, &j);
+  return XPI_OK;
+}
+
 /* ------------------------------------------------------------------ construction */
 
 static void cpu_destroy(xpi_backend *be) {
@@ -483,6 +528,7 @@ static const xpi_backend_ops k_cpu_ops = {
   .swiglu = cpu_swiglu,
   .add = cpu_add,
   .argmax = cpu_argmax,
+  .topk = cpu_topk,
   .capture_begin = NULL,
   .capture_end = NULL,
   .replay = NULL,

@@ -308,6 +308,7 @@ static const xpi_backend_ops k_xpu_ops = {
   .swiglu = xpu_swiglu,
   .add = xpu_add,
   .argmax = xpu_argmax,
+  .topk = xpu_topk,
   .capture_begin = xpu_capture_begin,
   .capture_end = xpu_capture_end,
   .replay = xpu_replay,

@@ -1,15 +1,10 @@
-/* XPU-only entry points beyond ops.h (sampling helpers, introspection for tests and device maps). */
+/* XPU-only entry points beyond ops.h (introspection for tests and device maps). */
 #ifndef XPI_XPU_BACKEND_H
 #define XPI_XPU_BACKEND_H
 
 #include <stdint.h>
 #include "ops/ops.h"
 #include "runtime/xpu.h" /* the seam: free memory, fit checks, the constructor */
-
-/* ids[r, k], vals[r, k]: the k largest logits of each row, best first (ties: lower index first).
- * All pointers are backend memory of an XPU backend. */
-xpi_status xpi_xpu_topk(xpi_backend *be, int32_t *ids, float *vals, const float *x, int32_t rows, int32_t cols,
-                        int32_t k);
 
 /* Which kernel tier the backend's device uses: "portable", "tuned" or "tuned+dpas". */
 const char *xpi_xpu_tier(const xpi_backend *be);

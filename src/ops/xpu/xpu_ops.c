@@ -175,11 +175,10 @@ xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *sr
   return launch_1d(be, XK_CONVERT, c, a, 5);
 }
 
-xpi_status xpi_xpu_topk(xpi_backend *be, int32_t *ids, float *vals, const float *x, int32_t rows, int32_t cols,
-                        int32_t k) {
-  if (rows <= 0 || k <= 0) return XPI_OK;
-  if (cols <= 0 || k > cols)
-    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: top-%d of %d logits", be->device, k, cols);
-  xpu_arg a[] = {XA(ids), XA(vals), XA(x), XA(cols), XA(k)};
-  return xpu_launch(be, XK_TOPK, (uint32_t)rows, 1, 1, 64, 1, 1, a, 5);
+xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
+                    int32_t cols, int32_t k) {
+  if (rows <= 0) return XPI_OK;
+  if (k <= 0 || k > cols) return xpi_err(XPI_ERR_INTERNAL, "%s: top-%d of %d values", be->device, k, cols);
+  xpu_arg a[] = {XA(ids), XA(vals), XA(norm), XA(x), XA(cols), XA(k)};
+  return xpu_launch(be, XK_TOPK, (uint32_t)rows, 1, 1, 64, 1, 1, a, 6);
 }
