@@ -3,6 +3,7 @@
  *   continuations) decoded together, with prefill chunks mixed into decode steps, give the ids they give
  *   alone, and top log-probabilities within 1e-3 (the batch only changes summation orders: GEMM vs GEMV
  *   blocking, key pieces; ~1e-6 on these logits); sampled sequences with their own seeds likewise;
+ * - device top-k sampling against whole-row readback, and its bytes read back (engine_topk.h);
  * - prefix caching: a second request with the same 1,000-token system prompt skips its prefill (prefill tokens
  *   counted by the stats) and gives what a cache-less engine gives; LRU eviction under pressure;
  * - the pool: never above its byte budget, blocks never above the total; preemption when it is full gives
@@ -18,6 +19,7 @@
 
 #include "check.h"
 #include "engine/engine_internal.h"
+#include "engine_topk.h"
 
 #define MAXN 64
 
@@ -665,6 +667,8 @@ int main(void) {
   xpi_model *m = load(tf, "sdpa");
   if (m) {
     test_sampling(m);
+    tk_equality(m, "cpu");
+    tk_readback(m, "cpu", NULL);
     test_prefix_cache(m);
     test_pool(m);
     test_cancel(m);

@@ -4,7 +4,9 @@
  * rows and block tables from backend buffers at run time instead of baking them into the recorded step.
  * Then batches: five sequences of different lengths prefilled in one step, then decoded together, which
  * replays the recording of the 8-sequence bucket (three padding tokens that write to the spare block): the
- * logits must match the plain backend running the same five-token steps, and one recording per bucket. */
+ * logits must match the plain backend running the same five-token steps, and one recording per bucket; at
+ * every other step two rows ask for their top-k instead (after the replay; one of them for its whole row
+ * too): checked against the row, with the bytes read back. */
 #include <math.h>
 
 #include "check.h"
@@ -156,12 +158,47 @@ enum { NS = 5, BS = 16, MAXB = 4, STEPS = 6 };
 /* Five sequences: prompts of different lengths in one prefill step, then STEPS decode steps of all five
  * (teacher-forced with the ids in feed[step][seq], so both backends see the same inputs); the logits of
  * every decode step into out[step][seq][vocab]. Block tables interleave the sequences' blocks. */
+enum { TK = 9 }; /* top-k rows of the batch: row 1 wants 6 values, row 3 wants 9 and its whole row too */
+
+static int tk_full(void *user, int32_t r, const int32_t *ids, const float *vals, int32_t n) {
+  (void)user, (void)ids, (void)vals, (void)n;
+  return r == 3;
+}
+
+/* The top-k outputs of a decode step against the whole row 3 (read as well, the same device buffer: exact),
+ * row 1's logits left unread, and the bytes the step read back. */
+static void check_topk(const int32_t *tid, const float *tval, const float *tnorm, const unsigned char *full,
+                       const float *row1, const float *row3, int32_t V, uint64_t bytes) {
+  CHECK(full[1] == 0 && full[3] == 1 && row1[0] == -12345.0f, "top-k rows: full %d %d, row 1 read: %d", full[1],
+        full[3], row1[0] != -12345.0f);
+  int32_t prev = -1;
+  for (int j = 0; j < TK; j++) { /* row 3: the j-th best of its row, larger value first, lower id on ties */
+    int32_t best = -1;
+    for (int32_t c = 0; c < V; c++) {
+      if (prev >= 0 && !(row3[c] < row3[prev] || (row3[c] == row3[prev] && c > prev))) continue;
+      if (best < 0 || row3[c] > row3[best]) best = c;
+    }
+    CHECK(tid[3 * TK + j] == best && tval[3 * TK + j] == row3[best], "top-k row 3 rank %d: %d want %d", j,
+          tid[3 * TK + j], best);
+    prev = best;
+  }
+  double sum = 0;
+  for (int32_t c = 0; c < V; c++) sum += exp((double)row3[c] - row3[tid[3 * TK]]);
+  CHECK(tnorm[6] == row3[tid[3 * TK]] && fabs(tnorm[7] - sum) <= 1e-7 * sum, "top-k row 3 normaliser %g %g want %g",
+        (double)tnorm[6], (double)tnorm[7], sum);
+  for (int j = 1; j < 6; j++) CHECK(tval[TK + j] <= tval[TK + j - 1], "top-k row 1 in order at %d", j);
+  /* rows 0, 2, 4 and 3 whole; 6 and 9 ids and values and two normalisers */
+  const uint64_t want = 4 * (uint64_t)V * 4 + (6 + 9) * 8 + 2 * 8;
+  CHECK(bytes == want, "a top-k decode step read %llu bytes back, want %llu", (unsigned long long)bytes,
+        (unsigned long long)want);
+}
+
 static void decode_batch(xpi_backend *be, const xpi_config *cfg, const xpi_safetensors *st, const int32_t *prompt,
                          const int32_t feed[STEPS][NS], float *out) {
   model_on m;
   model_load(&m, be, cfg, st);
   const int32_t plen[NS] = {3, 5, 2, 7, 4}, V = cfg->vocab_size;
-  xpi_graph_limits lim = {32, 8, MAXB, NS * MAXB, 0, BS, 8, 0};
+  xpi_graph_limits lim = {32, 8, MAXB, NS * MAXB, 0, BS, 8, TK};
   xpi_graph_state *gs = NULL;
   CHECK_OK(xpi_graph_state_create(&m.g, &lim, &gs));
   int32_t tables[NS * MAXB], ids[32], pos[32], seq[32], n = 0;
@@ -181,7 +218,21 @@ static void decode_batch(xpi_backend *be, const xpi_config *cfg, const xpi_safet
     }
     xpi_graph_batch b = {.n = NS, .ids = ids, .pos = pos, .seq = seq, .n_rows = NS, .tables = tables, .n_out = NS,
                          .logits = rows, .decode = 1};
+    /* odd steps: rows 1 and 3 ask for their top-k instead (row 1's logits stay unread, as the engine's do) */
+    int32_t tk_n[NS] = {0, 6, 0, 9, 0}, tid[NS * TK];
+    float tval[NS * TK], tnorm[2 * NS], row1[1] = {-12345.0f};
+    unsigned char full[NS];
+    float *row1_real = rows[1];
+    if (step % 2) {
+      rows[1] = row1;
+      b.topk_n = tk_n, b.topk_ids = tid, b.topk_vals = tval, b.topk_norm = tnorm, b.topk_full = tk_full, b.full = full;
+    }
+    uint64_t before = xpi_graph_state_bytes_read(gs);
     CHECK_OK(xpi_graph_step(&m.g, gs, &b));
+    if (step % 2) {
+      check_topk(tid, tval, tnorm, full, row1, rows[3], V, xpi_graph_state_bytes_read(gs) - before);
+      for (int32_t c = 0; c < V; c++) row1_real[c] = c == tid[TK] ? tval[TK] : 0; /* compared by the caller */
+    }
   }
   xpi_graph_state_free(gs);
   model_free(&m);

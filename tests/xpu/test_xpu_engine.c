@@ -2,7 +2,8 @@
  * mixed prompt lengths decoded in one batch (prefill chunks beside decode steps, decode steps replayed from
  * the recording of their batch-size bucket, padding tokens included) give the ids they give alone, with top
  * log-probabilities within 1e-3; the tinyfortunes goldens' continuations come out in the batch; and a greedy
- * decode step reads back 4 bytes per sequence (the argmax stays on the device), sampled rows their logits. */
+ * decode step reads back 4 bytes per sequence (the argmax stays on the device); sampled sequences with device
+ * top-k give the ids of whole-row readback and read back O(k) bytes a step (engine_topk.h). */
 #include <math.h>
 #include <string.h>
 
@@ -10,6 +11,7 @@
 #include "ops/xpu/xpu_backend.h"
 #include "xpu_load.h"
 #include "api/api_internal.h"
+#include "../engine/engine_topk.h"
 
 #define MAXN 48
 
@@ -127,6 +129,8 @@ static void readback(xpi_model *m) {
   xpi_engine_free(e);
 }
 
+static uint64_t xpu_bytes(xpi_model *m) { return xpi_xpu_bytes_read(m->backends[0]); }
+
 int main(void) {
   char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   char *gpath = xpi_test_strf("%s/goldens/tinyfortunes.json", xpi_test_env("XPI_TEST_DATA"));
@@ -137,6 +141,8 @@ int main(void) {
   if (m) {
     equality(m, g, "xpu:0 sdpa");
     readback(m);
+    tk_equality(m, "xpu:0");
+    tk_readback(m, "xpu:0", xpu_bytes);
     xpi_model_free(m);
   }
   m = NULL;
