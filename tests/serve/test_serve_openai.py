@@ -202,7 +202,8 @@ for what, call, exc, code in [
 m = srv.metrics()
 fail.check(m.get('xpuinfer_requests_total{endpoint="/v1/chat/completions",status="200"}', 0) >= 16 and
            m.get('xpuinfer_requests_total{endpoint="/v1/completions",status="400"}', 0) >= 2 and
-           m.get("xpuinfer_sequences_running") == 0 and m.get("xpuinfer_kv_blocks_used") == 0,
+           m.get("xpuinfer_sequences_running") == 0 and m.get("xpuinfer_kv_blocks_used") == 0 and
+           m.get("xpuinfer_readback_bytes_total", 0) > 0,
            f"metrics after the run: {m}")
 rc = srv.stop()
 fail.check(rc == 0, f"exit status {rc} after SIGTERM")

@@ -115,6 +115,8 @@ char *metrics_render(serve_state *srv) {
        (double)st.prefill_tokens},
       {"preemptions_total", "counter", "sequences preempted when the KV pool was full", (double)st.preemptions},
       {"engine_steps_total", "counter", "engine steps", (double)st.steps},
+      {"readback_bytes_total", "counter", "step outputs copied from the device to the host (argmax ids, device top-k, "
+       "whole logits rows)", (double)st.readback_bytes},
       {"engine_step_seconds_total", "counter", "time spent in engine steps", st.step_seconds},
       {"tokens_per_second", "gauge", "generated tokens per second of engine step time, since start",
        st.step_seconds > 0 ? (double)st.completion_tokens / st.step_seconds : 0.0},
