@@ -1,10 +1,11 @@
-/* Greedy decoding with the argmax on the backend (generate.c's device path: greedy, no logprobs, no
- * repetition penalty) against the host-argmax path (the same generation with logprobs = 1, which keeps the
- * logits on the host and samples there) and the tinyfortunes goldens, token for token, on the CPU and on
- * xpu:0 (zesim; decode steps replay the recorded XPU graph with the argmax inside it). On xpu:0 the device
- * path reads back exactly sizeof(int32_t) bytes per step: one read for the prompt and one per decode step,
- * counted by the XPU backend's read(); the host path reads vocab_size floats per step (the counter sees
- * the reads at all). */
+/* Greedy decoding with the argmax on the backend (the engine's device path: greedy, no logprobs, no
+ * repetition penalty) against the host-argmax path (the same generation with logprobs = 300, above the default
+ * device_topk + 1, which keeps the logits on the host and samples there), the device top-1 path (logprobs = 1:
+ * the best id, its logit and the row's normaliser) and the tinyfortunes goldens, token for token, on the CPU
+ * and on xpu:0 (zesim; decode steps replay the recorded XPU graph with the argmax inside it). On xpu:0 the
+ * device path reads back exactly sizeof(int32_t) bytes per step: one read for the prompt and one per decode
+ * step, counted by the XPU backend's read(); the top-1 path 16 bytes; the host path vocab_size floats per step
+ * (the counter sees the reads at all). */
 #include <string.h>
 
 #include "api/api_internal.h"
@@ -27,14 +28,17 @@ static void check_device(xpi_model *m, const char *device, const cJSON *g, int i
   cJSON_ArrayForEach(cs, g) {
     const cJSON *want = cJSON_GetObjectItem(cs, "greedy_new_ids");
     uint64_t nw = (uint64_t)cJSON_GetArraySize(want);
-    collected dev = {0}, host = {0};
+    collected dev = {0}, topk = {0}, host = {0};
     uint64_t b0 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
     greedy(m, cs, 0, &dev);
     uint64_t b1 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
-    greedy(m, cs, 1, &host);
+    greedy(m, cs, 300, &host);
     uint64_t b2 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
+    greedy(m, cs, 1, &topk);
+    uint64_t b3 = is_xpu ? xpi_xpu_bytes_read(be) : 0;
     CHECK(same(&dev, want), "%s '%s': greedy with the device argmax differs from the golden", device, cs->string);
     CHECK(same(&host, want), "%s '%s': greedy with the host argmax differs from the golden", device, cs->string);
+    CHECK(same(&topk, want), "%s '%s': greedy with the device top-1 differs from the golden", device, cs->string);
     CHECK(dev.n == host.n && !memcmp(dev.ids, host.ids, (size_t)dev.n * sizeof dev.ids[0]),
           "%s '%s': device and host argmax paths differ", device, cs->string);
     if (is_xpu) { /* nw tokens = prompt eval + nw - 1 decode steps, one read each */
@@ -43,6 +47,8 @@ static void check_device(xpi_model *m, const char *device, const cJSON *g, int i
             (unsigned long long)(nw * sizeof(int32_t)));
       CHECK(b2 - b1 == nw * (uint64_t)V * sizeof(float), "%s '%s': host path read %llu bytes, want %llu", device,
             cs->string, (unsigned long long)(b2 - b1), (unsigned long long)(nw * (uint64_t)V * sizeof(float)));
+      CHECK(b3 - b2 == nw * 16, "%s '%s': device top-1 path (logprobs 1) read %llu bytes, want %llu (id, value, "
+            "normaliser)", device, cs->string, (unsigned long long)(b3 - b2), (unsigned long long)(nw * 16));
     }
   }
 }

@@ -35,8 +35,9 @@ static inline int collect(const xpi_token_event *ev, void *user) {
   return 0;
 }
 
-/* Greedy continuation of one golden case (input_ids, greedy_new_ids) into *out; logprobs > 0 keeps the logits on
- * the host (the host-argmax path), 0 lets generate.c take the argmax on the backend. */
+/* Greedy continuation of one golden case (input_ids, greedy_new_ids) into *out; 0 logprobs lets the engine take
+ * the argmax on the backend, up to 257 (the default device_topk + 1) the device's top-k and normaliser, more keep
+ * the logits on the host (the host-argmax path). */
 static inline void greedy(xpi_model *m, const cJSON *cs, int logprobs, collected *out) {
   const cJSON *in = cJSON_GetObjectItem(cs, "input_ids"), *want = cJSON_GetObjectItem(cs, "greedy_new_ids");
   int32_t ids[64];
