@@ -2,11 +2,13 @@
  * tests/engine/test_engine.c (CPU) and tests/xpu/test_xpu_engine.c (xpu:0, decode steps replayed):
  * - one batch of sampled sequences with their own options and seeds (top_k 1..256 with temperatures that make
  *   ties by division, top_p, min_p, logprobs; a greedy one with logprobs; and two the device top-k cannot
- *   serve: a repetition penalty, top_p without top_k) gives the same ids either way, and the same top
+ *   serve: a repetition penalty, top_p without top_k; and one whose temperature's division overflows, so every
+ *   draw is left to the whole row, read in the same step) gives the same ids either way, and the same top
  *   logprob ids, with logprobs within 1e-6 relative (1e-6 absolute below 1: the device's normaliser is an f32
  *   max and an f32 sum of exp, accurate to a few ulps, where the whole row's is summed in double);
  * - a sampled sequence with top_k = 40 reads back 8 (40 + 1) + 8 bytes a decode step (ids, values, the
- *   normaliser), not 4 vocab (the engine's readback_bytes; the caller checks the backend's own count too). */
+ *   normaliser), not 4 vocab (the engine's readback_bytes; the caller checks the backend's own count too), and
+ *   an undecided one 4 vocab more. */
 #ifndef XPI_TEST_ENGINE_TOPK_H
 #define XPI_TEST_ENGINE_TOPK_H
 
@@ -64,9 +66,9 @@ static void tk_drive(xpi_engine *e) {
 static int tk_close(float a, float b) { return fabs((double)a - b) <= 1e-6 * fmax(1.0, fabs((double)b)); }
 
 static void tk_equality(xpi_model *m, const char *what) {
-  enum { NP = 8 };
-  const int32_t prompts[NP][3] = {{32, 877, 7}, {313, 2897, 286}, {466, 1382, 9}, {1289, 389, 300},
-                                  {258, 293, 7}, {32, 313, 466}, {877, 2897, 1382}, {389, 300, 258}};
+  enum { NP = 9 };
+  const int32_t prompts[NP][3] = {{32, 877, 7}, {313, 2897, 286}, {466, 1382, 9}, {1289, 389, 300}, {258, 293, 7},
+                                  {32, 313, 466}, {877, 2897, 1382}, {389, 300, 258}, {7, 9, 32}};
   xpi_gen_options go[NP];
   for (int i = 0; i < NP; i++) {
     xpi_gen_options_default(&go[i]);
@@ -80,6 +82,7 @@ static void tk_equality(xpi_model *m, const char *what) {
   go[5].greedy = 1, go[5].logprobs = 4;                                               /* device top-4 */
   go[6].temperature = 0.9f, go[6].top_k = 40, go[6].repetition_penalty = 1.2f;       /* the whole row */
   go[7].temperature = 0.9f, go[7].top_p = 0.8f;                                      /* the whole row */
+  go[8].temperature = 1e-45f, go[8].top_k = 40, go[8].logprobs = 1; /* the division overflows: undecided */
   tk_run dev[NP], row[NP];
   uint64_t bytes[2] = {0, 0};
   for (int pass = 0; pass < 2; pass++) {
@@ -142,6 +145,27 @@ static void tk_readback(xpi_model *m, const char *what, uint64_t (*backend_bytes
   }
   tk_drive(e);
   CHECK(r.done && r.status == XPI_OK && r.n == 8, "%s: the top_k=40 sequence ended with %d tokens", what, r.n);
+  xpi_engine_free(e);
+  /* a temperature whose division overflows (the least subnormal): the top-k leaves the draw undecided and the
+   * row comes back as well, in the same step (the whole-row path then decides, as it does without top-k) */
+  e = tk_engine(m, 256);
+  if (!e) return;
+  memset(&r, 0, sizeof r);
+  go.temperature = 1e-45f;
+  CHECK_OK(xpi_engine_submit(e, p, 2, &go, tk_event, &r, NULL));
+  CHECK_OK(xpi_engine_step(e, NULL));
+  xpi_engine_stats a = {.struct_size = sizeof a}, b = {.struct_size = sizeof b};
+  CHECK_OK(xpi_engine_get_stats(e, &a));
+  CHECK_OK(xpi_engine_step(e, NULL));
+  CHECK_OK(xpi_engine_get_stats(e, &b));
+  xpi_model_info info = {.struct_size = sizeof info};
+  CHECK_OK(xpi_model_get_info(m, &info));
+  const uint64_t vocab = (uint64_t)info.vocab_size;
+  CHECK(b.readback_bytes - a.readback_bytes == want + 4 * vocab, "%s: an undecided top_k=40 step read %llu bytes "
+        "back (want %llu)", what, (unsigned long long)(b.readback_bytes - a.readback_bytes),
+        (unsigned long long)(want + 4 * vocab));
+  tk_drive(e);
+  CHECK(r.done && r.status == XPI_OK && r.n == 8, "%s: the undecided sequence ended with %d tokens", what, r.n);
   xpi_engine_free(e);
 }
 
