@@ -320,8 +320,8 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
     rp.head_dim = hd;
     XPI_TRY(o->rope(be, D->q, D->k, D->pos, n, hq, hk, &rp, g->inv_freq[cur], L->q_norm.rows ? &L->q_norm : NULL,
                     L->k_norm.rows ? &L->k_norm : NULL, c->rms_norm_eps));
-    XPI_TRY(o->attention(be, D->att, D->q, D->k, D->v, D->kv, l - g->layer_dev[cur], &map, n, hq, hk, hd, scale,
-                         g->attn));
+    const xpi_attn_params ap = {scale, 0, 0, g->attn};
+    XPI_TRY(o->attention(be, D->att, D->q, D->k, D->v, D->kv, l - g->layer_dev[cur], &map, n, hq, hk, hd, &ap));
     XPI_TRY(o->matmul(be, D->res, D->att, &L->wo, L->bo.rows ? &L->bo : NULL, n));
     XPI_TRY(o->rmsnorm(be, D->h, D->x, D->res, &L->mlp_norm, n, H, c->rms_norm_eps));
     XPI_TRY(o->matmul(be, D->gate, D->h, &L->gate, NULL, n));

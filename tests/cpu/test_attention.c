@@ -162,8 +162,8 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
     for (int32_t t = 0; t < n[s]; t++) p1[t] = L[s] - n[s] + t;
     const xpi_cpu_attn_batch b1 = {p1, s1, &zero, 1};
     const size_t off = (size_t)ref_row * hq * hd;
-    CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref + off, q + off, &one, &b1, n[s], hq, scale,
-                               XPI_ATTN_EAGER, 0));
+    const xpi_attn_params ape = {scale, 0, 0, XPI_ATTN_EAGER};
+    CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref + off, q + off, &one, &b1, n[s], hq, &ape, 0));
     bounds(tol + off, q + off, &one, p1, n[s], hq, scale);
     ref_row += n[s];
     free(p1);
@@ -190,7 +190,8 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
         if (isa == XPI_ISA_SCALAR && nsplit != (impl ? 3 : 0)) continue;
         memset(out, 0xff, qn * sizeof *out); /* NaN: every element must be written */
         const xpi_attn_impl im = isa < 0 ? XPI_ATTN_EAGER : impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA;
-        CHECK_OK(xpi_cpu_attention(pool, k, out, qb, &kv, &batch, ntok, hq, scale, im, nsplit));
+        const xpi_attn_params ap = {scale, 0, 0, im};
+        CHECK_OK(xpi_cpu_attention(pool, k, out, qb, &kv, &batch, ntok, hq, &ap, nsplit));
         size_t bad = 0, worst = 0;
         double worst_r = 0;
         for (int32_t r = 0; r < ntok; r++)

@@ -316,8 +316,15 @@ static xpi_status eager_run_of(xpi_pool *pool, float *out, const float *q, const
 
 xpi_status xpi_cpu_attention(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
                              const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq,
-                             float scale, xpi_attn_impl impl, int32_t nsplit) {
+                             const xpi_attn_params *ap, int32_t nsplit) {
+  if (ap->window < 0 || !(ap->softcap >= 0))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: window %d / softcap %g must be >= 0", ap->window,
+                   (double)ap->softcap);
+  if (ap->window > 0 || ap->softcap > 0)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "attention: sliding window / logit softcap not implemented on the CPU yet");
   if (n <= 0) return XPI_OK;
+  const float scale = ap->scale;
+  const xpi_attn_impl impl = ap->impl;
   if (impl != XPI_ATTN_EAGER) return tiled(pool, k, out, q, kv, b, n, hq, scale, nsplit);
   for (int32_t a = 0, e; a < n; a = e) {
     for (e = a + 1; e < n && b->seq[e] == b->seq[a]; e++) {}

@@ -38,6 +38,6 @@ typedef struct xpi_cpu_attn_batch {
  * tests force other values). Errors: out of memory for scratch. */
 xpi_status xpi_cpu_attention(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
                              const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq,
-                             float scale, xpi_attn_impl impl, int32_t nsplit);
+                             const xpi_attn_params *ap, int32_t nsplit);
 
 #endif
