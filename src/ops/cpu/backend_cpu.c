@@ -358,6 +358,9 @@ static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) 
 static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                                 int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
                                 const xpi_attn_params *ap) {
+  if (ap->window < 0 || !(ap->softcap >= 0)) /* before anything is stored */
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: window %d / softcap %g must be >= 0", ap->window,
+                   (double)ap->softcap);
   if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
     return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
                    hk, hd, layer);
