@@ -248,6 +248,15 @@ static void vec_cases(const xpi_cpu_kernels *k) {
     bad = 0;
     for (int64_t i = 0; i < m && !bad; i++) bad = fabs((double)y1[i] - y2[i]) > 8 * ldexp(fabs(y2[i]), -23) + 1e-37;
     CHECK(!bad, "%s swiglu m=%lld", k->isa, (long long)m);
+    /* geglu over [-20, 20] (both tails saturated): inner carries a few u relative, tanh's slope (1 - t^2) times
+     * |inner| is <= 0.45, tanhf ~2 ulp, the vector tanh ~4 u absolutely, and 1 + t passes that absolute error
+     * on, times 0.5 |g| |u|: 16 u (1 + |g|) |u| between any two tables */
+    k->geglu(y1, ua, ub, m);
+    ref->geglu(y2, ua, ub, m);
+    bad = 0;
+    for (int64_t i = 0; i < m && !bad; i++)
+      bad = !(fabs((double)y1[i] - y2[i]) <= 16 * ldexp(1.0, -24) * (1 + fabs(ua[i])) * fabs(ub[i]) + 1e-37);
+    CHECK(!bad, "%s geglu m=%lld", k->isa, (long long)m);
     free(a); free(b); free(y1); free(y2);
   }
 }

@@ -407,15 +407,11 @@ static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, con
   return XPI_OK;
 }
 
-/* gelu_tanh(g) * u as torch's gelu(approximate="tanh") in f32: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
 static void geglu_run(void *ctx, int ith, int nth) {
   ew_job *j = ctx;
   int64_t b, e;
   xpi_pool_range(j->count, ith, nth, 16, &b, &e);
-  for (int64_t i = b; i < e; i++) {
-    const float g = j->a[i], inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
-    j->out[i] = 0.5f * g * (1.0f + tanhf(inner)) * j->b[i];
-  }
+  if (b < e) j->k->geglu(j->out + b, j->a + b, j->b + b, e - b);
 }
 
 static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
