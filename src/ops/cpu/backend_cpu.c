@@ -426,17 +426,40 @@ static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, cons
   return XPI_OK;
 }
 
-/* Runs once per step over the logits (or per layer over a few rows): a plain loop. */
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *x;
+  int64_t count;
+  float a;
+} inplace_job;
+
+static void softcap_run(void *ctx, int ith, int nth) {
+  inplace_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->softcap(j->x + b, e - b, j->a);
+}
+
+static void scale_run(void *ctx, int ith, int nth) {
+  inplace_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->scale(j->x + b, j->a, e - b);
+}
+
+/* Over the logits once a step (a Gemma vocabulary is 256k: worth the vector tanh and the pool). */
 static xpi_status cpu_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
-  (void)be;
   if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "softcap %g must be > 0", (double)cap);
-  for (int64_t i = 0; i < count; i++) x[i] = cap * tanhf(x[i] / cap);
+  if (count <= 0) return XPI_OK;
+  inplace_job j = {impl_of(be)->k, x, count, cap};
+  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as swiglu */
   return XPI_OK;
 }
 
 static xpi_status cpu_scale(xpi_backend *be, float *x, int64_t count, float s) {
-  (void)be;
-  for (int64_t i = 0; i < count; i++) x[i] *= s;
+  if (count <= 0) return XPI_OK;
+  inplace_job j = {impl_of(be)->k, x, count, s};
+  xpi_pool_run_n(impl_of(be)->pool, scale_run, &j, (int)(count / 8192 + 1)); /* one multiply an element */
   return XPI_OK;
 }
 

@@ -550,6 +550,14 @@ static void geglu_avx2(float *out, const float *gate, const float *up, int64_t n
   }
 }
 
+static void softcap_avx2(float *x, int64_t n, float cap) {
+  const __m256 vc = _mm256_set1_ps(cap);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(vc, xpi_tanh8(_mm256_div_ps(_mm256_loadu_ps(x + i), vc))));
+  for (; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
+}
+
 /* f16 by F16C with round to nearest even (subnormals and overflow to inf as the scalar); bf16 by the scalar's
  * integer rounding, 8 at a time, NaN kept quiet the same way ((u | 0x400000) >> 16 == (u >> 16) | 0x40). */
 static void to_half_avx2(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt) {
@@ -600,6 +608,7 @@ static const xpi_cpu_kernels k_avx2 = {
   .rmsnorm_row = rmsnorm_row_avx2,
   .swiglu = swiglu_avx2,
   .geglu = geglu_avx2,
+  .softcap = softcap_avx2,
   .attn_tile = xpi_cpu_attn_tile_avx2,
   .to_half = to_half_avx2,
 };
