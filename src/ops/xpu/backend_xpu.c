@@ -390,7 +390,7 @@ xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **o
 
 const char *xpi_xpu_tier(const xpi_backend *be) {
   const xpu_device *d = im_of(be)->d;
-  return d->dpas ? "tuned+dpas" : d->tuned ? "tuned" : "portable";
+  return d->dpas == 8 ? "tuned+dpas8" : d->dpas ? "tuned+dpas" : d->tuned ? "tuned" : "portable";
 }
 
 uint64_t xpi_xpu_bytes_read(xpi_backend *be) {

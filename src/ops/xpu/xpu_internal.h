@@ -33,16 +33,17 @@ typedef struct xpu_device {
   ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
-  int dpas;              /* DPAS GEMM usable */
+  int dpas;              /* DPAS GEMM usable: its sub-group size (8 or 16), 0 if not */
   pthread_mutex_t lock;
 } xpu_device;
 
 /* The kernel tiers a device may use, decided from what it reports before any module is built (a tier whose
  * module then fails to build falls back to the one below). tuned: the device has sub-group size 16 (the tuned
- * kernels' reqd_sub_group_size). dpas: tuned, the device reports DPAS, and 16 is its smallest sub-group size:
- * the DPAS kernel calls the sub-group-16 form of the matrix builtin, which cl_intel_subgroup_matrix_multiply_
- * accumulate leaves undefined where the minimum sub-group size is 8 (Arc A-series, DG2: compiled without a dpas
- * instruction, it returns zeros). why_not_dpas says why a DPAS device does not get the tier ("" otherwise). */
+ * kernels' reqd_sub_group_size). dpas: tuned, the device reports DPAS, and its smallest sub-group size is 8 or
+ * 16; the value is that size, the DPAS kernel variant to build (kernels/dpas8 or kernels/dpas).
+ * cl_intel_subgroup_matrix_multiply_accumulate defines each form of the builtin only where its sub-group size
+ * is the device's natural (smallest) one: the sub-group-16 form on Arc A-series (DG2, 8/16/32) compiles
+ * without a dpas instruction and returns zeros. why_not_dpas says why a DPAS device does not get the tier. */
 typedef struct xpu_tier_plan {
   int tuned, dpas;
   char why_not_dpas[160];
