@@ -5,8 +5,10 @@
 # runs it. test_xpu_intel_tier fails unless the tuned tier was really selected (xpi_xpu_tier + its kernels), and
 # the op test fails if it prints "kernel tier: portable". Without the runtime every test here is skipped (77)
 # with the reason.
-set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_tier_dpas
+set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_dpas_emu xpu_intel/test_xpu_intel_tier_dpas
     xpu_intel/test_xpu_intel_tier_dpas_dg2 xpu_intel/test_xpu_ops xpu_intel/test_xpu_tinyfortunes xpu_intel/test_xpu_model)
+# The DPAS kernels with the matrix builtin emulated (kernels/CMakeLists.txt builds them for tests only).
+target_link_libraries(test_xpu_intel_dpas_emu PRIVATE xpi_kernels_test)
 add_test(NAME xpu_intel/test_xpu_intel_tier_dpas COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_intel_tier_dpas_dg2 COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_ops COMMAND test_xpu_ops)
