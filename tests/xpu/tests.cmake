@@ -2,7 +2,7 @@
 # ZE_ENABLE_ALT_DRIVERS points the stock loader at it, ZESIM_DEVICES lists the software devices' PCI BDFs,
 # POCL_CACHE_DIR keeps PoCL's compiled kernels between runs (the first build of a module takes ~1 s).
 set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
-                   xpu/test_xpu_numeric xpu/test_xpu_engine)
+                   xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_large_alloc)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
@@ -10,6 +10,8 @@ foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
     set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
+  elseif(t STREQUAL "xpu/test_xpu_large_alloc")
+    set(devices "0000:1a:00.0=64M/maxalloc=1M,0000:3a:00.0=64M") # xpu:0's limit below tinyfortunes' 2 MiB embedding
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT

@@ -249,6 +249,63 @@ static void test_regular_replay(void) {
   ZE_OK(zeMemFree(ctx, other));
 }
 
+/* A kernel given a buffer over maxMemAllocSize (p: 40M, relaxed) is refused unless its module was built with
+ * -ze-opt-greater-than-4GB-buffer-required (on Intel GPUs it would address the buffer with 32-bit offsets);
+ * with the flag it runs. */
+static void test_large_buffer_launch(float *p) {
+  ze_command_list_handle_t l = immediate_list();
+  float x[64], out[64];
+  for (int i = 0; i < 64; i++) x[i] = (float)i;
+  float *xd = dev_alloc(sizeof x), *y = p + (10u << 20) / sizeof *p; /* 10M into the big buffer */
+  ZE_OK(zeCommandListAppendMemoryCopy(l, xd, x, sizeof x, NULL, 0, NULL));
+  ZE_OK(zeCommandListAppendMemoryFill(l, y, &(float){1.0f}, sizeof(float), sizeof out, NULL, 0, NULL));
+  size_t spv_len = 0;
+  unsigned char *spv = read_file(xpi_test_env("ZESIM_TEST_SPV"), &spv_len);
+  ze_module_desc_t md = {ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_IL_SPIRV, spv_len, spv,
+                         "-ze-opt-greater-than-4GB-buffer-required", NULL};
+  ze_module_handle_t big = NULL;
+  ZE_OK(zeModuleCreate(ctx, dev, &md, &big, NULL));
+  ze_module_handle_t mods[2] = {mod, big};
+  for (int m = 0; m < 2 && big; m++) {
+    ze_kernel_desc_t kd = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, "axpy"};
+    ze_kernel_handle_t k = NULL;
+    ZE_OK(zeKernelCreate(mods[m], &kd, &k));
+    float a = 2.0f;
+    int n = 64;
+    ZE_OK(zeKernelSetArgumentValue(k, 0, sizeof y, &y));
+    ZE_OK(zeKernelSetArgumentValue(k, 1, sizeof xd, &xd));
+    ZE_OK(zeKernelSetArgumentValue(k, 2, sizeof a, &a));
+    ZE_OK(zeKernelSetArgumentValue(k, 3, sizeof n, &n));
+    ZE_OK(zeKernelSetGroupSize(k, 64, 1, 1));
+    ze_group_count_t gc = {1, 1, 1};
+    ze_result_t r = zeCommandListAppendLaunchKernel(l, k, &gc, NULL, 0, NULL);
+    if (m == 0) {
+      CHECK(r == ZE_RESULT_ERROR_INVALID_ARGUMENT, "a 40M buffer (maxMemAllocSize 32M) given to a kernel built "
+            "without -ze-opt-greater-than-4GB-buffer-required: 0x%x, expected refused", (unsigned)r);
+    } else {
+      CHECK(r == ZE_RESULT_SUCCESS, "the same launch with the flag: 0x%x", (unsigned)r);
+      ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+      ze_event_pool_handle_t pool = NULL;
+      ZE_OK(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+      ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST, ZE_EVENT_SCOPE_FLAG_HOST};
+      ze_event_handle_t done = NULL;
+      ZE_OK(zeEventCreate(pool, &ed, &done));
+      ZE_OK(zeCommandListAppendMemoryCopy(l, out, y, sizeof out, done, 0, NULL));
+      ZE_OK(zeEventHostSynchronize(done, TIMEOUT_NS));
+      ZE_OK(zeEventDestroy(done));
+      ZE_OK(zeEventPoolDestroy(pool));
+      int bad = 0;
+      for (int i = 0; i < 64; i++) bad += out[i] != 2.0f * (float)i + 1.0f;
+      CHECK(bad == 0, "axpy into the 40M buffer: %d wrong", bad);
+    }
+    ZE_OK(zeKernelDestroy(k));
+  }
+  if (big) ZE_OK(zeModuleDestroy(big));
+  free(spv);
+  ZE_OK(zeMemFree(ctx, xd));
+  ZE_OK(zeCommandListDestroy(l));
+}
+
 static void test_memory(void) {
   /* 64M device, maxMemAllocSize 32M: 40M needs the relaxed-limits descriptor; 80M exceeds the device. */
   ze_device_mem_alloc_desc_t d = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
@@ -267,6 +324,7 @@ static void test_memory(void) {
   ze_device_handle_t owner = NULL;
   ZE_OK(zeMemGetAllocProperties(ctx, (char *)p + 100, &ap, &owner));
   CHECK(ap.type == ZE_MEMORY_TYPE_DEVICE && owner == dev, "alloc props type %d", ap.type);
+  test_large_buffer_launch(p);
   ZE_OK(zeMemFree(ctx, p));
   ze_host_mem_alloc_desc_t hd = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0};
   void *h = NULL, *s = NULL;

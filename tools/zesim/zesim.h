@@ -100,6 +100,8 @@ typedef struct zs_module {
   char *names;            /* kernel names, filled at the first zeModuleGetKernelNames */
   const char **name_ptrs;
   uint32_t n_names;
+  int large_buffers;      /* built with -ze-opt-greater-than-4GB-buffer-required: kernels may take buffers over
+                             maxMemAllocSize (zesim's stand-in for Intel's 4 GiB stateful-addressing limit) */
 } zs_module;
 
 /* quals[i] for the n_args parameters of kernel in the SPIR-V module; 0 on success, -1 if it cannot tell. */

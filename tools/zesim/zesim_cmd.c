@@ -8,6 +8,7 @@
 #include "zesim.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -268,12 +269,27 @@ static ze_result_t append_launch(ze_command_list_handle_t hl, ze_kernel_handle_t
     return submit(l, &c);
   }
   pthread_mutex_lock(&zs_lock);
-  for (uint32_t i = 0; i < k->n_args; i++)
+  for (uint32_t i = 0; i < k->n_args; i++) {
     if (k->args[i].kind == ZS_ARG_UNSET) {
       pthread_mutex_unlock(&zs_lock);
       zs_debug("kernel %s: argument %u not set", k->name, i);
       return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     }
+    /* Intel's compiler addresses buffers statefully (32-bit offsets) unless the module was built with
+     * -ze-opt-greater-than-4GB-buffer-required, so a kernel given a buffer of more than 4 GiB reads the wrong
+     * bytes, silently. zesim refuses such a launch instead, with maxMemAllocSize standing in for 4 GiB: only
+     * relaxed-limits allocations exceed it. */
+    void *p = NULL;
+    const zs_alloc *a = NULL;
+    if (k->args[i].kind == ZS_ARG_PTR) memcpy(&p, k->args[i].value, sizeof p);
+    if (p && !k->module->large_buffers && (a = zs_alloc_find(p)) && a->device && a->size > a->device->max_alloc) {
+      pthread_mutex_unlock(&zs_lock);
+      fprintf(stderr, "zesim: kernel %s: argument %u is a buffer of %zu bytes, over maxMemAllocSize (%llu), and "
+              "its module was built without -ze-opt-greater-than-4GB-buffer-required\n", k->name, i, a->size,
+              (unsigned long long)a->device->max_alloc);
+      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
+  }
   c.n_args = k->n_args;
   c.args = k->n_args ? calloc(k->n_args, sizeof *c.args) : NULL;
   if ((k->n_args && !c.args) || zs_args_copy(c.args, k->args, k->n_args)) {

@@ -135,7 +135,8 @@ static xpi_status device_create(int index, xpu_device **out) {
     device_destroy(d);
     return xpi_err(XPI_ERR_DEVICE, "xpu:%d: zeContextCreate failed (%s)", index, xpu_ze_result_name(r));
   }
-  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, "portable", xpi_spv_portable, xpi_spv_portable_size, NULL,
+  const char *flags = xpi_ze_module_flags(d->dev); /* stateless addressing where buffers may pass the limit */
+  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, "portable", xpi_spv_portable, xpi_spv_portable_size, flags,
                                           &d->mod_portable);
   if (s == XPI_OK) s = create_kernels(d, d->mod_portable, 0);
   if (s != XPI_OK) {
@@ -147,7 +148,7 @@ static xpi_status device_create(int index, xpu_device **out) {
   xpu_tier_plan plan;
   xpu_tier_select(&d->dev->info, tier && strcmp(tier, "portable") == 0, &plan);
   if (plan.tuned) {
-    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, NULL, &d->mod_tuned) ==
+    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, flags, &d->mod_tuned) ==
             XPI_OK &&
         create_kernels(d, d->mod_tuned, 1) == XPI_OK)
       d->tuned = 1;
@@ -159,7 +160,7 @@ static xpi_status device_create(int index, xpu_device **out) {
   if (plan.dpas && d->tuned) {
     int sg8 = plan.dpas == 8;
     if (xpi_ze_module_from_spirv(d->ctx, d->dev, sg8 ? "dpas8" : "dpas", sg8 ? xpi_spv_dpas8 : xpi_spv_dpas,
-                                 sg8 ? xpi_spv_dpas8_size : xpi_spv_dpas_size, NULL, &d->mod_dpas) == XPI_OK &&
+                                 sg8 ? xpi_spv_dpas8_size : xpi_spv_dpas_size, flags, &d->mod_dpas) == XPI_OK &&
         create_kernels(d, d->mod_dpas, 2) == XPI_OK)
       d->dpas = plan.dpas;
     else {
