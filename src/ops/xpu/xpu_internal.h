@@ -65,6 +65,7 @@ typedef struct xpu_impl {
   const xpi_ze_api *ze;
   ze_command_queue_handle_t queue;       /* runs recorded graphs */
   uint32_t ordinal;                      /* compute queue group */
+  int in_order;                          /* immediate and recorded lists are in order: no barrier per launch */
   ze_command_list_handle_t imm;          /* immediate list: ordinary ops, copies */
   ze_command_list_handle_t rec;          /* regular list being recorded by rec_owner, or NULL */
   pthread_t rec_owner;
@@ -105,7 +106,8 @@ typedef struct xpu_arg {
 #define XA(v) ((xpu_arg){sizeof(v), &(v)})
 
 /* Appends kernel kid with groups (gx, gy, gz) of (lx, ly, lz) work-items to the current list (the recording
- * if capturing, else the immediate list), then a barrier, so ops run in order. */
+ * if capturing, else the immediate list). The lists are in order where the driver offers it; elsewhere a barrier
+ * follows each launch, so ops run in order either way. */
 xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly,
                       uint32_t lz, const xpu_arg *args, int nargs);
 /* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
