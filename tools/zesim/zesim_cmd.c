@@ -576,7 +576,7 @@ ze_result_t zs_zeCommandQueueSynchronize(ze_command_queue_handle_t hq, uint64_t 
 /* ------------------------------------------------------------------ waiting */
 /* Waits (zs_lock held) until *flag is set, up to timeout ns (UINT64_MAX: forever). */
 static ze_result_t wait_flag(const int *flag, int pending, uint64_t timeout) {
-  if (!*flag && pending) {
+  if (!*flag && (pending || g_n_held)) { /* held launches may be what signals it */
     ze_result_t r = zs_flush();
     if (r != ZE_RESULT_SUCCESS) return r;
   }
