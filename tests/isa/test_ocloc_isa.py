@@ -85,10 +85,11 @@ def scratch_bytes(toks):
 
 
 def stateful_accesses(asm):
-    """Global memory messages that go through a binding table (stateful, 32-bit offsets). LSC targets print
-    `.ugm ... bti[N]`; the legacy dataport (tgllp) prints no a64 and has the binding-table index in the low byte
-    of the descriptor. Indices >= 0xF0 are special (0xFE shared local memory, 0xFD/0xFF stateless A32 for the
-    kernel payload and private memory), not buffers."""
+    """Global memory messages with 32-bit addressing: through a binding table (stateful), or A32 stateless. LSC
+    targets print `.ugm ... bti[N]` (N = 255: the kernel's payload, loaded at its start); the legacy dataport
+    (tgllp) prints no a64 and has the binding-table index in the low byte of the descriptor: 0xFE is shared
+    local memory, 0xFD the payload, 0xFF A32 stateless (private memory or a buffer, wrong past 4 GiB either
+    way), anything below 0xF0 a buffer's surface."""
     bad = []
     for line in asm.splitlines():
         if "send" not in line or "//" not in line:
@@ -100,7 +101,8 @@ def stateful_accesses(asm):
             continue
         if re.search(r"send\.dc[012]", line) and "a64" not in comment and "fence" not in comment:
             desc = re.search(r"0x([0-9A-Fa-f]{8})\s+\{", line)
-            if desc and int(desc.group(1), 16) & 0xFF < 0xF0:
+            bti = int(desc.group(1), 16) & 0xFF if desc else 0xFE
+            if bti < 0xF0 or bti == 0xFF:
                 bad.append(line.strip())
     return bad
 
@@ -187,7 +189,7 @@ def main():
                         if flags == LARGE:
                             bad = stateful_accesses(asm)
                             if bad:
-                                fail(target, module, k, "stateful (binding-table) access with %s: %d messages, e.g. %s"
+                                fail(target, module, k, "32-bit (binding-table or A32) access with %s: %d messages, e.g. %s"
                                      % (LARGE, len(bad), bad[0]))
     # Without the flag IGC addresses buffers statefully on tgllp and acm-g10: a check that finds no stateful
     # message there could not find one with the flag either.
