@@ -100,38 +100,6 @@ xpi_status xpi_load_mlp(xpi_loader *ld, const xpi_config *c, xpi_layer_weights *
 
 /* ------------------------------------------------------------------ op wrappers (issue 15's new ops) */
 
-#define FAM15_PRE_OPS15 1 /* TEMPORARY until branch ops15 is merged: the old attention signature */
-#if FAM15_PRE_OPS15
-typedef struct xpi_attn_params {
-  float scale, softcap;
-  int32_t window;
-  xpi_attn_impl impl;
-} xpi_attn_params;
-
-xpi_status xpi_op_scale(xpi_backend *be, float *x, int64_t count, float s) {
-  (void)be, (void)x, (void)count;
-  if (s == 1.0f) return XPI_OK;
-  return xpi_err(XPI_ERR_UNSUPPORTED, "the scale op is not there yet (issue 15)");
-}
-
-xpi_status xpi_op_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
-  (void)be, (void)x, (void)count;
-  if (cap <= 0.0f) return XPI_OK;
-  return xpi_err(XPI_ERR_UNSUPPORTED, "the softcap op is not there yet (issue 15)");
-}
-
-static xpi_status op_act(xpi_fwd *f, float *out, const float *gate, const float *up, int32_t n, int32_t I) {
-  if (f->c->act == XPI_ACT_GELU_TANH) return xpi_err(XPI_ERR_UNSUPPORTED, "the geglu op is not there yet (issue 15)");
-  return f->o->swiglu(f->be, out, gate, up, n, I);
-}
-
-static xpi_status op_attention(xpi_fwd *f, float *out, const xpi_attn_params *ap) {
-  const xpi_config *c = f->c;
-  if (ap->window || ap->softcap) return xpi_err(XPI_ERR_UNSUPPORTED, "attention window/softcap not there yet");
-  return f->o->attention(f->be, out, f->q, f->k, f->v, f->kv, f->kv_layer, f->map, f->n, c->n_heads, c->n_kv_heads,
-                         c->head_dim, ap->scale, ap->impl);
-}
-#else
 xpi_status xpi_op_scale(xpi_backend *be, float *x, int64_t count, float s) {
   if (s == 1.0f) return XPI_OK;
   return be->ops->scale(be, x, count, s);
@@ -152,7 +120,6 @@ static xpi_status op_attention(xpi_fwd *f, float *out, const xpi_attn_params *ap
   return f->o->attention(f->be, out, f->q, f->k, f->v, f->kv, f->kv_layer, f->map, f->n, c->n_heads, c->n_kv_heads,
                          c->head_dim, ap);
 }
-#endif
 
 /* ------------------------------------------------------------------ forward */
 
