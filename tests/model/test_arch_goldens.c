@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "check.h"
 
 #define LOGIT_TOL 1e-3
@@ -110,10 +112,10 @@ static int is_pending(const char *family) {
   return 0;
 }
 
-static void check_model(const char *name, const cJSON *mj, const char *device, const char *quant, const char *map) {
+static void check_model_dir(const char *name, const char *dir, const cJSON *mj, const char *device, const char *quant,
+                            const char *map) {
   const char *family = cJSON_GetObjectItem(mj, "family")->valuestring;
   g_max_err = 0; /* per model (printed), the overall maximum in g_all_err */
-  char *dir = xpi_test_strf("%s/arch_models/%s", xpi_test_env("XPI_TEST_DATA"), name);
   const int cpu_full = !strcmp(device, "cpu") && !quant && !map;
   const char *impls[] = {"sdpa", "eager", "flash_attention_2"};
   const double tol = !quant ? LOGIT_TOL : !strcmp(quant, "q8") ? Q8_TOL : Q4_TOL;
@@ -160,7 +162,73 @@ static void check_model(const char *name, const cJSON *mj, const char *device, c
     if (i == 0) g_models++;
     if (g_max_err > g_all_err) g_all_err = g_max_err;
   }
+}
+
+static void check_model(const char *name, const cJSON *mj, const char *device, const char *quant, const char *map) {
+  char *dir = xpi_test_strf("%s/arch_models/%s", xpi_test_env("XPI_TEST_DATA"), name);
+  check_model_dir(name, dir, mj, device, quant, map);
   free(dir);
+}
+
+/* The same model with its config.json rewritten the way transformers 4 wrote it: rope_theta and rope_scaling
+ * at the top level instead of rope_parameters (Gemma 3: rope_theta for the global layers and
+ * rope_local_base_freq for the local ones), torch_dtype, and the layer layout left to the defaults the old
+ * configs relied on (Gemma 2 alternates, Gemma 3 sliding_window_pattern, SmolLM3 no_rope_layer_interval);
+ * the goldens must not move. */
+static void check_v4_layout(const char *name, const cJSON *mj) {
+  const char *data = xpi_test_env("XPI_TEST_DATA");
+  char *src = xpi_test_strf("%s/arch_models/%s", data, name), *dir = xpi_test_tmpdir("arch-v4");
+  char *cpath = xpi_test_strf("%s/config.json", src);
+  cJSON *c = xpi_test_load_json(cpath);
+  CHECK(c != NULL, "%s", cpath);
+  const char *family = cJSON_GetObjectItem(mj, "family")->valuestring;
+  cJSON *rp = cJSON_DetachItemFromObject(c, "rope_parameters");
+  if (!strcmp(family, "gemma3_text")) {
+    cJSON_AddNumberToObject(c, "rope_theta", cJSON_GetObjectItem(cJSON_GetObjectItem(rp, "full_attention"), "rope_theta")->valuedouble);
+    cJSON_AddNumberToObject(c, "rope_local_base_freq",
+                            cJSON_GetObjectItem(cJSON_GetObjectItem(rp, "sliding_attention"), "rope_theta")->valuedouble);
+    cJSON_DeleteItemFromObject(c, "_sliding_window_pattern");
+    cJSON_AddNumberToObject(c, "sliding_window_pattern", 4); /* layers 0-2 sliding, 3 full, as layer_types */
+    cJSON_DeleteItemFromObject(c, "layer_types");
+  } else {
+    cJSON_AddNumberToObject(c, "rope_theta", cJSON_GetObjectItem(rp, "rope_theta")->valuedouble);
+    if (strcmp(cJSON_GetObjectItem(rp, "rope_type")->valuestring, "default")) { /* longrope: rope_scaling, "type" */
+      cJSON *sc = cJSON_Duplicate(rp, 1);
+      cJSON_DeleteItemFromObject(sc, "rope_theta");
+      cJSON_DeleteItemFromObject(sc, "original_max_position_embeddings");
+      cJSON_DeleteItemFromObject(sc, "partial_rotary_factor");
+      cJSON_AddStringToObject(sc, "type", cJSON_GetObjectItem(sc, "rope_type")->valuestring);
+      cJSON_DeleteItemFromObject(sc, "rope_type");
+      cJSON_AddItemToObject(c, "rope_scaling", sc);
+    }
+  }
+  if (!strcmp(family, "gemma2")) cJSON_DeleteItemFromObject(c, "layer_types"); /* even layers slide */
+  if (!strcmp(family, "smollm3")) cJSON_DeleteItemFromObject(c, "no_rope_layers"); /* every 4th layer: none */
+  cJSON *dt = cJSON_DetachItemFromObject(c, "dtype");
+  if (dt) cJSON_AddItemToObject(c, "torch_dtype", dt);
+  char *txt = cJSON_Print(c), *dst = xpi_test_strf("%s/config.json", dir);
+  CHECK(xpi_test_write_file(dst, txt, strlen(txt)) == 0, "write %s", dst);
+  static const char *files[] = {"model.safetensors", "tokenizer.json", "tokenizer_config.json"};
+  char *made[3];
+  for (int i = 0; i < 3; i++) {
+    char *from = xpi_test_strf("%s/%s", src, files[i]);
+    made[i] = xpi_test_strf("%s/%s", dir, files[i]);
+    CHECK(symlink(from, made[i]) == 0, "symlink %s", made[i]);
+    free(from);
+  }
+  char *label = xpi_test_strf("%s (transformers 4 config)", name);
+  check_model_dir(label, dir, mj, "cpu", NULL, NULL);
+  for (int i = 0; i < 3; i++) remove(made[i]), free(made[i]);
+  remove(dst);
+  rmdir(dir);
+  free(label);
+  free(dst);
+  free(txt);
+  cJSON_Delete(rp);
+  cJSON_Delete(c);
+  free(cpath);
+  free(dir);
+  free(src);
 }
 
 /* Phi-3 longrope: contexts past original_max_position_embeddings (where transformers switches to the long
@@ -197,7 +265,14 @@ int main(int argc, char **argv) {
   const cJSON *mj;
   if (g)
     cJSON_ArrayForEach(mj, cJSON_GetObjectItem(g, "models")) check_model(mj->string, mj, device, quant, map);
-  if (!strcmp(device, "cpu") && !quant && !map) check_longrope_refusal();
+  if (!strcmp(device, "cpu") && !quant && !map) {
+    check_longrope_refusal();
+    const int models = g_models;
+    if (g)
+      cJSON_ArrayForEach(mj, cJSON_GetObjectItem(g, "models")) if (!is_pending(cJSON_GetObjectItem(mj, "family")->valuestring))
+        check_v4_layout(mj->string, mj);
+    g_models = models;
+  }
   printf("argmax = golden top-1 at %d of %d prompt positions\n", g_top1_same, g_top1_all);
   const double need = !quant ? 0.0 : !strcmp(quant, "q8") ? 0.80 : 0.35; /* unquantized: the margin-gated checks */
   CHECK(g_top1_same >= need * g_top1_all, "argmax = golden top-1 at %d of %d positions, want >= %.0f%%", g_top1_same,

@@ -66,8 +66,7 @@ set_tests_properties(model/test_arch_goldens_map PROPERTIES LABELS model ENVIRON
 if(TARGET ze_zesim)
   set(XPI_ARCH_XPU_ENV "${XPI_TEST_ENV};ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>;ZESIM_DEVICES=0000:3a:00.0=256M,0000:1a:00.0=256M;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu/lsan.supp")
   add_test(NAME model/test_arch_goldens_xpu COMMAND test_arch_goldens xpu:0)
-  add_test(NAME model/test_arch_goldens_xpu_q8 COMMAND test_arch_goldens xpu:0 q8)
   add_test(NAME model/test_arch_goldens_xpu_map COMMAND test_arch_goldens auto none auto)
-  set_tests_properties(model/test_arch_goldens_xpu model/test_arch_goldens_xpu_q8 model/test_arch_goldens_xpu_map
+  set_tests_properties(model/test_arch_goldens_xpu model/test_arch_goldens_xpu_map
     PROPERTIES LABELS "model;xpu" ENVIRONMENT "${XPI_ARCH_XPU_ENV}")
 endif()
