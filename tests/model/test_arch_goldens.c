@@ -142,6 +142,9 @@ static void check_model_dir(const char *name, const char *dir, const cJSON *mj, 
     if (!m) break;
     xpi_model_info info = {.struct_size = sizeof info};
     CHECK_OK(xpi_model_get_info(m, &info));
+    if (map) /* the layers really are split: "xpu:0-1" for auto over two XPUs, the list as given otherwise */
+      CHECK(!strcmp(info.device, !strcmp(map, "auto") ? "xpu:0-1" : map), "%s: info.device '%s' for device_map %s",
+            name, info.device, map);
     CHECK(!strcmp(info.architecture, family), "%s: info.architecture '%s', want '%s'", name, info.architecture,
           family);
     char *what = xpi_test_strf("%s/%s/%s%s%s", name, device, impls[i], quant ? "/" : "", quant ? quant : "");
@@ -259,6 +262,11 @@ int main(int argc, char **argv) {
   const char *device = argc > 1 ? argv[1] : "cpu";
   const char *quant = argc > 2 && strcmp(argv[2], "none") ? argv[2] : NULL;
   const char *map = argc > 3 && strcmp(argv[3], "none") ? argv[3] : NULL;
+  const char *skip = getenv("XPI_XPU_TEST_SKIP");
+  if (strcmp(device, "cpu") && skip && *skip) {
+    printf("SKIP: %s\n", skip);
+    return 77;
+  }
   char *path = xpi_test_strf("%s/arch_models/goldens.json", xpi_test_env("XPI_TEST_DATA"));
   cJSON *g = xpi_test_load_json(path);
   CHECK(g != NULL, "%s", path);
