@@ -58,6 +58,9 @@ const char *xpi_family_archs(void);
 xpi_status xpi_family_pending(const char *path, const char *model_type, const char *architecture);
 
 /* ---- config pieces every family shares (blocks.c) */
+/* The config class's defaults where they differ from the common ones (rms_norm_eps 1e-6, rope_theta 1e4),
+ * applied only when config.json does not give the field (top level or in rope_parameters/rope_scaling). */
+void xpi_family_defaults(const cJSON *root, xpi_config *c, double rms_norm_eps, double rope_theta);
 /* Llama-like defaults: attention_bias (q/k/v/o), mlp_bias refused, silu, no q/k norm, tie flag. */
 xpi_status xpi_parse_llama_like(const char *path, const cJSON *root, xpi_config *c);
 

@@ -195,6 +195,15 @@ static void families(void) {
                 NULL, &c) == XPI_OK)
     CHECK(c.n_rope == 2 && c.rope[0].p.theta == 1e6f && c.rope[0].linear_factor == 8.0f && c.rope[1].p.theta == 1e4f,
           "gemma3 v5 per-layer-type rope_parameters");
+  if (load_text(FAM("olmo2", "Olmo2ForCausalLM", ""), NULL, &c) == XPI_OK)
+    CHECK(c.rms_norm_eps == 1e-5f && c.qk_norm == XPI_QK_WHOLE && c.rope[0].p.theta == 1e4f, "olmo2 defaults");
+  if (load_text(FAM("phi3", "Phi3ForCausalLM", ",\"rms_norm_eps\":1e-6"), NULL, &c) == XPI_OK)
+    CHECK(c.rms_norm_eps == 1e-6f, "phi3: a given rms_norm_eps wins over the class default");
+  if (load_text(FAM("smollm3", "SmolLM3ForCausalLM", ""), NULL, &c) == XPI_OK)
+    CHECK(c.rope[0].p.theta == 2e6f && c.layer_norope[3] && !c.layer_norope[2], "smollm3 defaults");
+  if (load_text(FAM("gemma3_text", "Gemma3ForCausalLM", ",\"head_dim\":16"), NULL, &c) == XPI_OK)
+    CHECK(c.rope[0].p.theta == 1e6f && c.rope[1].p.theta == 1e4f && c.layer_sliding[0] && c.layer_sliding[3],
+          "gemma3 defaults: bases 1e6 / 1e4, pattern 6");
   if (load_text(FAM("granite", "GraniteForCausalLM", ",\"embedding_multiplier\":12,\"residual_multiplier\":0.25,"
                                                      "\"attention_multiplier\":0.5,\"logits_scaling\":4"),
                 NULL, &c) == XPI_OK)
