@@ -191,8 +191,6 @@ xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm
   return XPI_OK;
 }
 
-xpi_status xpi_blk_scale(xpi_fwd *f, float *x, int64_t count, float s) { return xpi_op_scale(f->be, x, count, s); }
-
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L) {
   XPI_TRY(xpi_blk_norm_in(f, &L->attn_norm));
   XPI_TRY(xpi_blk_attention(f, L, f->h, f->res));

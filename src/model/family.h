@@ -95,8 +95,6 @@ xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
 /* A branch's output becomes pending: post-norm it first when post_norm is given (rows > 0), then times the
  * config's residual_scale. */
 xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm);
-/* x * s in place (a no-op for s == 1). */
-xpi_status xpi_blk_scale(xpi_fwd *f, float *x, int64_t count, float s);
 /* The pre-norm decoder layer of Llama and most families: h = norm(x); x += [post_norm](attn(h)); h = norm(x);
  * x += [post_norm](mlp(h)), with the post-norms of Gemma 2/3 where the layer has them. */
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L);
