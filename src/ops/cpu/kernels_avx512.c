@@ -29,6 +29,9 @@
 
 
 /* ------------------------------------------------------------------ q8/q4 decode GEMV, 512-bit */
+/* Tokens per row kernel call (q4_rows, q8_rows): their accumulators and scales stay in registers; a pass of
+ * Q256_NT tokens runs the row kernel per group while the weight row sits in L1. */
+#define ROWS_NG 4
 /* Activations of a q4 dot in quad order: for blocks 4p..4p+3 the 128 bytes are [elements 0-15 of each of the
  * four blocks | elements 16-31 of each], matching one 64-byte load of four q4 blocks split into low and high
  * nibbles (each 128-bit lane one block). Blocks after the last full quad keep block order. */
@@ -59,14 +62,14 @@ static inline __attribute__((always_inline)) void q4_rows(const uint8_t *q, cons
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i i1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
-  __m512 acc0[Q256_NT], acc1[Q256_NT];
-  __m256 corr[Q256_NT];
+  __m512 acc0[ROWS_NG], acc1[ROWS_NG];
+  __m256 corr[ROWS_NG];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps(), corr[t] = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 8 <= nb; b += 8) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
-    __m512 sc[Q256_NT];
+    __m512 sc[ROWS_NG];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
       sc[t] = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(A->dx[t0 + t] + b)));
@@ -106,26 +109,35 @@ static inline __attribute__((always_inline)) void q4_rows(const uint8_t *q, cons
   }
 }
 
-/* One q8 row: |x| (unsigned) times w carrying x's sign; AVX-512 has no vpsignb, so w is negated under a mask
- * of x's sign bits (xn: one bit per byte of x, made once per call). Exact, as |x|, |w| <= 127. */
-static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa, const uint64_t *xn,
-                           const float *dx, int64_t nb) {
+/* q8 rows for NT <= ROWS_NG tokens at once (tokens t0..t0+NT-1 of A): |x| (unsigned) times w carrying x's sign;
+ * AVX-512 has no vpsignb, so w is negated under a mask of x's sign bits (xn: one bit per byte of x, made once per
+ * call). Exact, as |x|, |w| <= 127. Each pair of blocks (64 bytes) is loaded once for all the tokens (batched
+ * decode), and each token's sum runs in the same order whatever NT is (pairs 0 and 2 of 8 blocks into acc0, 1
+ * and 3 into acc1), so a token's result does not depend on its batch. */
+static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const uint16_t *d, const q256_acts *A,
+                                                          int t0, const int NT, int64_t nb, float *v) {
   const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i i1 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m512i i2 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
   const __m512i i3 = _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
   const __m512i zero = _mm512_setzero_si512();
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  __m512 acc0[ROWS_NG], acc1[ROWS_NG];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + 8 <= nb; b += 8) {
-    const __m512 sc = _mm512_castps256_ps512(
-        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b))), _mm256_loadu_ps(dx + b)));
-#define Q8_PAIR(k, idx, acc)                                                                                \
-  do {                                                                                                      \
-    const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                \
-    const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(xn[(b + (k)) / 2]), zero, w);                   \
-    const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(xa + (b + (k)) * 32)), ws); \
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc), acc);                       \
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    __m512 sc[ROWS_NG];
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) sc[t] = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(A->dx[t0 + t] + b)));
+#define Q8_PAIR(k, idx, acc)                                                                                  \
+  do {                                                                                                        \
+    const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                  \
+    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {                                                     \
+      const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(A->xn[t0 + t][(b + (k)) / 2]), zero, w);        \
+      const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(A->xa[t0 + t] + (b + (k)) * 32)), ws); \
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc[t]), acc[t]);               \
+    }                                                                                                         \
   } while (0)
     Q8_PAIR(0, i0, acc0);
     Q8_PAIR(2, i1, acc1);
@@ -133,14 +145,20 @@ static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa
     Q8_PAIR(6, i3, acc1);
 #undef Q8_PAIR
   }
-  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-  for (; b < nb; b++) {
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(q + b * 32));
-    const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[b / 2] >> (32 * (b & 1))), _mm256_setzero_si256(), w);
-    const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * 32)), ws);
-    r += _cvtsh_ss(d[b]) * dx[b] * (float)hsum_epi32(c);
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; t++) {
+    const uint8_t *xa = A->xa[t0 + t];
+    const uint64_t *xn = A->xn[t0 + t];
+    const float *dx = A->dx[t0 + t];
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
+    for (int64_t k = b; k < nb; k++) {
+      const __m256i w = _mm256_loadu_si256((const __m256i *)(q + k * 32));
+      const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[k / 2] >> (32 * (k & 1))), _mm256_setzero_si256(), w);
+      const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + k * 32)), ws);
+      r += _cvtsh_ss(d[k]) * dx[k] * (float)hsum_epi32(c);
+    }
+    v[t] = r;
   }
-  return r;
 }
 
 /* q4 activations in quad order; q8's sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32) */
@@ -155,21 +173,33 @@ static inline void prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
                            : (uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(_mm256_load_si256((const __m256i *)(A->xq[t] + o))));
 }
 static inline float row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t, int64_t nbc) {
-  if (dt == XPI_DT_Q8) return q8_row((const int8_t *)q, d, A->xa[t], A->xn[t], A->dx[t], nbc);
   float v;
-  q4_rows(q, d, A, t, 1, nbc, &v);
+  if (dt == XPI_DT_Q8) q8_rows((const int8_t *)q, d, A, t, 1, nbc, &v);
+  else q4_rows(q, d, A, t, 1, nbc, &v);
   return v;
 }
-/* q4: all the pass's tokens per weight row (q8's rows stay per token: its weights need no unpacking) */
-_Static_assert(Q256_NT == 4, "rows() instantiates q4_rows for 1..4 tokens");
+/* All the pass's tokens per weight row, 4 at a time (the row stays in L1 between the groups). */
+_Static_assert(ROWS_NG == 4, "rows() instantiates q4_rows and q8_rows for 1..4 tokens");
 static inline int rows(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int nt, int64_t nbc,
                        float *v) {
-  if (dt != XPI_DT_Q4) return 0;
-  switch (nt) {
-    case 1: q4_rows(q, d, A, 0, 1, nbc, v); break;
-    case 2: q4_rows(q, d, A, 0, 2, nbc, v); break;
-    case 3: q4_rows(q, d, A, 0, 3, nbc, v); break;
-    default: q4_rows(q, d, A, 0, 4, nbc, v); break;
+  for (int t0 = 0; t0 < nt; t0 += 4) {
+    const int g = nt - t0 < 4 ? nt - t0 : 4;
+    if (dt == XPI_DT_Q8) {
+      const int8_t *w = (const int8_t *)q;
+      switch (g) {
+        case 1: q8_rows(w, d, A, t0, 1, nbc, v + t0); break;
+        case 2: q8_rows(w, d, A, t0, 2, nbc, v + t0); break;
+        case 3: q8_rows(w, d, A, t0, 3, nbc, v + t0); break;
+        default: q8_rows(w, d, A, t0, 4, nbc, v + t0); break;
+      }
+    } else {
+      switch (g) {
+        case 1: q4_rows(q, d, A, t0, 1, nbc, v + t0); break;
+        case 2: q4_rows(q, d, A, t0, 2, nbc, v + t0); break;
+        case 3: q4_rows(q, d, A, t0, 3, nbc, v + t0); break;
+        default: q4_rows(q, d, A, t0, 4, nbc, v + t0); break;
+      }
+    }
   }
   return 1;
 }
