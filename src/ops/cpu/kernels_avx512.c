@@ -109,11 +109,44 @@ static inline __attribute__((always_inline)) void q4_rows(const uint8_t *q, cons
   }
 }
 
-/* q8 rows for NT <= ROWS_NG tokens at once (tokens t0..t0+NT-1 of A): |x| (unsigned) times w carrying x's sign;
- * AVX-512 has no vpsignb, so w is negated under a mask of x's sign bits (xn: one bit per byte of x, made once per
- * call). Exact, as |x|, |w| <= 127. Each pair of blocks (64 bytes) is loaded once for all the tokens (batched
- * decode), and each token's sum runs in the same order whatever NT is (pairs 0 and 2 of 8 blocks into acc0, 1
- * and 3 into acc1), so a token's result does not depend on its batch. */
+/* q8 blocks, 16 at a time, transposed: 16 blocks of 8 dwords (512 bytes, 8 zmm in block order) become 8 zmm
+ * where lane L holds dword j of one block in all of them, so that 8 vpdpbusd sum each block in one int32 lane and
+ * one conversion and one FMA scale 16 blocks, where block order needs a conversion, a scale permute and an FMA
+ * per 2 blocks, per token. The weights are transposed per row (24 permutes shared by the pass's tokens), the
+ * activations once per call (prep). Three stages, each swapping bit s of the vector index with bit s of the
+ * lane: a dword at (vector b3 b2 b1, lane b0 j2 j1 j0) ends at (vector j2 j1 j0, lane b0 b3 b2 b1). */
+#define TR_E(L, c, x) ((((L) >> (c)) & 1) << 4 | ((L) & ~(1 << (c))) | ((x) << (c)))
+#define TR_IDX(c, x)                                                                                           \
+  _mm512_setr_epi32(TR_E(0, c, x), TR_E(1, c, x), TR_E(2, c, x), TR_E(3, c, x), TR_E(4, c, x), TR_E(5, c, x),    \
+                    TR_E(6, c, x), TR_E(7, c, x), TR_E(8, c, x), TR_E(9, c, x), TR_E(10, c, x), TR_E(11, c, x),  \
+                    TR_E(12, c, x), TR_E(13, c, x), TR_E(14, c, x), TR_E(15, c, x))
+static inline __attribute__((always_inline)) void tr_stage(__m512i v[8], const int s, __m512i i0, __m512i i1) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+    if (!((i >> s) & 1)) {
+      const __m512i a = v[i], b = v[i | 1 << s];
+      v[i] = _mm512_permutex2var_epi32(a, i0, b);
+      v[i | 1 << s] = _mm512_permutex2var_epi32(a, i1, b);
+    }
+}
+static inline __attribute__((always_inline)) void tr16x8(__m512i v[8]) {
+  tr_stage(v, 2, TR_IDX(2, 0), TR_IDX(2, 1));
+  tr_stage(v, 1, TR_IDX(1, 0), TR_IDX(1, 1));
+  tr_stage(v, 0, TR_IDX(0, 0), TR_IDX(0, 1));
+}
+/* lane L of a transposed group holds block (L2 L1 L0 L3): the per-block vectors (scales, sums) are permuted so */
+#define TR_B(L) ((((L) >> 2) & 1) << 3 | (((L) >> 1) & 1) << 2 | ((L) & 1) << 1 | (((L) >> 3) & 1))
+#define TR_BIDX                                                                                                \
+  _mm512_setr_epi32(TR_B(0), TR_B(1), TR_B(2), TR_B(3), TR_B(4), TR_B(5), TR_B(6), TR_B(7), TR_B(8), TR_B(9),   \
+                    TR_B(10), TR_B(11), TR_B(12), TR_B(13), TR_B(14), TR_B(15))
+
+/* q8 rows for NT <= ROWS_NG tokens at once (tokens t0..t0+NT-1 of A). Groups of 16 blocks, transposed (above):
+ * the weights offset to unsigned (w + 128, vpdpbusd's unsigned operand) times the signed quants of x, from a sum
+ * that starts at -128 * sum(x) of the block (prep), so each block's int32 sum is exactly sum(w x). The blocks
+ * after the last group: |x| (unsigned) times w carrying x's sign (AVX-512 has no vpsignb, so w is negated under a
+ * mask of x's sign bits, xn, made once per call), two blocks per vpdpbusd. Exact, as |x|, |w| <= 127. Each
+ * weight vector is loaded once for all the tokens (batched decode), and each token's sum runs in the same order
+ * whatever NT is, so a token's result does not depend on its batch. */
 static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const uint16_t *d, const q256_acts *A,
                                                           int t0, const int NT, int64_t nb, float *v) {
   const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
@@ -121,10 +154,30 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
   const __m512i i2 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
   const __m512i i3 = _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
   const __m512i zero = _mm512_setzero_si512();
-  __m512 acc0[ROWS_NG], acc1[ROWS_NG];
+  __m512 acc0[ROWS_NG], acc1[ROWS_NG], accg[ROWS_NG];
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps();
+  for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = accg[t] = _mm512_setzero_ps();
   int64_t b = 0;
+  for (; b + 16 <= nb; b += 16) {
+    const __m512i off = _mm512_set1_epi8((char)0x80);
+    __m512i u[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) u[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + b * 32 + 64 * k)), off);
+    tr16x8(u);
+    const __m512 dws = _mm512_permutexvar_ps(TR_BIDX, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(d + b))));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) {
+      const int8_t *x = (const int8_t *)A->xa[t0 + t] + b * 32;
+      __m512i c0 = _mm512_load_si512((const void *)(A->xb[t0 + t] + b)), c1 = zero;
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; j += 2) {
+        c0 = _mm512_dpbusd_epi32(c0, u[j], _mm512_load_si512((const void *)(x + 64 * j)));
+        c1 = _mm512_dpbusd_epi32(c1, u[j + 1], _mm512_load_si512((const void *)(x + 64 * j + 64)));
+      }
+      accg[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(c0, c1)),
+                                _mm512_mul_ps(dws, _mm512_load_ps(A->dxt[t0 + t] + b)), accg[t]);
+    }
+  }
   for (; b + 8 <= nb; b += 8) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
     __m512 sc[ROWS_NG];
@@ -150,7 +203,7 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
     const uint8_t *xa = A->xa[t0 + t];
     const uint64_t *xn = A->xn[t0 + t];
     const float *dx = A->dx[t0 + t];
-    float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0[t], acc1[t]));
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(accg[t], _mm512_add_ps(acc0[t], acc1[t])));
     for (int64_t k = b; k < nb; k++) {
       const __m256i w = _mm256_loadu_si256((const __m256i *)(q + k * 32));
       const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[k / 2] >> (32 * (k & 1))), _mm256_setzero_si256(), w);
@@ -161,11 +214,26 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
   }
 }
 
-/* q4 activations in quad order; q8's sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32) */
+/* q4 activations in quad order. q8: the sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32);
+ * then per group of 16 blocks the quants transposed (over |x| in xa, which only the blocks after the last group
+ * read), -128 * each block's sum and the block scales in the transposed lane order (q8_rows). */
 static inline void prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
   if (dt == XPI_DT_Q4) {
     q4_quad_order((int8_t *)A->xa[t], A->xq[t], nbc);
     return;
+  }
+  const __m512i off = _mm512_set1_epi8((char)0x80);
+  for (int64_t b = 0; b + 16 <= nbc; b += 16) {
+    __m512i x[8];
+    __m512i s = _mm512_setzero_si512();
+    for (int k = 0; k < 8; k++) x[k] = _mm512_load_si512((const void *)(A->xq[t] + b * 32 + 64 * k));
+    tr16x8(x);
+    for (int k = 0; k < 8; k++) {
+      _mm512_store_si512((void *)(A->xa[t] + b * 32 + 64 * k), x[k]);
+      s = _mm512_dpbusd_epi32(s, off, x[k]); /* 128 * sum of the lane's quants */
+    }
+    _mm512_store_si512((void *)(A->xb[t] + b), _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    _mm512_store_ps(A->dxt[t] + b, _mm512_permutexvar_ps(TR_BIDX, _mm512_loadu_ps(A->dx[t] + b)));
   }
   for (int64_t o = 0; o < nbc * XPI_QK; o += 64)
     A->xn[t][o / 64] = o + 64 <= nbc * XPI_QK

@@ -45,6 +45,10 @@ typedef struct {
   _Alignas(64) uint8_t xa[Q256_NT][Q256_CC]; /* q8: |xq|; q4: xq in the row kernel's order */
   uint64_t xn[Q256_NT][Q256_CC / 64];        /* q8 (512-bit rows): the sign bits of xq */
   float dx[Q256_NT][Q256_CC / XPI_QK], sx[Q256_NT][Q256_CC / XPI_QK];
+  /* q8, 512-bit rows (kernels_avx512.c): per 16 blocks, 128 * the sum of each block's quants (negated) and dx,
+   * in the lane order of its transposed blocks */
+  _Alignas(64) int32_t xb[Q256_NT][Q256_CC / XPI_QK];
+  _Alignas(64) float dxt[Q256_NT][Q256_CC / XPI_QK];
 } q256_acts;
 
 /* q8 rows over NT <= Q256_NG tokens at once (tokens t0..t0+NT-1 of A), v[t] = sum_b d[b]*dx[b]*(int dot of
