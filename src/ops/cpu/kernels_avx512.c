@@ -32,6 +32,7 @@
 /* Tokens per row kernel call (q4_rows, q8_rows): their accumulators and scales stay in registers; a pass of
  * Q256_NT tokens runs the row kernel per group while the weight row sits in L1. */
 #define ROWS_NG 4
+#define Q8_NG 8 /* q8_rows: 8 tokens share each transposed weight group (8 zmm) */
 /* Activations of a q4 dot in quad order: for blocks 4p..4p+3 the 128 bytes are [elements 0-15 of each of the
  * four blocks | elements 16-31 of each], matching one 64-byte load of four q4 blocks split into low and high
  * nibbles (each 128-bit lane one block). Blocks after the last full quad keep block order. */
@@ -154,8 +155,8 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
   const __m512i i2 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
   const __m512i i3 = _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
   const __m512i zero = _mm512_setzero_si512();
-  __m512 acc0[ROWS_NG], acc1[ROWS_NG], accg[ROWS_NG];
-#pragma GCC unroll 4
+  __m512 acc0[Q8_NG], acc1[Q8_NG], accg[Q8_NG];
+#pragma GCC unroll 8
   for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = accg[t] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + 16 <= nb; b += 16) {
@@ -165,7 +166,7 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
     for (int k = 0; k < 8; k++) u[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + b * 32 + 64 * k)), off);
     tr16x8(u);
     const __m512 dws = _mm512_permutexvar_ps(TR_BIDX, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(d + b))));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int t = 0; t < NT; t++) {
       const int8_t *x = (const int8_t *)A->xa[t0 + t] + b * 32;
       __m512i c0 = _mm512_load_si512((const void *)(A->xb[t0 + t] + b)), c1 = zero;
@@ -180,13 +181,13 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
   }
   for (; b + 8 <= nb; b += 8) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
-    __m512 sc[ROWS_NG];
-#pragma GCC unroll 4
+    __m512 sc[Q8_NG];
+#pragma GCC unroll 8
     for (int t = 0; t < NT; t++) sc[t] = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(A->dx[t0 + t] + b)));
 #define Q8_PAIR(k, idx, acc)                                                                                  \
   do {                                                                                                        \
     const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                  \
-    _Pragma("GCC unroll 4") for (int t = 0; t < NT; t++) {                                                     \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {                                                     \
       const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(A->xn[t0 + t][(b + (k)) / 2]), zero, w);        \
       const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(A->xa[t0 + t] + (b + (k)) * 32)), ws); \
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc[t]), acc[t]);               \
@@ -198,7 +199,7 @@ static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const
     Q8_PAIR(6, i3, acc1);
 #undef Q8_PAIR
   }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int t = 0; t < NT; t++) {
     const uint8_t *xa = A->xa[t0 + t];
     const uint64_t *xn = A->xn[t0 + t];
@@ -246,27 +247,30 @@ static inline float row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const
   else q4_rows(q, d, A, t, 1, nbc, &v);
   return v;
 }
-/* All the pass's tokens per weight row, 4 at a time (the row stays in L1 between the groups). */
-_Static_assert(ROWS_NG == 4, "rows() instantiates q4_rows and q8_rows for 1..4 tokens");
+/* All the pass's tokens per weight row, Q8_NG (q8) or ROWS_NG (q4) at a time (the row stays in L1 between). */
+_Static_assert(ROWS_NG == 4 && Q8_NG == 8 && Q256_NT == 8, "rows() instantiates q4_rows for 1..4, q8_rows for 1..8 tokens");
 static inline int rows(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int nt, int64_t nbc,
                        float *v) {
-  for (int t0 = 0; t0 < nt; t0 += 4) {
-    const int g = nt - t0 < 4 ? nt - t0 : 4;
-    if (dt == XPI_DT_Q8) {
-      const int8_t *w = (const int8_t *)q;
-      switch (g) {
-        case 1: q8_rows(w, d, A, t0, 1, nbc, v + t0); break;
-        case 2: q8_rows(w, d, A, t0, 2, nbc, v + t0); break;
-        case 3: q8_rows(w, d, A, t0, 3, nbc, v + t0); break;
-        default: q8_rows(w, d, A, t0, 4, nbc, v + t0); break;
-      }
-    } else {
-      switch (g) {
-        case 1: q4_rows(q, d, A, t0, 1, nbc, v + t0); break;
-        case 2: q4_rows(q, d, A, t0, 2, nbc, v + t0); break;
-        case 3: q4_rows(q, d, A, t0, 3, nbc, v + t0); break;
-        default: q4_rows(q, d, A, t0, 4, nbc, v + t0); break;
-      }
+  if (dt == XPI_DT_Q8) {
+    const int8_t *w = (const int8_t *)q;
+    switch (nt) {
+      case 1: q8_rows(w, d, A, 0, 1, nbc, v); break;
+      case 2: q8_rows(w, d, A, 0, 2, nbc, v); break;
+      case 3: q8_rows(w, d, A, 0, 3, nbc, v); break;
+      case 4: q8_rows(w, d, A, 0, 4, nbc, v); break;
+      case 5: q8_rows(w, d, A, 0, 5, nbc, v); break;
+      case 6: q8_rows(w, d, A, 0, 6, nbc, v); break;
+      case 7: q8_rows(w, d, A, 0, 7, nbc, v); break;
+      default: q8_rows(w, d, A, 0, 8, nbc, v); break;
+    }
+    return 1;
+  }
+  for (int t0 = 0; t0 < nt; t0 += ROWS_NG) {
+    switch (nt - t0 < ROWS_NG ? nt - t0 : ROWS_NG) {
+      case 1: q4_rows(q, d, A, t0, 1, nbc, v + t0); break;
+      case 2: q4_rows(q, d, A, t0, 2, nbc, v + t0); break;
+      case 3: q4_rows(q, d, A, t0, 3, nbc, v + t0); break;
+      default: q4_rows(q, d, A, t0, 4, nbc, v + t0); break;
     }
   }
   return 1;
