@@ -3,7 +3,8 @@
  *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (q256.h, EVEX-encoded on ymm),
  *  - the bf16 prefill GEMM with vdpbf16ps (below: this table's; "auto" prefers the AVX2 f32 GEMM, measured 1.9x
  *    faster on a Xeon, dispatch.c), and the AVX-512 packers of its and the AMX GEMMs' activations,
- *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c).
+ *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c); q8/q4
+ *    weights: the decode GEMV (mm_smalln.h says up to how many tokens).
  * Everything else (the f32/f16 GEMM and GEMV, the bf16 GEMV, vector kernels) is the AVX2 table's, which every
  * AVX-512 CPU also runs: bf16 decode is bound by memory, and the AVX2 GEMV's four-stream reading is what sets
  * its speed (kernels_avx2.c).
@@ -419,6 +420,9 @@ static void build_table(void) {
   k_avx512.smalln[XPI_DT_F16] = smalln_f16;
   k_avx512.smalln[XPI_DT_BF16] = smalln_bf16;
   for (int dt = XPI_DT_F32; dt <= XPI_DT_BF16; dt++) k_avx512.smalln_max[dt] = XPI_CPU_SMALLN_MAX;
+  /* q8/q4 batched decode: the GEMV, up to where the VNNI GEMM wins (mm_smalln.h) */
+  k_avx512.smalln[XPI_DT_Q8] = gemv_q8, k_avx512.smalln_max[XPI_DT_Q8] = XPI_CPU_GEMV_MAX_AVX512_Q8;
+  k_avx512.smalln[XPI_DT_Q4] = gemv_q4, k_avx512.smalln_max[XPI_DT_Q4] = XPI_CPU_GEMV_MAX_AVX512_Q4;
   k_avx512.smalln_isa = "avx512";
 }
 
