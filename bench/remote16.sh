@@ -6,7 +6,7 @@
 # step "batched", not in the default STEPS). Results go to RESULTS (default ./results).
 #   env: THREADS_ALL ("1 4 8": auto only; empty: none), THREADS_TABLES ("2 16"), TABLES_T ("auto avx2 avx512 amx":
 #   the tables at THREADS_TABLES), THREADS_BATCHED ("2 16"), ROUNDS (1), ROUNDS_BATCHED (ROUNDS), QUANTS (both
-#   scripts' default), STEPS ("build model kernels bench"; add "batched", and "ab": the q8 decode A/B of
+#   scripts' default), QUANTS_BATCHED (QUANTS), STEPS ("build model kernels bench"; add "batched", and "ab": the q8 decode A/B of
 #   bin/kernel_bench_base (the previous commit's kernels, if carried) vs this one, and XPI_CPU_HUGEPAGES=0 vs
 #   default in xpuinfer bench tg64 at 2 threads), J (16)
 set -euo pipefail
@@ -60,7 +60,7 @@ if [[ $STEPS == *batched* ]]; then
   export XPI=bin/xpuinfer
   for T in ${THREADS_BATCHED:-2 16}; do
     t batched "$T" threads
-    ROUNDS=${ROUNDS_BATCHED:-${ROUNDS:-1}} THREADS=$T ./batched_vs_llamacpp.sh "$LLAMA" gguf q06 "$R/batched-t$T" || true
+    QUANTS=${QUANTS_BATCHED:-${QUANTS:-bf16:BF16 q4:Q4_0 q8:Q8_0}} ROUNDS=${ROUNDS_BATCHED:-${ROUNDS:-1}} THREADS=$T ./batched_vs_llamacpp.sh "$LLAMA" gguf q06 "$R/batched-t$T" || true
   done
 fi
 if [[ $STEPS == *ab* ]]; then
