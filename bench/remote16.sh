@@ -7,8 +7,8 @@
 #   env: THREADS_ALL ("1 4 8": auto only; empty: none), THREADS_TABLES ("2 16"), TABLES_T ("auto avx2 avx512 amx":
 #   the tables at THREADS_TABLES), THREADS_BATCHED ("2 16"), ROUNDS (1), ROUNDS_BATCHED (ROUNDS), QUANTS (both
 #   scripts' default), QUANTS_BATCHED (QUANTS), STEPS ("build model kernels bench"; add "batched", and "ab": the q8 decode A/B of
-#   bin/kernel_bench_base (the previous commit's kernels, if carried) vs this one, and XPI_CPU_HUGEPAGES=0 vs
-#   default in xpuinfer bench tg64 at 2 threads), J (16)
+#   bin/kernel_bench_base (the previous commit's kernels, if carried) vs this one, bin/q8dot_vs_ggml if carried,
+#   and XPI_CPU_HUGEPAGES=0 vs default in xpuinfer bench tg64 at 2 threads), J (16)
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd); cd "$B"
 R=${RESULTS:-$B/results}; STEPS=${STEPS:-"build model kernels bench"}; J=${J:-16}
@@ -66,12 +66,10 @@ fi
 if [[ $STEPS == *ab* ]]; then
   t ab kernels
   for th in 1 2; do
-    for i in 1 2; do
-      for kb in bin/kernel_bench_base bin/kernel_bench; do
-        [ -x $kb ] || continue
-        for h in 0 1; do
-          echo "$kb HUGE=$h THREADS=$th: $(THREADS=$th HUGE=$h MB=512 PATH_=decode $kb 3 q8 avx512)" >> "$R/ab_kernel.txt"
-        done
+    for kb in bin/kernel_bench_base bin/kernel_bench; do
+      [ -x $kb ] || continue
+      for h in 0 1; do
+        echo "$kb HUGE=$h THREADS=$th: $(THREADS=$th HUGE=$h MB=512 PATH_=decode $kb 3 q8 avx512)" >> "$R/ab_kernel.txt"
       done
     done
   done
@@ -81,6 +79,8 @@ if [[ $STEPS == *ab* ]]; then
       echo "$kb N=$N THREADS=2: $(THREADS=2 N=$N PATH_=prefill $kb 3 q8 amx)" >> "$R/ab_kernel.txt"
     done
   done
+  # the q8 row dot against llama.cpp's (built where the bundle was made, its libggml carried in lib/)
+  [ -x bin/q8dot_vs_ggml ] && { bin/q8dot_vs_ggml 5 8; bin/q8dot_vs_ggml 3 512; } >> "$R/q8dot_vs_ggml.txt" 2>&1
   t ab hugepages
   for i in 1 2 3; do
     for h in 0 1; do
