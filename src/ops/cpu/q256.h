@@ -1,7 +1,8 @@
 /* 256-bit integer kernels of q8/q4 weights (quant.h), one source for two instruction sets:
  *  - AVX2 (kernels_avx2.c): int8 products with maddubs, widened with madd;
  *  - AVX-VNNI (kernels_avxvnni.c, VEX) and AVX-512 VNNI (kernels_avx512.c, EVEX on ymm): one vpdpbusd.
- * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2, then includes this once.
+ * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2 (and may set Q256_PF_BYTES),
+ * then includes this once.
  * It gets:
  *   Q256_GEMV(NAME, q256_prep, q256_row, q256_rows)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
  *                       driver that kernels_avx512.c's 512-bit rows share,
@@ -15,6 +16,12 @@
 #include "ops/cpu/quant.h"
 
 #define Q256_CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
+#ifndef Q256_PF_BYTES
+/* decode: how far ahead the GEMV prefetches the weight rows. 4 KiB measured best on Zen 3 (AVX2); on Xeon
+ * (kernels_avx512.c) 2 KiB was 10-22% faster than 4 KiB for q8 and q4 from memory, with and without huge pages
+ * (bench/2026-12-01-q8-gemv-xeon.md). */
+#define Q256_PF_BYTES 4096
+#endif
 #define Q256_NT 8    /* decode: tokens per pass over the rows (stack buffers): batched decode of 8 sequences
                       * reads the weights from memory once per step */
 
@@ -193,7 +200,7 @@ static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn 
     /* column chunks keep the quantized activations on the stack for any width */
     for (int64_t c0 = 0; c0 < cols; c0 += Q256_CC) {
       const int64_t cw = cols - c0 < Q256_CC ? cols - c0 : Q256_CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
-      const int64_t ahead = (4096 + nbc * bs - 1) / (nbc * bs);
+      const int64_t ahead = (Q256_PF_BYTES + nbc * bs - 1) / (nbc * bs);
       for (int32_t t = 0; t < nt; t++) {
         xpi_quant_act_avx2(A.xq[t], A.xa[t], A.dx[t], A.sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
         prep(dt, &A, t, nbc);
@@ -201,7 +208,7 @@ static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn 
       for (int64_t r = r0; r < r1; r++) {
         const uint8_t *q = qs + r * rb + cb * bs;
         const uint16_t *dr = d + r * nb + cb;
-        if (r + ahead < r1) { /* the row ~4 KiB ahead: quants and scales are two streams the hardware
+        if (r + ahead < r1) { /* the row ~Q256_PF_BYTES ahead: quants and scales are two streams the hardware
                                * prefetcher follows late (measured: +15-20% tokens/s for q4, ~+10% for q8) */
           const char *qn = (const char *)(q + ahead * rb);
           for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
