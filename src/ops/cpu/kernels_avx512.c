@@ -24,6 +24,7 @@
 
 #define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_epi32(acc, u8, s8)
 #define Q256_PF_BYTES 2048 /* measured on Xeon (q256.h) */
+#define Q256_STREAMS 2      /* measured on Xeon (q256.h) */
 #include "ops/cpu/q256.h"
 #include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/amx_layout.h"

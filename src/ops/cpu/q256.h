@@ -1,8 +1,8 @@
 /* 256-bit integer kernels of q8/q4 weights (quant.h), one source for two instruction sets:
  *  - AVX2 (kernels_avx2.c): int8 products with maddubs, widened with madd;
  *  - AVX-VNNI (kernels_avxvnni.c, VEX) and AVX-512 VNNI (kernels_avx512.c, EVEX on ymm): one vpdpbusd.
- * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2 (and may set Q256_PF_BYTES),
- * then includes this once.
+ * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2 (and may set Q256_PF_BYTES
+ * and Q256_STREAMS), then includes this once.
  * It gets:
  *   Q256_GEMV(NAME, q256_prep, q256_row, q256_rows)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
  *                       driver that kernels_avx512.c's 512-bit rows share,
@@ -21,6 +21,12 @@
  * (kernels_avx512.c) 2 KiB was 10-22% faster than 4 KiB for q8 and q4 from memory, with and without huge pages
  * (bench/2026-12-01-q8-gemv-xeon.md). */
 #define Q256_PF_BYTES 4096
+#endif
+#ifndef Q256_STREAMS
+/* decode: the row slice is read as this many streams in lock step (the bf16 GEMV's idea, kernels_avx2.c: a core
+ * keeps more lines coming from several far-apart streams than from one). On Xeon (kernels_avx512.c) two streams
+ * were 15-22% faster than one for q8 and q4 weights in huge pages; 1 elsewhere (not measured there). */
+#define Q256_STREAMS 1
 #endif
 #define Q256_NT 8    /* decode: tokens per pass over the rows (stack buffers): batched decode of 8 sequences
                       * reads the weights from memory once per step */
@@ -205,23 +211,29 @@ static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn 
         xpi_quant_act_avx2(A.xq[t], A.xa[t], A.dx[t], A.sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
         prep(dt, &A, t, nbc);
       }
-      for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *q = qs + r * rb + cb * bs;
-        const uint16_t *dr = d + r * nb + cb;
-        if (r + ahead < r1) { /* the row ~Q256_PF_BYTES ahead: quants and scales are two streams the hardware
-                               * prefetcher follows late (measured: +15-20% tokens/s for q4, ~+10% for q8) */
-          const char *qn = (const char *)(q + ahead * rb);
-          for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
-          _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
+      /* the slice as Q256_STREAMS parts read in lock step (row i of each part in turn), each its own stream */
+      const int64_t h = (r1 - r0 + Q256_STREAMS - 1) / Q256_STREAMS;
+      for (int64_t i = 0; i < h; i++)
+        for (int64_t st = 0; st < Q256_STREAMS; st++) {
+          const int64_t r = r0 + st * h + i, re = r0 + (st + 1) * h < r1 ? r0 + (st + 1) * h : r1;
+          if (r >= re) continue;
+          const uint8_t *q = qs + r * rb + cb * bs;
+          const uint16_t *dr = d + r * nb + cb;
+          if (r + ahead < re) { /* the row ~Q256_PF_BYTES ahead in this stream: quants and scales are two streams
+                                 * the hardware prefetcher follows late (measured: +15-20% tokens/s for q4, ~+10%
+                                 * for q8) */
+            const char *qn = (const char *)(q + ahead * rb);
+            for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
+            _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
+          }
+          float v[Q256_NT];
+          if (!rows || !rows(dt, q, dr, &A, nt, nbc, v))
+            for (int32_t t = 0; t < nt; t++) v[t] = row(dt, q, dr, &A, t, nbc);
+          for (int32_t t = 0; t < nt; t++) {
+            float *y = Y + (int64_t)(t0 + t) * ldy + r;
+            *y = c0 == 0 ? v[t] : *y + v[t];
+          }
         }
-        float v[Q256_NT];
-        if (!rows || !rows(dt, q, dr, &A, nt, nbc, v))
-          for (int32_t t = 0; t < nt; t++) v[t] = row(dt, q, dr, &A, t, nbc);
-        for (int32_t t = 0; t < nt; t++) {
-          float *y = Y + (int64_t)(t0 + t) * ldy + r;
-          *y = c0 == 0 ? v[t] : *y + v[t];
-        }
-      }
     }
   }
 }
