@@ -11,6 +11,8 @@
 #include "runtime/device.h"
 #include "runtime/xpu.h"
 
+#define PLAN_MIN_CTX 256 /* the shortest default context the memory plan reduces to before refusing the load */
+
 void xpi_model_options_default(xpi_model_options *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
@@ -186,11 +188,19 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   xpi_backend **layer_be = calloc((size_t)m->cfg.n_layers, sizeof *layer_be);
   if (!layer_be) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be);
-  s = xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want); /* before any upload */
+  /* before any upload: one device's weights alone (the plain message), then the plan on XPUs, which places
+   * the layers (mixed device maps keep the split by weight and check the weights) */
+  s = m->n_backends == 1 ? xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want) : XPI_OK;
+  xpi_graph_limits lim;
+  if (s == XPI_OK) s = xpi_request_plan_limits(m, &lim);
+  if (s == XPI_OK)
+    s = xpi_xpu_plan(&m->cfg, m->st, &m->graph, want, &lim, xpi_request_default_ctx(m), PLAN_MIN_CTX, &m->plan);
+  if (s == XPI_OK && m->plan.n_dev == 0 && m->n_backends > 1) s = xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want);
   if (s != XPI_OK) {
     free(layer_be);
     return s;
   }
+  xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be); /* as planned */
   s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
   free(layer_be);
   XPI_TRY(s);

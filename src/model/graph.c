@@ -143,7 +143,19 @@ static uint64_t block_bytes(const xpi_graph *g, int d, int32_t block_size) {
          xpi_dtype_size(g->kv_dtype) * (uint64_t)block_size;
 }
 
-/* The default pool: half of what every backend with layers has free, the smallest share over them. */
+uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, int last) {
+  uint64_t B = (uint64_t)lim->max_tokens, H = (uint64_t)c->hidden_size, Q = (uint64_t)c->n_heads * c->head_dim;
+  uint64_t K = (uint64_t)c->n_kv_heads * c->head_dim, I = (uint64_t)c->intermediate_size;
+  uint64_t T = (uint64_t)(lim->max_rows + 1) * (uint64_t)lim->max_blocks, O = (uint64_t)lim->max_out;
+  uint64_t P = B > O ? B : O;
+  uint64_t n = 4 * (3 * P + T + P * (3 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res q att k v
+                                                                          * gate up (4-byte elements) */
+  if (last) n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
+  return n;
+}
+
+/* The default pool: half of what every backend with layers has free, the smallest share over them, or the
+ * context the load's memory plan kept room for where that is more (the plan checked it fits). */
 static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim, int32_t *n_blocks) {
   int64_t best = -1;
   for (int d = 0; d < g->n_backends; d++) {
@@ -152,6 +164,8 @@ static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim
     xpi_backend *be = g->backends[d];
     XPI_TRY(be->ops->free_memory(be, &avail));
     int64_t b = (int64_t)(avail / 2 / per) - 1; /* the spare block */
+    int64_t planned = ((int64_t)g->kv_plan_tokens + lim->block_size - 1) / lim->block_size;
+    if (b < planned) b = planned < (int64_t)(avail / per) - 1 ? planned : (int64_t)(avail / per) - 1;
     if (best < 0 || b < best) best = b;
   }
   if (best > lim->max_pool_blocks) best = lim->max_pool_blocks;
@@ -230,9 +244,10 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   }
   free(trash);
   if (s != XPI_OK) {
+    int32_t nb = st->lim.n_blocks; /* read before the state goes */
     xpi_graph_state_free(st);
     return xpi_err_prefix(s, "creating the KV pool (%d blocks of %d positions) and buffers for %d tokens a step: ",
-                          st->lim.n_blocks, lim->block_size, lim->max_tokens);
+                          nb, lim->block_size, lim->max_tokens);
   }
   *out = st;
   return XPI_OK;
