@@ -201,7 +201,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
     return s;
   }
   xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be); /* as planned */
-  s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
+  s = xpi_weights_load_opt(&m->cfg, m->st, layer_be, want, m->plan.embed_on_host, &m->w);
   free(layer_be);
   XPI_TRY(s);
   XPI_TRY(check_unused(m, o->strict));

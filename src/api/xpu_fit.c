@@ -175,6 +175,20 @@ static int assign(const plan_in *in, xpi_mem_plan *p, int32_t ctx) {
   return 0;
 }
 
+/* The longest context in [min_ctx, ctx_wanted] (whole blocks below ctx_wanted) that fits, 0 if none. */
+static int32_t longest_ctx(const plan_in *in, xpi_mem_plan *p, int32_t ctx_wanted, int32_t min_ctx) {
+  if (assign(in, p, ctx_wanted)) return ctx_wanted;
+  if (!assign(in, p, min_ctx)) return 0;
+  int32_t good = min_ctx, bad = ctx_wanted;
+  while (bad - good > in->block) {
+    int32_t mid = good + (bad - good) / 2 / in->block * in->block;
+    if (mid <= good) mid = good + in->block;
+    if (assign(in, p, mid)) good = mid;
+    else bad = mid;
+  }
+  return good;
+}
+
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
 xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_graph *g, int want,
@@ -223,17 +237,23 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
   in.step = xpi_graph_step_bytes(cfg, lim, 0);
   in.step_last = xpi_graph_step_bytes(cfg, lim, 1);
   if (min_ctx > ctx_wanted) min_ctx = ctx_wanted;
-  int ok = assign(&in, &p, ctx_wanted);
-  if (!ok && assign(&in, &p, min_ctx)) { /* the longest context (whole blocks) that fits */
-    int32_t good = min_ctx, bad = ctx_wanted;
-    while (bad - good > in.block) {
-      int32_t mid = good + (bad - good) / 2 / in.block * in.block;
-      if (mid <= good) mid = good + in.block;
-      if (assign(&in, &p, mid)) good = mid;
-      else bad = mid;
+  int32_t ctx = longest_ctx(&in, &p, ctx_wanted, min_ctx);
+  const xpi_st_tensor *et = xpi_st_find(st, "model.embed_tokens.weight");
+  if (ctx < ctx_wanted && et && et->dtype != XPI_DT_Q8 && et->dtype != XPI_DT_Q4) {
+    /* the embedding table in host memory (only the step's rows go to the device), a tied lm_head placed alone */
+    plan_in h = in;
+    h.embed = 0;
+    h.head_shared = h.head_alone;
+    xpi_mem_plan ph = p;
+    int32_t ctx_h = longest_ctx(&h, &ph, ctx_wanted, min_ctx);
+    if (ctx_h > ctx) {
+      ctx = ctx_h;
+      p = ph;
+      p.embed_on_host = 1;
+      in = h;
     }
-    ok = assign(&in, &p, good);
   }
+  int ok = ctx > 0 && assign(&in, &p, ctx);
   if (!ok) {
     uint64_t tot_free = 0, tot_w = in.embed + in.norm + (n > 1 ? in.head_alone : in.head_shared), kv = 0;
     for (int d = 0; d < n; d++) tot_free += p.free[d];
@@ -253,6 +273,9 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
                    mib(p.reserve[0]));
   }
   free(in.layer);
+  if (p.embed_on_host)
+    xpi_log(2, "memory plan: the embedding table (%.1f MiB) stays in host memory; each step writes its tokens' rows "
+               "to the device", mib(et ? et->nbytes : 0));
   if (p.ctx < ctx_wanted)
     xpi_log(2,
             "memory plan: a KV cache of %d positions does not fit next to the weights on xpu:%d%s; requests default "

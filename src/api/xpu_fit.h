@@ -12,6 +12,7 @@ typedef struct xpi_mem_plan {
   int n_dev;                                   /* 0: no plan (a backend is not an XPU) */
   int32_t first[XPI_MAX_BACKENDS + 1];         /* layers [first[d], first[d+1]) on device d */
   int32_t ctx, ctx_wanted;                     /* KV positions kept room for, and asked for */
+  int embed_on_host;                           /* the embedding table stays in host memory */
   uint64_t free[XPI_MAX_BACKENDS];             /* free before the load */
   uint64_t weights[XPI_MAX_BACKENDS];          /* at the placed (converted / quantized) size */
   uint64_t kv[XPI_MAX_BACKENDS];               /* the pool for ctx positions (+ the graph's spare block) */
@@ -29,7 +30,8 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
  * pool for ctx_wanted positions on every device (g->kv_dtype), the step buffers of `lim` on every device (the
  * logits on the last), a reserve; layers are split over the devices in proportion to the layers each can hold,
  * the embedding on the first device with layers and the final norm + lm_head on the last. Where ctx_wanted
- * does not fit, the largest context of at least min_ctx positions that does (a notice through xpi_log says so);
+ * does not fit, the largest context of at least min_ctx positions that does (a notice through xpi_log says so),
+ * with the embedding table left in host memory where that gives a longer one (embed_on_host, noticed too);
  * where not even that fits, XPI_ERR_OUT_OF_MEMORY with the numbers. On success g->layer_dev and
  * g->kv_plan_tokens are set. plan->n_dev is 0 (and nothing is changed) when a backend is not an XPU. */
 xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_graph *g, int want,

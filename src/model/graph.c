@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "ops/half.h"
 
 typedef struct dev_state {
   xpi_backend *be;
@@ -307,7 +308,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
   int cur = 0;
   while (g->layer_dev[cur + 1] == 0) cur++; /* first device with layers (embedding lives there) */
   dev_state *D = &st->dev[cur];
-  XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n));
+  if (!w->embed_on_host) XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n)); /* else write_inputs */
   if (probe) {
     XPI_TRY(probe_rows(g, st, probe, D->be, D->x, n, -1));
     if (probe->found) return XPI_OK;
@@ -421,10 +422,34 @@ static xpi_status read_outputs(const xpi_graph *g, xpi_graph_state *st, const xp
   return XPI_OK;
 }
 
+/* The embedding rows of ids[0..n) gathered from the table in host memory into host_x (f32), written to x of the
+ * first device with layers: the only bytes of the table that reach a device. */
+static xpi_status embed_from_host(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n) {
+  const xpi_weight *E = &g->w->embed;
+  const size_t H = (size_t)E->cols;
+  for (int32_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= E->rows)
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT, "token id %d is outside the vocabulary [0, %lld)", ids[i],
+                     (long long)E->rows);
+    float *dst = st->host_x + (size_t)i * H;
+    const size_t r = (size_t)ids[i] * H;
+    if (E->dtype == XPI_DT_F32) memcpy(dst, (const float *)E->data + r, H * sizeof *dst);
+    else {
+      const uint16_t *src = (const uint16_t *)E->data + r;
+      for (size_t j = 0; j < H; j++) dst[j] = E->dtype == XPI_DT_BF16 ? xpi_bf16_to_f32(src[j]) : xpi_f16_to_f32(src[j]);
+    }
+  }
+  int d = 0;
+  while (g->layer_dev[d + 1] == 0) d++;
+  dev_state *D = &st->dev[d];
+  return D->be->ops->write(D->be, D->x, st->host_x, (size_t)n * H * sizeof(float));
+}
+
 /* Writes a step's inputs (n tokens, n_rows table rows) to every backend that needs them. */
 static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, const int32_t *pos,
                                const int32_t *seq, int32_t n, const int32_t *tables, int32_t n_rows) {
   const size_t tb = (size_t)n_rows * (size_t)st->lim.max_blocks * sizeof(int32_t);
+  if (g->w->embed_on_host) XPI_TRY(embed_from_host(g, st, ids, n));
   for (int d = 0; d < g->n_backends; d++) {
     dev_state *D = &st->dev[d];
     if (g->layer_dev[d] == g->layer_dev[d + 1] && d != 0) continue; /* no layers here */
