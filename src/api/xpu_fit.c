@@ -31,11 +31,7 @@ static void add(fit_table *t, xpi_backend *be, uint64_t bytes) {
   t->n++;
 }
 
-static uint64_t placed_bytes(const xpi_st_tensor *t, int want) {
-  size_t es = xpi_dtype_size(t->dtype), ws = want >= 0 ? xpi_dtype_size((xpi_dtype)want) : 0;
-  if (want < 0 || ws == 0 || es == 0) return t->nbytes; /* as stored (block types: no larger than stored) */
-  return (uint64_t)(t->nbytes / es) * ws;
-}
+static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want);
 
 xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want) {
   int32_t nl = cfg->n_layers;
@@ -44,12 +40,12 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
   fit_table t = {0};
   for (size_t i = 0; i < xpi_st_count(st); i++) {
     const xpi_st_tensor *ts = xpi_st_at(st, i);
-    uint64_t b = placed_bytes(ts, want);
+    uint64_t b = placed_matrix_bytes(ts, want);
     int layer = -1;
     if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
       if (layer >= 0 && layer < nl) add(&t, layer_be[layer], b);
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
-      add(&t, first, b);
+      add(&t, first, placed_matrix_bytes(ts, want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want)); /* gathered */
       if (cfg->tie_word_embeddings && last != first) add(&t, last, b); /* the tied head is placed again */
     } else if (!strcmp(ts->name, "model.norm.weight") || !strcmp(ts->name, "lm_head.weight")) {
       add(&t, last, b);

@@ -1,8 +1,11 @@
 # XPU tests run through Debian's Level Zero loader on the software device (tools/zesim, target ze_zesim):
 # ZE_ENABLE_ALT_DRIVERS points the stock loader at it, ZESIM_DEVICES lists the software devices' PCI BDFs,
 # POCL_CACHE_DIR keeps PoCL's compiled kernels between runs (the first build of a module takes ~1 s).
+# The memory plan on the 0.6B shape: bf16 over two 800 MB devices (the test's default mode), q4 on one of 700 MB.
+add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)
+set_tests_properties(xpu/test_xpu_memplan_q4 PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
 set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
-                   xpu/test_xpu_numeric xpu/test_xpu_engine)
+                   xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_memplan xpu/test_xpu_memplan_q4)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
@@ -10,6 +13,10 @@ foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
     set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
+  elseif(t STREQUAL "xpu/test_xpu_memplan")
+    set(devices "0000:1a:00.0=800M,0000:3a:00.0=800M")
+  elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
+    set(devices "0000:1a:00.0=700M")
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
@@ -26,3 +33,6 @@ endforeach()
 if(TARGET xpu/test_xpu_model OR EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   set_tests_properties(xpu/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
 endif()
+# the 0.6B model (1.19 GB) comes from the random-model fixture; minutes on zesim
+set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 PROPERTIES FIXTURES_REQUIRED random_models
+                     LABELS "xpu;slow")
