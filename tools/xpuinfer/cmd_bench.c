@@ -51,7 +51,7 @@ static void bench_help(FILE *f) {
           "                       (bytes each kernel launch moves and its FLOPs, from the launch arguments),\n"
           "                       against the weights + KV a step must read, and predicted tokens/s and\n"
           "                       bandwidth share on Arc A770, Arc B580 and Data Center GPU Max 1550\n"
-          "  --ctx N              with --model-perf: context positions (default 4096)\n"
+          "  --ctx N              with --model-perf: context positions (default 4096, at most the model's)\n"
           "  --launch-us X        with --model-perf: overhead per kernel launch in microseconds (default 5)\n"
           "  --device-map M       with --model-perf: auto, or a device list as for generate\n"
           "  --json               one JSON object per line per test instead of the table\n"
@@ -134,7 +134,7 @@ int cmd_bench(int argc, char **argv) {
              *isa_arg = "auto";
   const char *par_arg = NULL, *kv_pool_arg = NULL, *device_map = NULL;
   int model_perf = 0;
-  long long perf_ctx = 4096;
+  long long perf_ctx = 0; /* 0: min(4096, max_position_embeddings) */
   double launch_us = 5.0;
   long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
   int n_pp = 2, n_depth = 1, json = 0, n_par = 0;

@@ -32,6 +32,8 @@ int bench_model_perf(const char *model, const char *device, const char *device_m
   xpi_model_info info = {.struct_size = sizeof info};
   xpi_perf_report r = {.struct_size = sizeof r};
   s = xpi_model_get_info(m, &info);
+  const int32_t max_pos = info.max_position_embeddings;
+  if (s == XPI_OK && ctx == 0) ctx = max_pos > 0 && max_pos < 4096 ? max_pos : 4096;
   if (s == XPI_OK) s = xpi_model_perf_decode(m, (int32_t)ctx, &r);
   xpi_model_free(m);
   if (s != XPI_OK) return cli_fail("bench", "--model-perf", s);
