@@ -7,7 +7,7 @@ set_tests_properties(xpu/test_xpu_memplan_q4 PROPERTIES ENVIRONMENT "${XPI_TEST_
 # The performance model: tinyfortunes (default mode), and the 0.6B shape at 4K context (a 4 GiB device).
 add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
 set_tests_properties(xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
-set(XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
+set(XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
                    xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_memplan xpu/test_xpu_memplan_q4)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
