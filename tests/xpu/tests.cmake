@@ -1,17 +1,18 @@
 # XPU tests run through Debian's Level Zero loader on the software device (tools/zesim, target ze_zesim):
 # ZE_ENABLE_ALT_DRIVERS points the stock loader at it, ZESIM_DEVICES lists the software devices' PCI BDFs,
 # POCL_CACHE_DIR keeps PoCL's compiled kernels between runs (the first build of a module takes ~1 s).
-# The memory plan on the 0.6B shape: bf16 over two 800 MB devices (the test's default mode), q4 on one of 700 MB.
-add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)
-set_tests_properties(xpu/test_xpu_memplan_q4 PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
-# The performance model: tinyfortunes (default mode), and the 0.6B shape at 4K context (a 4 GiB device).
-add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
-set_tests_properties(xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
-set(XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
-                   xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_memplan xpu/test_xpu_memplan_q4)
+set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
+                   xpu/test_xpu_numeric xpu/test_xpu_engine)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
+# The memory plan on the 0.6B shape: bf16 over two 800 MB devices (the test's default mode), q4 on one of 700 MB;
+# the performance model: tinyfortunes (default mode) and the 0.6B shape at 4K context (a 4 GiB device).
+add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)
+add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
+set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_memplan
+                          xpu/test_xpu_memplan_q4)
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
@@ -39,5 +40,5 @@ if(TARGET xpu/test_xpu_model OR EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.
   set_tests_properties(xpu/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
 endif()
 # the 0.6B model (1.19 GB) comes from the random-model fixture; minutes on zesim
-set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES FIXTURES_REQUIRED random_models
-                     LABELS "xpu;slow")
+set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b
+                     PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
