@@ -11,7 +11,8 @@
 static double must_read_weights(const xpi_model *m) {
   const xpi_model_weights *w = &m->w;
   double b = (double)w->bytes;
-  const double row = (double)m->cfg.hidden_size * (double)(xpi_dtype_size(w->embed.dtype) ? xpi_dtype_size(w->embed.dtype) : 4);
+  const size_t es = xpi_dtype_size(w->embed.dtype);
+  const double row = (double)m->cfg.hidden_size * (double)(es ? es : 4);
   if (!w->lm_head_is_embed) b -= (double)w->embed.bytes; /* a table of its own: only the step's row */
   return b + row;
 }

@@ -260,10 +260,10 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
     else snprintf(devs, sizeof devs, "xpu:%d-%d", idx[0], idx[n - 1]);
     free(in.layer);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY,
-                   "the model does not fit on %s (%.1f MiB free in all): weights %.1f MiB (%d layers of up to %.1f MiB, "
-                   "embedding %.1f MiB, lm_head %.1f MiB), a KV cache of at least %d positions %.1f MiB, step buffers "
-                   "%.1f MiB per device (%.1f on the last) and a reserve of %.1f MiB per device; use a smaller dtype or "
-                   "--quant, a device map over more XPUs (--device-map auto), or the CPU",
+                   "the model does not fit on %s (%.1f MiB free in all): weights %.1f MiB (%d layers of up to "
+                   "%.1f MiB, embedding %.1f MiB, lm_head %.1f MiB), a KV cache of at least %d positions %.1f MiB, "
+                   "step buffers %.1f MiB per device (%.1f on the last) and a reserve of %.1f MiB per device; use a "
+                   "smaller dtype or --quant, a device map over more XPUs (--device-map auto), or the CPU",
                    devs, mib(tot_free), mib(tot_w), nl, mib(in.layer_max), mib(in.embed),
                    mib(n > 1 ? in.head_alone : in.head_shared), min_ctx, mib(kv), mib(in.step), mib(in.step_last),
                    mib(p.reserve[0]));
@@ -272,11 +272,14 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
   if (p.embed_on_host)
     xpi_log(2, "memory plan: the embedding table (%.1f MiB) stays in host memory; each step writes its tokens' rows "
                "to the device", mib(et ? et->nbytes : 0));
+  uint64_t kv_max = 0;
+  for (int d = 0; d < n; d++)
+    if (p.kv[d] > kv_max) kv_max = p.kv[d];
   if (p.ctx < ctx_wanted)
     xpi_log(2,
             "memory plan: a KV cache of %d positions does not fit next to the weights on xpu:%d%s; requests default "
             "to a context of %d positions (%.1f MiB of KV per device at most)",
-            ctx_wanted, idx[0], n > 1 ? " and the other devices of the map" : "", p.ctx, mib(p.kv[0] > p.kv[n - 1] ? p.kv[0] : p.kv[n - 1]));
+            ctx_wanted, idx[0], n > 1 ? " and the other devices of the map" : "", p.ctx, mib(kv_max));
   for (int d = 0; d <= n; d++) g->layer_dev[d] = p.first[d];
   g->kv_plan_tokens = p.ctx;
   *plan = p;

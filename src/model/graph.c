@@ -151,7 +151,8 @@ uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, 
   uint64_t P = B > O ? B : O;
   uint64_t n = 4 * (3 * P + T + P * (3 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res q att k v
                                                                           * gate up (4-byte elements) */
-  if (last) n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
+  if (last) /* logits, greedy ids, top-k ids + values + normalisers */
+    n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
   return n;
 }
 
@@ -436,7 +437,8 @@ static xpi_status embed_from_host(const xpi_graph *g, xpi_graph_state *st, const
     if (E->dtype == XPI_DT_F32) memcpy(dst, (const float *)E->data + r, H * sizeof *dst);
     else {
       const uint16_t *src = (const uint16_t *)E->data + r;
-      for (size_t j = 0; j < H; j++) dst[j] = E->dtype == XPI_DT_BF16 ? xpi_bf16_to_f32(src[j]) : xpi_f16_to_f32(src[j]);
+      for (size_t j = 0; j < H; j++)
+        dst[j] = E->dtype == XPI_DT_BF16 ? xpi_bf16_to_f32(src[j]) : xpi_f16_to_f32(src[j]);
     }
   }
   int d = 0;

@@ -49,16 +49,18 @@ check(p.returncode == 0, f"--model-perf: rc {p.returncode}: {p.stderr.strip()}")
 if p.returncode == 0:
     r = json.loads(p.stdout)
     moved, must = r["bytes_read"] + r["bytes_written"], r["weight_bytes"] + r["kv_bytes"]
-    check(r["n_ctx"] == 64 and r["launches"] == 13 * 4 + 4, f"--model-perf: {r['n_ctx']} positions, {r['launches']} launches")
+    check(r["n_ctx"] == 64 and r["launches"] == 13 * 4 + 4,
+          f"--model-perf: {r['n_ctx']} positions, {r['launches']} launches")
     check(abs(r["moved_over_must"] - moved / must) < 1e-3, f"--model-perf: ratio {r['moved_over_must']}")
     check(sum(k["launches"] for k in r["kernels"]) == r["launches"], "--model-perf: kernels add up")
     names = [g["name"] for g in r["gpus"]]
     check(names == ["Arc A770 (16 GB)", "Arc B580", "Data Center GPU Max 1550"], f"--model-perf: GPUs {names}")
     for g in r["gpus"]:
         t = moved / (g["gb_s"] * 1e9) + r["launches"] * 2e-6
-        check(abs(g["tok_s"] - 1 / t) < 0.01 * (1 / t), f"--model-perf {g['name']}: {g['tok_s']} t/s, model says {1 / t:.2f}")
-p = subprocess.run([CLI, "bench", "-m", MODEL, "--device", "cpu", "--model-perf"], env=env, capture_output=True, text=True,
-                   timeout=600)
+        check(abs(g["tok_s"] - 1 / t) < 0.01 * (1 / t),
+              f"--model-perf {g['name']}: {g['tok_s']} t/s, model says {1 / t:.2f}")
+p = subprocess.run([CLI, "bench", "-m", MODEL, "--device", "cpu", "--model-perf"], env=env, capture_output=True,
+                   text=True, timeout=600)
 check(p.returncode != 0 and "not an XPU" in p.stderr, f"--model-perf on the CPU: rc {p.returncode}, {p.stderr!r}")
 print("failures:", failures)
 sys.exit(1 if failures else 0)

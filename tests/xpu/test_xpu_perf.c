@@ -41,7 +41,10 @@ static int tiny(void) {
   /* bf16 matrices: q, k, v, o, gate, up, down per layer and the tied lm_head */
   const double mats[][2] = {{hq * hd, H}, {hk * hd, H}, {hk * hd, H}, {H, hq * hd}, {I, H}, {I, H}, {H, I}};
   double gemv_rd = V * H * 2 + H * 4, gemv_wr = V * 4;
-  for (int i = 0; i < 7; i++) gemv_rd += L * (mats[i][0] * mats[i][1] * 2 + mats[i][1] * 4), gemv_wr += L * mats[i][0] * 4;
+  for (int i = 0; i < 7; i++) {
+    gemv_rd += L * (mats[i][0] * mats[i][1] * 2 + mats[i][1] * 4);
+    gemv_wr += L * mats[i][0] * 4;
+  }
   const xpi_perf_kernel *g = kernel(&r, "xpi_gemv_bf16");
   if (!g) g = kernel(&r, "xpi_gemv_sg_bf16");
   CHECK(g && g->launches == 7 * L + 1 && g->bytes_read == gemv_rd && g->bytes_written == gemv_wr,

@@ -41,8 +41,8 @@ int bench_model_perf(const char *model, const char *device, const char *device_m
   const char *mname = strrchr(model, '/') && strrchr(model, '/')[1] ? strrchr(model, '/') + 1 : model;
   if (json) {
     printf("{\"model\": \"%s\", \"device\": \"%s\", \"weight_dtype\": \"%s\", \"kv_dtype\": \"%s\", \"n_ctx\": %d, "
-           "\"launches\": %lld, \"bytes_read\": %.0f, \"bytes_written\": %.0f, \"flops\": %.0f, \"weight_bytes\": %.0f, "
-           "\"kv_bytes\": %.0f, \"moved_over_must\": %.4f, \"launch_us\": %g, \"kernels\": [",
+           "\"launches\": %lld, \"bytes_read\": %.0f, \"bytes_written\": %.0f, \"flops\": %.0f, "
+           "\"weight_bytes\": %.0f, \"kv_bytes\": %.0f, \"moved_over_must\": %.4f, \"launch_us\": %g, \"kernels\": [",
            mname, info.device, info.weight_dtype, kv_dtype ? kv_dtype : "f32", r.n_ctx, (long long)r.launches,
            r.bytes_read, r.bytes_written, r.flops, r.weight_bytes, r.kv_bytes, moved / must, launch_us);
     for (int k = 0; k < r.n_kernels; k++)
@@ -60,7 +60,8 @@ int bench_model_perf(const char *model, const char *device, const char *device_m
   }
   printf("performance model: %s on %s, %s weights, %s KV, one decode step at position %d (%d positions)\n\n", mname,
          info.device, info.weight_dtype, kv_dtype ? kv_dtype : "f32", r.n_ctx - 1, r.n_ctx);
-  printf("| kernel | launches | read (MB) | written (MB) | GFLOP | share of bytes |\n| --- | ---: | ---: | ---: | ---: | ---: |\n");
+  printf("| kernel | launches | read (MB) | written (MB) | GFLOP | share of bytes |\n"
+         "| --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (int k = 0; k < r.n_kernels; k++) {
     const xpi_perf_kernel *e = &r.kernels[k];
     printf("| %s | %lld | %.2f | %.2f | %.3f | %.1f%% |\n", e->name, (long long)e->launches, e->bytes_read / 1e6,

@@ -91,7 +91,8 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
     }
     case XK_ROPE: { /* q and k rows in place, with the optional per-head norms */
       double heads = gx, hd = I32(5);
-      rd = heads * hd * 4 + hd / 2 * 4 + hd * 2 * 4, wr = heads * hd * 4, fl = heads * hd * (6 + 4 * (I32(9) || I32(12)));
+      rd = heads * hd * 4 + hd / 2 * 4 + hd * 2 * 4, wr = heads * hd * 4;
+      fl = heads * hd * (6 + 4 * (I32(9) || I32(12)));
       break;
     }
     case XK_GEMV_F32: case XK_GEMV_F16: case XK_GEMV_BF16:
@@ -115,7 +116,8 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       int hq = I32(kid == XK_FLASH ? 11 : 10), hk = I32(kid == XK_FLASH ? 12 : 11), hd = I32(kid == XK_FLASH ? 13 : 12);
       int n = kid == XK_FLASH ? I32(10) : (int)(gx / (uint32_t)hq);
       if (n <= 0 || n > PERF_MAX_TOKENS)
-        return xpi_err(XPI_ERR_UNSUPPORTED, "%s: performance model: attention over %d tokens in one launch", be->device, n);
+        return xpi_err(XPI_ERR_UNSUPPORTED, "%s: performance model: attention over %d tokens in one launch",
+                       be->device, n);
       int tok[PERF_MAX_TOKENS];
       XPI_TRY(attended(be, PTR(5), n, tok));
       double kv = 2.0 * hd * dsize(I32(4)), per_head = 0, groups = 0;
@@ -137,7 +139,8 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       break;
     }
     default:
-      return xpi_err(XPI_ERR_INTERNAL, "%s: performance model: no cost for kernel %s", be->device, xpu_kernel_name(kid));
+      return xpi_err(XPI_ERR_INTERNAL, "%s: performance model: no cost for kernel %s", be->device,
+                     xpu_kernel_name(kid));
   }
   const char *name = xpu_kernel_name(kid);
   int k = 0;
