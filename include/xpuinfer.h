@@ -243,6 +243,31 @@ typedef struct xpi_model_info {
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 
+/* ---------------------------------------------------------------- performance model (XPU) */
+/* What one decode step asks of device memory, counted per XPU kernel launch from its arguments (the cost table
+ * of src/ops/xpu/xpu_perf.c: bytes each launch must read and write in device memory, FLOPs), against what a
+ * decode step cannot avoid reading: every weight (one embedding row) and the KV cache of its context. */
+#define XPI_PERF_MAX_KERNELS 32
+typedef struct xpi_perf_kernel {
+  char name[40];
+  int64_t launches;
+  double bytes_read, bytes_written, flops;
+} xpi_perf_kernel;
+typedef struct xpi_perf_report {
+  size_t struct_size;
+  int32_t n_ctx;                   /* the step's token is at position n_ctx - 1 */
+  int64_t launches;
+  double bytes_read, bytes_written, flops;
+  double weight_bytes;             /* weights a decode step must read: all of them but the embedding (one row) */
+  double kv_bytes;                 /* K and V of n_ctx positions over all layers */
+  int32_t n_kernels;
+  xpi_perf_kernel kernels[XPI_PERF_MAX_KERNELS];
+} xpi_perf_report;
+/* Runs one decode step (not replayed) of a single sequence whose token is at position n_ctx - 1 (a KV pool of
+ * n_ctx positions is allocated for it and freed after; its contents are not initialised: the step's outputs
+ * are not meaningful, its launches are) with every XPU launch counted. Every backend must be an XPU. */
+XPI_API xpi_status xpi_model_perf_decode(xpi_model *model, int32_t n_ctx, xpi_perf_report *out);
+
 /* ---------------------------------------------------------------- requests and generation */
 typedef struct xpi_request xpi_request;
 

@@ -24,6 +24,8 @@ typedef struct xpi_model_weights {
   xpi_backend *first, *last;        /* embedding on first; final norm and lm_head on last */
   xpi_weight embed, final_norm, lm_head;
   int lm_head_is_embed;             /* tied and on the same backend: lm_head aliases embed */
+  int embed_on_host;                /* embed borrows the mapped checkpoint in host memory (stored dtype): the graph
+                                     * gathers the step's rows on the host and writes only those to the device */
   xpi_layer_weights *layers;
   int32_t n_layers;
   uint64_t bytes;                   /* weight bytes as used by the backends */
@@ -37,6 +39,10 @@ typedef struct xpi_model_weights {
  * each tensor's stored dtype (then CPU weights borrow the mapping); XPI_DT_Q8/Q4 to quantize matrices. */
 xpi_status xpi_weights_load(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
                             xpi_model_weights *w);
+/* The same, with the embedding table left in host memory (embed_on_host) when embed_on_host is 1: a device
+ * then holds no vocabulary x hidden matrix for it (a tied lm_head is placed on its own). */
+xpi_status xpi_weights_load_opt(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be,
+                                int want, int embed_on_host, xpi_model_weights *w);
 void xpi_weights_free(xpi_model_weights *w);
 
 /* The checkpoint's tensors the load did not place, i.e. that the graph never reads (a checkpoint with more

@@ -13,12 +13,25 @@ set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_ops_barriers xpu/test_xpu_fit xp
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
+# The memory plan on the 0.6B shape: bf16 over two 800 MB devices (the test's default mode), q4 on one of 700 MB;
+# the performance model: tinyfortunes (default mode) and the 0.6B shape at 4K context (a 4 GiB device).
+add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)
+add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
+set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_memplan
+                          xpu/test_xpu_memplan_q4)
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
     set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
   elseif(t STREQUAL "xpu/test_xpu_large_alloc")
     set(devices "0000:1a:00.0=64M/maxalloc=1M,0000:3a:00.0=64M") # xpu:0's limit below tinyfortunes' 2 MiB embedding
+  elseif(t STREQUAL "xpu/test_xpu_perf_06b")
+    set(devices "0000:1a:00.0=4G")
+  elseif(t STREQUAL "xpu/test_xpu_memplan")
+    set(devices "0000:1a:00.0=800M,0000:3a:00.0=800M")
+  elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
+    set(devices "0000:1a:00.0=700M")
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
@@ -35,3 +48,6 @@ endforeach()
 if(TARGET xpu/test_xpu_model OR EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   set_tests_properties(xpu/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
 endif()
+# the 0.6B model (1.19 GB) comes from the random-model fixture; minutes on zesim
+set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b
+                     PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")

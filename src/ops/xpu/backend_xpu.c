@@ -69,6 +69,7 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
   ze_kernel_handle_t k = d->k[kid];
   if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %s not available", be->device, xpu_kernel_name(kid));
   if (gx == 0 || gy == 0 || gz == 0) return XPI_OK; /* empty op */
+  if (im->perf) XPI_TRY(xpu_perf_count(be, kid, gx, gy, gz, args, nargs));
   ze_command_list_handle_t rec = xpu_my_rec(im);
   pthread_mutex_lock(&im->lock);
   if (!rec) {

@@ -79,6 +79,7 @@ typedef struct xpu_impl {
   size_t scratch_bytes;
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
+  xpi_perf_report *perf;                 /* launches counted here when set (xpu_perf.c) */
 } xpu_impl;
 
 static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
@@ -110,6 +111,11 @@ typedef struct xpu_arg {
  * follows each launch, so ops run in order either way. */
 xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly,
                       uint32_t lz, const xpu_arg *args, int nargs);
+/* The performance model's cost of one launch (xpu_perf.c), added to im->perf; called by xpu_launch when set. */
+xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, const xpu_arg *args,
+                          int nargs);
+/* A device-to-host copy left out of bytes_read (the performance model reading positions). */
+xpi_status xpu_read_uncounted(xpi_backend *be, void *dst, const void *src, size_t bytes);
 /* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
 xpi_status xpu_order_after_queue(xpi_backend *be);
 /* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
