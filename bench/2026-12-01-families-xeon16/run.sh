@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs on the 16-core host from the folder pack.sh made: one random bf16 model per family at Qwen3-0.6B's shape
+# Runs on the 16-core host from the folder pack.sh's tar was unpacked in (with tok/ = the Qwen3 tokenizer): one random bf16 model per family at Qwen3-0.6B's shape
 # (mkrandmodel --arch A), then rounds of `xpuinfer bench -p PP -n TG -r 1 --json` over every model, interleaved
 # (each round visits the models in a rotated order so no family always follows the same one), first at 2 threads,
 # then 16, then q8 at 2 threads, until BUDGET_S seconds are spent (a round is never cut: a model's line is
