@@ -200,7 +200,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
 
   xpi_model_info *i = &m->info;
   i->struct_size = sizeof *i;
-  snprintf(i->architecture, sizeof i->architecture, "%s", arch_name(m->cfg.arch));
+  snprintf(i->architecture, sizeof i->architecture, "%s", m->cfg.n_experts ? m->cfg.model_type : arch_name(m->cfg.arch));
   snprintf(i->weight_dtype, sizeof i->weight_dtype, "%s", xpi_dtype_name(m->w.layers[0].wq.dtype));
   snprintf(i->attn_implementation, sizeof i->attn_implementation, "%s", k_attn[attn].name);
   if (m->backends[0]->describe) m->backends[0]->describe(m->backends[0], m->w.layers[0].wq.dtype, i->kernels, sizeof i->kernels);

@@ -20,17 +20,22 @@
 typedef struct family {
   const char *model_type, *architecture;
   xpi_arch arch;
+  int moe; /* mixture-of-experts MLP (model/moe.c) */
 } family;
 
 static const family k_families[] = {
-    {"llama", "LlamaForCausalLM", XPI_ARCH_LLAMA},
-    {"mistral", "MistralForCausalLM", XPI_ARCH_LLAMA},
-    {"qwen2", "Qwen2ForCausalLM", XPI_ARCH_QWEN2},
-    {"qwen3", "Qwen3ForCausalLM", XPI_ARCH_QWEN3},
+    {"llama", "LlamaForCausalLM", XPI_ARCH_LLAMA, 0},
+    {"mistral", "MistralForCausalLM", XPI_ARCH_LLAMA, 0},
+    {"qwen2", "Qwen2ForCausalLM", XPI_ARCH_QWEN2, 0},
+    {"qwen3", "Qwen3ForCausalLM", XPI_ARCH_QWEN3, 0},
+    {"qwen2_moe", "Qwen2MoeForCausalLM", XPI_ARCH_QWEN2, 1},
+    {"qwen3_moe", "Qwen3MoeForCausalLM", XPI_ARCH_QWEN3, 1},
 };
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
-#define SUPPORTED_TYPES "llama, mistral, qwen2, qwen3"
-#define SUPPORTED_ARCHS "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"
+#define SUPPORTED_TYPES "llama, mistral, qwen2, qwen3, qwen2_moe, qwen3_moe"
+#define SUPPORTED_ARCHS                                                                                            \
+  "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen2MoeForCausalLM, "                \
+  "Qwen3MoeForCausalLM"
 
 static const cJSON *get(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -69,7 +74,7 @@ static xpi_status read_family(const char *path, const cJSON *root, const family 
   if (!by_type && !by_arch)
     return xpi_err(XPI_ERR_FORMAT, "%s: neither \"model_type\" nor \"architectures\" is given (supported: %s)", path,
                    SUPPORTED_TYPES);
-  if (by_type && by_arch && by_type->arch != by_arch->arch)
+  if (by_type && by_arch && (by_type->arch != by_arch->arch || by_type->moe != by_arch->moe))
     return xpi_err(XPI_ERR_FORMAT, "%s: \"model_type\" \"%s\" contradicts \"architectures\" \"%s\"", path,
                    by_type->model_type, by_arch->architecture);
   *out = by_type ? by_type : by_arch;
@@ -166,8 +171,9 @@ static xpi_status check_graph_features(const char *path, const cJSON *root, cons
   int ab = 0;
   XPI_TRY(xpi_json_get_bool(path, root, "attention_bias", &ab, NULL));
   switch (fam->arch) {
-    case XPI_ARCH_QWEN2: /* Qwen2Attention: q/k/v always biased, o_proj never */
+    case XPI_ARCH_QWEN2: /* Qwen2Attention: q/k/v always biased, o_proj never; Qwen2MoeAttention: qkv_bias */
       c->attention_bias = 1;
+      if (fam->moe) XPI_TRY(xpi_json_get_bool(path, root, "qkv_bias", &c->attention_bias, NULL));
       c->o_proj_bias = 0;
       break;
     case XPI_ARCH_QWEN3: /* q/k/v/o all follow attention_bias */
@@ -189,7 +195,8 @@ static xpi_status check_graph_features(const char *path, const cJSON *root, cons
    * use_sliding_window and then to layers >= max_window_layers. A window >= the context is no window. */
   int64_t sw = 0;
   int have_sw = 0;
-  XPI_TRY(xpi_json_get_int(path, root, "sliding_window", 1, INT64_MAX / 2, &sw, &have_sw));
+  XPI_TRY(xpi_json_get_int(path, root, "sliding_window", 0, INT64_MAX / 2, &sw, &have_sw));
+  have_sw = have_sw && sw > 0; /* Qwen2MoeConfig writes 0 when use_sliding_window is false */
   int used = 0;
   if (have_sw && sw < c->max_position_embeddings) {
     if (strcmp(fam->model_type, "mistral") == 0) {
@@ -349,6 +356,45 @@ static xpi_status read_generation(const char *path, const cJSON *g, xpi_config *
   return XPI_OK;
 }
 
+int xpi_config_layer_moe(const xpi_config *c, int32_t l) {
+  if (c->n_experts <= 0 || l < 0 || l >= 64 * 64) return 0;
+  if (c->mlp_only[l / 64] >> (l % 64) & 1) return 0;
+  return (l + 1) % c->decoder_sparse_step == 0;
+}
+
+/* Qwen2MoeConfig / Qwen3MoeConfig: num_experts (transformers 4; qwen2_moe in 5) or num_local_experts (qwen3_moe
+ * in 5), num_experts_per_tok, moe_intermediate_size, norm_topk_prob (default false), decoder_sparse_step
+ * (default 1), mlp_only_layers, and qwen2_moe's shared_expert_intermediate_size. */
+static xpi_status read_moe(const char *path, const cJSON *root, const family *fam, xpi_config *c) {
+  if (!fam->moe) return XPI_OK;
+  int64_t v = 0;
+  int found = 0;
+  XPI_TRY(xpi_json_get_int(path, root, "num_local_experts", 1, 1 << 16, &v, &found));
+  if (!found) XPI_TRY(xpi_json_get_int(path, root, "num_experts", 1, 1 << 16, &v, &found));
+  if (!found) return xpi_err(XPI_ERR_FORMAT, "%s: \"num_experts\" (or \"num_local_experts\") is missing", path);
+  c->n_experts = (int32_t)v;
+  XPI_TRY(req_int(path, root, "num_experts_per_tok", 1, c->n_experts, &c->n_experts_per_tok));
+  XPI_TRY(req_int(path, root, "moe_intermediate_size", 1, CFG_MAX_DIM, &c->moe_intermediate_size));
+  if (strcmp(fam->model_type, "qwen2_moe") == 0)
+    XPI_TRY(req_int(path, root, "shared_expert_intermediate_size", 1, CFG_MAX_DIM,
+                    &c->shared_expert_intermediate_size));
+  XPI_TRY(xpi_json_get_bool(path, root, "norm_topk_prob", &c->norm_topk_prob, NULL));
+  c->decoder_sparse_step = 1;
+  XPI_TRY(opt_int(path, root, "decoder_sparse_step", 1, CFG_MAX_LAYERS, &c->decoder_sparse_step));
+  const cJSON *mo = get(root, "mlp_only_layers");
+  if (mo) {
+    if (!cJSON_IsArray(mo)) return xpi_err(XPI_ERR_FORMAT, "%s: \"mlp_only_layers\" must be a list of layer indices", path);
+    for (const cJSON *x = mo->child; x; x = x->next) {
+      if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble >= c->n_layers || x->valuedouble != (int)x->valuedouble)
+        return xpi_err(XPI_ERR_FORMAT, "%s: \"mlp_only_layers\" holds a value that is not a layer index below %d", path,
+                       c->n_layers);
+      int l = (int)x->valuedouble;
+      c->mlp_only[l / 64] |= 1ull << (l % 64);
+    }
+  }
+  return XPI_OK;
+}
+
 static xpi_status parse_config(const char *path, const cJSON *root, xpi_config *c) {
   if (!cJSON_IsObject(root)) return xpi_err(XPI_ERR_FORMAT, "%s: not a JSON object", path);
   const family *fam = NULL;
@@ -357,6 +403,7 @@ static xpi_status parse_config(const char *path, const cJSON *root, xpi_config *
   snprintf(c->model_type, sizeof c->model_type, "%s", fam->model_type);
   XPI_TRY(read_sizes(path, root, fam, c));
   XPI_TRY(check_graph_features(path, root, fam, c));
+  XPI_TRY(read_moe(path, root, fam, c));
   XPI_TRY(read_rope(path, root, c));
   XPI_TRY(read_dtype(path, root, c));
   XPI_TRY(read_bos(path, root, c));

@@ -29,9 +29,19 @@ typedef struct xpi_config {
   float gen_temperature, gen_top_p; int32_t gen_top_k; /* 0 when absent */
   float gen_repetition_penalty;/* 0 when absent */
   int32_t gen_max_new_tokens;  /* 0 when absent */
+  /* Mixture of experts (qwen2_moe, qwen3_moe; n_experts == 0: every layer has the dense MLP). Layer l is sparse
+   * when xpi_config_layer_moe says so (decoder_sparse_step, mlp_only_layers). */
+  int32_t n_experts, n_experts_per_tok, moe_intermediate_size;
+  int32_t shared_expert_intermediate_size; /* qwen2_moe's shared expert (sigmoid-gated); 0: none */
+  int norm_topk_prob;
+  int32_t decoder_sparse_step;
+  uint64_t mlp_only[64];       /* bit l: layer l keeps the dense MLP (mlp_only_layers) */
   /* Added by io: o_proj has a bias (llama/qwen3 with attention_bias true; never qwen2/mistral). */
   int o_proj_bias;
 } xpi_config;
+
+/* 1 when layer l's MLP is the mixture of experts (transformers' Qwen2/3-MoE decoder layer rule). */
+int xpi_config_layer_moe(const xpi_config *c, int32_t l);
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. Unknown architecture, missing or
  * inconsistent sizes (e.g. hidden_size not divisible by heads without head_dim) are clear errors. */

@@ -53,6 +53,49 @@ static void free_layer(xpi_layer_weights *L) {
   xpi_weight *all[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv, &L->bo,
                        &L->q_norm, &L->k_norm, &L->mlp_norm, &L->gate, &L->up, &L->down};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) FREE_W(L->be, *all[i]);
+  FREE_W(L->be, L->router);
+  FREE_W(L->be, L->shared_gate);
+  xpi_experts_free(L->be, &L->ex_gate);
+  xpi_experts_free(L->be, &L->ex_up);
+  xpi_experts_free(L->be, &L->ex_down);
+}
+
+/* The n_experts matrices model.layers.<l>.mlp.experts.<e>.<proj>.weight, each [rows, cols] and of one dtype, as
+ * one xpi_experts (quantized or converted like any matrix). */
+static xpi_status place_experts(const xpi_config *c, const loader *ld, xpi_backend *be, int32_t l, const char *proj,
+                                int64_t rows, int64_t cols, int want, xpi_experts *e) {
+  const void **src = calloc((size_t)c->n_experts, sizeof *src);
+  if (!src) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  xpi_dtype dt = XPI_DT_F32;
+  xpi_status s = XPI_OK;
+  char name[160];
+  for (int32_t x = 0; s == XPI_OK && x < c->n_experts; x++) {
+    snprintf(name, sizeof name, "model.layers.%d.mlp.experts.%d.%s.weight", l, x, proj);
+    const xpi_st_tensor *t = xpi_st_find(ld->st, name);
+    if (!t) {
+      s = xpi_err(XPI_ERR_FORMAT, "tensor '%s' is missing from the checkpoint (%d experts)", name, c->n_experts);
+      break;
+    }
+    ld->used[t - xpi_st_at(ld->st, 0)] = 1;
+    if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols) {
+      char f[128];
+      shape_str(f, sizeof f, t->shape, t->ndim);
+      s = xpi_err(XPI_ERR_FORMAT, "%s: tensor '%s' has shape %s, the config implies [%lld, %lld]", t->file, name, f,
+                  (long long)rows, (long long)cols);
+    } else if (x > 0 && t->dtype != dt) {
+      s = xpi_err(XPI_ERR_FORMAT, "tensor '%s' is %s, expert 0's is %s", name, xpi_dtype_name(t->dtype),
+                  xpi_dtype_name(dt));
+    }
+    dt = t->dtype;
+    src[x] = t->data;
+  }
+  if (s == XPI_OK) {
+    s = xpi_experts_create(be, e, src, dt, c->n_experts, rows, cols, want >= 0 ? (xpi_dtype)want : dt);
+    if (s != XPI_OK) s = xpi_err_prefix(s, "model.layers.%d.mlp.experts.*.%s: ", l, proj);
+    else *ld->bytes += e->bytes;
+  }
+  free(src);
+  return s;
 }
 
 void xpi_weights_free(xpi_model_weights *w) {
@@ -94,6 +137,25 @@ static xpi_status load_layer(const xpi_config *c, const loader *ld, int32_t l, i
     P("self_attn.k_norm.weight", 0, c->head_dim, k_norm);
   }
   P("post_attention_layernorm.weight", 0, H, mlp_norm);
+  if (xpi_config_layer_moe(c, l)) {
+    /* the router and the shared expert's gate decide which experts run: kept unquantized */
+    int keep = want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want;
+    int64_t Im = c->moe_intermediate_size, Is = c->shared_expert_intermediate_size;
+    L->moe = 1;
+    snprintf(n, sizeof n, "model.layers.%d.mlp.gate.weight", l);
+    XPI_TRY(place(ld, L->be, n, c->n_experts, H, keep, &L->router));
+    XPI_TRY(place_experts(c, ld, L->be, l, "gate_proj", Im, H, want, &L->ex_gate));
+    XPI_TRY(place_experts(c, ld, L->be, l, "up_proj", Im, H, want, &L->ex_up));
+    XPI_TRY(place_experts(c, ld, L->be, l, "down_proj", H, Im, want, &L->ex_down));
+    if (Is > 0) {
+      P("mlp.shared_expert.gate_proj.weight", Is, H, gate);
+      P("mlp.shared_expert.up_proj.weight", Is, H, up);
+      P("mlp.shared_expert.down_proj.weight", H, Is, down);
+      snprintf(n, sizeof n, "model.layers.%d.mlp.shared_expert_gate.weight", l);
+      XPI_TRY(place(ld, L->be, n, 1, H, keep, &L->shared_gate));
+    }
+    return XPI_OK;
+  }
   P("mlp.gate_proj.weight", I, H, gate);
   P("mlp.up_proj.weight", I, H, up);
   P("mlp.down_proj.weight", H, I, down);

@@ -12,7 +12,12 @@ typedef struct xpi_layer_weights {
   xpi_weight bq, bk, bv;            /* qwen2 / attention_bias; rows == 0 when absent */
   xpi_weight bo;                    /* o_proj bias (llama/qwen3 with attention_bias); rows == 0 when absent */
   xpi_weight q_norm, k_norm;        /* qwen3; rows == 0 when absent */
-  xpi_weight mlp_norm, gate, up, down;
+  xpi_weight mlp_norm, gate, up, down; /* the dense MLP, or a MoE layer's shared expert (qwen2_moe) */
+  /* mixture of experts (model/moe.c); moe == 0: dense MLP */
+  int moe;
+  xpi_weight router;                /* mlp.gate [n_experts, hidden] */
+  xpi_experts ex_gate, ex_up, ex_down;
+  xpi_weight shared_gate;           /* mlp.shared_expert_gate [1, hidden] (qwen2_moe); rows == 0 when absent */
 } xpi_layer_weights;
 
 typedef struct xpi_model_weights {
