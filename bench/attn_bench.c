@@ -163,9 +163,9 @@ int main(int argc, char **argv) {
     double best = 1e30;
     for (int r = 0; r < reps; r++) {
       double t0 = now();
+      const xpi_attn_params ap = {scale, 0, 0, impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA};
       for (int l = 0; l < LAYERS; l++)
-        if (xpi_cpu_attention(pool, k, out, q, &kv[l], pos, n, HQ, scale, impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA,
-                              nsplit) != XPI_OK) {
+        if (xpi_cpu_attention(pool, k, out, q, &kv[l], pos, n, HQ, &ap, nsplit) != XPI_OK) {
           fprintf(stderr, "attention failed\n");
           return 1;
         }

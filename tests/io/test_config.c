@@ -5,6 +5,9 @@
 
 #include "check.h"
 #include "model/config.h"
+#include "model/family.h"
+
+#define ARCH_IS(c, fam) (strcmp((c).family->name, #fam) == 0)
 
 static char *g_dir;
 
@@ -28,13 +31,13 @@ static void bundled(void) {
   /* tinyfortunes: transformers 5 layout (rope_parameters, dtype) plus generation_config.json. */
   char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", src);
   CHECK_OK(xpi_config_load(dir, &c));
-  CHECK(c.arch == XPI_ARCH_QWEN3 && strcmp(c.model_type, "qwen3") == 0, "arch");
+  CHECK(ARCH_IS(c, qwen3) && strcmp(c.model_type, "qwen3") == 0, "arch");
   CHECK(c.vocab_size == 4096 && c.hidden_size == 256 && c.intermediate_size == 768 && c.n_layers == 4, "sizes");
   CHECK(c.n_heads == 4 && c.n_kv_heads == 2 && c.head_dim == 64 && c.max_position_embeddings == 1024, "heads");
   CHECK(c.rms_norm_eps == 1e-6f && c.tie_word_embeddings == 1 && c.attention_bias == 0 && c.o_proj_bias == 0 &&
             c.qk_norm == 1,
         "flags");
-  CHECK(c.rope.type == XPI_ROPE_DEFAULT && c.rope.theta == 10000.0f && c.rope.head_dim == 64, "rope");
+  CHECK(c.rope[0].p.type == XPI_ROPE_DEFAULT && c.rope[0].p.theta == 10000.0f && c.rope[0].p.head_dim == 64, "rope");
   CHECK(c.torch_dtype == XPI_DT_BF16, "dtype");
   CHECK(c.bos_id == 4093 && c.n_eos == 1 && c.eos_ids[0] == 4093, "bos/eos");
   CHECK(c.gen_do_sample == 0 && c.gen_max_new_tokens == 64 && c.gen_temperature == 0 && c.gen_top_k == 0 &&
@@ -44,10 +47,10 @@ static void bundled(void) {
 
   dir = xpi_test_strf("%s/models/llama3-rope", data);
   CHECK_OK(xpi_config_load(dir, &c));
-  CHECK(c.arch == XPI_ARCH_LLAMA && c.vocab_size == 1000 && c.head_dim == 16 && c.qk_norm == 0, "llama3-rope");
-  CHECK(c.rope.type == XPI_ROPE_LLAMA3 && c.rope.theta == 500000.0f && c.rope.factor == 8.0f &&
-            c.rope.low_freq_factor == 1.0f && c.rope.high_freq_factor == 4.0f &&
-            c.rope.original_max_position_embeddings == 8192 && c.max_position_embeddings == 131072,
+  CHECK(ARCH_IS(c, llama) && c.vocab_size == 1000 && c.head_dim == 16 && c.qk_norm == 0, "llama3-rope");
+  CHECK(c.rope[0].p.type == XPI_ROPE_LLAMA3 && c.rope[0].p.theta == 500000.0f && c.rope[0].p.factor == 8.0f &&
+            c.rope[0].p.low_freq_factor == 1.0f && c.rope[0].p.high_freq_factor == 4.0f &&
+            c.rope[0].p.original_max_position_embeddings == 8192 && c.max_position_embeddings == 131072,
         "llama3 rope");
   CHECK(c.bos_id == 1 && c.n_eos == 1 && c.eos_ids[0] == 2 && c.tie_word_embeddings == 0, "ids");
   CHECK(c.gen_do_sample == -1, "no generation_config.json");
@@ -55,27 +58,27 @@ static void bundled(void) {
 
   dir = xpi_test_strf("%s/models/mistral", data);
   CHECK_OK(xpi_config_load(dir, &c));
-  CHECK(c.arch == XPI_ARCH_LLAMA && strcmp(c.model_type, "mistral") == 0 && c.rope.theta == 1000000.0f &&
-            c.rope.type == XPI_ROPE_DEFAULT && c.attention_bias == 0,
+  CHECK(ARCH_IS(c, mistral) && strcmp(c.model_type, "mistral") == 0 && c.rope[0].p.theta == 1000000.0f &&
+            c.rope[0].p.type == XPI_ROPE_DEFAULT && c.attention_bias == 0,
         "mistral");
   free(dir);
 
   /* The random models: values as their config.json files state them. */
   const char *models = xpi_test_env("XPI_MODELS_DIR");
-  struct { const char *name; xpi_arch arch; int vocab, hidden, layers, tie, bias; float theta; xpi_dtype dt; int bos, eos; } m[] = {
-      {"tiny-qwen3-f32", XPI_ARCH_QWEN3, 151936, 64, 2, 1, 0, 1e6f, XPI_DT_F32, 151643, 151645},
-      {"tiny-qwen3-bf16", XPI_ARCH_QWEN3, 151936, 64, 2, 1, 0, 1e6f, XPI_DT_BF16, 151643, 151645},
-      {"tiny-qwen2-f16", XPI_ARCH_QWEN2, 151936, 64, 2, 1, 1, 1e6f, XPI_DT_F16, 151643, 151645},
-      {"tiny-llama-bf16", XPI_ARCH_LLAMA, 128256, 64, 2, 0, 0, 5e5f, XPI_DT_BF16, 128000, 128001},
-      {"qwen3-0.6b-rand", XPI_ARCH_QWEN3, 151936, 1024, 28, 1, 0, 1e6f, XPI_DT_BF16, 151643, 151645},
+  struct { const char *name; const char *arch; int vocab, hidden, layers, tie, bias; float theta; xpi_dtype dt; int bos, eos; } m[] = {
+      {"tiny-qwen3-f32", "qwen3", 151936, 64, 2, 1, 0, 1e6f, XPI_DT_F32, 151643, 151645},
+      {"tiny-qwen3-bf16", "qwen3", 151936, 64, 2, 1, 0, 1e6f, XPI_DT_BF16, 151643, 151645},
+      {"tiny-qwen2-f16", "qwen2", 151936, 64, 2, 1, 1, 1e6f, XPI_DT_F16, 151643, 151645},
+      {"tiny-llama-bf16", "llama", 128256, 64, 2, 0, 0, 5e5f, XPI_DT_BF16, 128000, 128001},
+      {"qwen3-0.6b-rand", "qwen3", 151936, 1024, 28, 1, 0, 1e6f, XPI_DT_BF16, 151643, 151645},
   };
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
     dir = xpi_test_strf("%s/%s", models, m[i].name);
     CHECK_OK(xpi_config_load(dir, &c));
-    CHECK(c.arch == m[i].arch && c.vocab_size == m[i].vocab && c.hidden_size == m[i].hidden &&
+    CHECK(!strcmp(c.family->name, m[i].arch) && c.vocab_size == m[i].vocab && c.hidden_size == m[i].hidden &&
               c.n_layers == m[i].layers && c.tie_word_embeddings == m[i].tie && c.attention_bias == m[i].bias &&
-              c.rope.theta == m[i].theta && c.torch_dtype == m[i].dt && c.bos_id == m[i].bos && c.n_eos == 1 &&
-              c.eos_ids[0] == m[i].eos && c.qk_norm == (m[i].arch == XPI_ARCH_QWEN3) && c.o_proj_bias == 0,
+              c.rope[0].p.theta == m[i].theta && c.torch_dtype == m[i].dt && c.bos_id == m[i].bos && c.n_eos == 1 &&
+              c.eos_ids[0] == m[i].eos && c.qk_norm == !strcmp(m[i].arch, "qwen3") && c.o_proj_bias == 0,
           "%s", m[i].name);
     free(dir);
   }
@@ -89,8 +92,8 @@ static void defaults(void) {
   xpi_config c;
   /* Minimal llama: every optional field at transformers' default. */
   if (load_text(BASE(""), NULL, &c) == XPI_OK) {
-    CHECK(c.arch == XPI_ARCH_LLAMA && c.n_kv_heads == 4 && c.head_dim == 16, "kv heads default, head_dim derived");
-    CHECK(c.rms_norm_eps == 1e-6f && c.rope.theta == 10000.0f && c.rope.type == XPI_ROPE_DEFAULT, "eps/theta");
+    CHECK(ARCH_IS(c, llama) && c.n_kv_heads == 4 && c.head_dim == 16, "kv heads default, head_dim derived");
+    CHECK(c.rms_norm_eps == 1e-6f && c.rope[0].p.theta == 10000.0f && c.rope[0].p.type == XPI_ROPE_DEFAULT, "eps/theta");
     CHECK(c.tie_word_embeddings == 0 && c.attention_bias == 0 && c.o_proj_bias == 0 && c.qk_norm == 0, "flags");
     CHECK(c.torch_dtype == XPI_DT_F32 && c.bos_id == -1 && c.n_eos == 0 && c.gen_do_sample == -1, "ids");
   }
@@ -99,14 +102,14 @@ static void defaults(void) {
                 "\"num_attention_heads\":4,\"intermediate_size\":128,\"vocab_size\":1000,"
                 "\"max_position_embeddings\":4096,\"attention_bias\":false}",
                 NULL, &c) == XPI_OK)
-    CHECK(c.arch == XPI_ARCH_QWEN2 && strcmp(c.model_type, "qwen2") == 0 && c.attention_bias == 1 &&
+    CHECK(ARCH_IS(c, qwen2) && strcmp(c.model_type, "qwen2") == 0 && c.attention_bias == 1 &&
               c.o_proj_bias == 0,
           "qwen2: q/k/v biases always, o_proj never");
   /* Qwen3Config's head_dim default is 128, not hidden/heads. */
   if (load_text("{\"model_type\":\"qwen3\",\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
                 "\"intermediate_size\":128,\"vocab_size\":1000,\"max_position_embeddings\":4096}",
                 NULL, &c) == XPI_OK)
-    CHECK(c.head_dim == 128 && c.rope.head_dim == 128 && c.qk_norm == 1, "qwen3 head_dim default");
+    CHECK(c.head_dim == 128 && c.rope[0].p.head_dim == 128 && c.qk_norm == 1, "qwen3 head_dim default");
   /* Llama with attention_bias: q/k/v and o all biased. */
   if (load_text(BASE(",\"attention_bias\":true,\"mlp_bias\":false"), NULL, &c) == XPI_OK)
     CHECK(c.attention_bias == 1 && c.o_proj_bias == 1, "llama attention_bias");
@@ -115,18 +118,18 @@ static void defaults(void) {
                      "\"factor\":32.0,\"low_freq_factor\":1.0,\"high_freq_factor\":4.0,"
                      "\"original_max_position_embeddings\":8192}"),
                 NULL, &c) == XPI_OK)
-    CHECK(c.rope.type == XPI_ROPE_LLAMA3 && c.rope.theta == 500000.0f && c.rope.factor == 32.0f &&
+    CHECK(c.rope[0].p.type == XPI_ROPE_LLAMA3 && c.rope[0].p.theta == 500000.0f && c.rope[0].p.factor == 32.0f &&
               c.torch_dtype == XPI_DT_F16,
           "rope_parameters llama3");
   /* transformers 4 legacy "type" key, and an explicit "default" with null scaling. */
   if (load_text(BASE(",\"rope_theta\":1e6,\"rope_scaling\":{\"type\":\"llama3\",\"factor\":8,\"low_freq_factor\":1,"
                      "\"high_freq_factor\":4,\"original_max_position_embeddings\":8192}"),
                 NULL, &c) == XPI_OK)
-    CHECK(c.rope.type == XPI_ROPE_LLAMA3 && c.rope.theta == 1e6f, "rope_scaling type");
+    CHECK(c.rope[0].p.type == XPI_ROPE_LLAMA3 && c.rope[0].p.theta == 1e6f, "rope_scaling type");
   if (load_text(BASE(",\"rope_theta\":1e6,\"rope_scaling\":null"), NULL, &c) == XPI_OK)
-    CHECK(c.rope.type == XPI_ROPE_DEFAULT && c.rope.theta == 1e6f, "null rope_scaling");
+    CHECK(c.rope[0].p.type == XPI_ROPE_DEFAULT && c.rope[0].p.theta == 1e6f, "null rope_scaling");
   if (load_text(BASE(",\"rope_scaling\":{\"rope_type\":\"default\"}"), NULL, &c) == XPI_OK)
-    CHECK(c.rope.type == XPI_ROPE_DEFAULT, "default rope_type");
+    CHECK(c.rope[0].p.type == XPI_ROPE_DEFAULT, "default rope_type");
   /* Sliding windows that never apply. */
   load_text("{\"model_type\":\"mistral\",\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,"
             "\"intermediate_size\":128,\"vocab_size\":1000,\"max_position_embeddings\":4096,\"sliding_window\":4096}",

@@ -206,8 +206,9 @@ static void test_attention(void) {
           bpair bq = bp(q, (size_t)n * hq * hd * 4), bk = bp(k, (size_t)n * hk * hd * 4), bv = bp(v, (size_t)n * hk * hd * 4);
           bpair bpos = bp(pos, (size_t)n * 4), bseq = bp(seq, (size_t)n * 4), out = bp(NULL, (size_t)n * hq * hd * 4);
           const xpi_kv_map mc = {bpos.c, bseq.c, btab.c, MB}, mx = {bpos.x, bseq.x, btab.x, MB};
-          CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, &mc, n, hq, hk, hd, scale, XPI_ATTN_EAGER));
-          CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, &mx, n, hq, hk, hd, scale, impls[ii]));
+          const xpi_attn_params apc = {scale, 0, 0, XPI_ATTN_EAGER}, apx = {scale, 0, 0, impls[ii]};
+          CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, &mc, n, hq, hk, hd, &apc));
+          CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, &mx, n, hq, hk, hd, &apx));
           float *hc, *hx;
           bp_get(&out, &hc, &hx);
           /* scores: |q.k| <= hd, error <= 2 hd u hd * scale; softmax is 1-Lipschitz in the max-norm of the
@@ -227,7 +228,8 @@ static void test_attention(void) {
   xpi_kv *kv = NULL;
   CHECK_OK(xpu->ops->kv_create(xpu, 1, 1, 4, 1, 512, XPI_DT_F32, &kv));
   const xpi_kv_map none = {NULL, NULL, NULL, 1};
-  CHECK_ERR(xpu->ops->attention(xpu, NULL, NULL, NULL, NULL, kv, 0, &none, 1, 1, 1, 512, 1.0f, XPI_ATTN_SDPA),
+  const xpi_attn_params ap1 = {1.0f, 0, 0, XPI_ATTN_SDPA};
+  CHECK_ERR(xpu->ops->attention(xpu, NULL, NULL, NULL, NULL, kv, 0, &none, 1, 1, 1, 512, &ap1),
             XPI_ERR_UNSUPPORTED, "head_dim 512");
   xpu->ops->kv_free(xpu, kv);
 }
@@ -245,6 +247,30 @@ static void test_elementwise(void) {
   /* exp within 3 ulp (OpenCL spec) plus a division and two products: relative error < 8 u + a bit */
   xt_close("swiglu", hx, hc, cnt, 1e-7f, 16 * U);
   free(hc), free(hx);
+  /* geglu, g in [-8, 8]: both sides within ~16 u (1 + |g|) |u| of the exact value (test_cpu_ops.c says why;
+   * OpenCL's tanh is allowed 5 ulp, hence 32), |g| <= 8 and |u| <= 1: 32 * 9 u absolute */
+  CHECK_OK(cpu->ops->geglu(cpu, out.c, bg.c, bu.c, n, f));
+  CHECK_OK(xpu->ops->geglu(xpu, out.x, bg.x, bu.x, n, f));
+  bp_get(&out, &hc, &hx);
+  xt_close("geglu", hx, hc, cnt, 32 * 9 * U, 0);
+  free(hc), free(hx);
+  /* softcap 5 over g in [-8, 8]: cap * tanh(x / cap), a division and tanh (<= 5 ulp) each side: 16 u * cap */
+  bpair bs = bp(g, cnt * 4);
+  CHECK_OK(cpu->ops->softcap(cpu, bs.c, (int64_t)cnt, 5.0f));
+  CHECK_OK(xpu->ops->softcap(xpu, bs.x, (int64_t)cnt, 5.0f));
+  bp_get(&bs, &hc, &hx);
+  xt_close("softcap", hx, hc, cnt, 16 * 5 * U, 0);
+  free(hc), free(hx);
+  CHECK_ERR(xpu->ops->softcap(xpu, bs.x, 1, -1.0f), XPI_ERR_INVALID_ARGUMENT, "softcap");
+  /* scale: one f32 product, exact (on the same inputs: the softcapped values differ by rounding) */
+  bp_free(&bs);
+  bs = bp(g, cnt * 4);
+  CHECK_OK(cpu->ops->scale(cpu, bs.c, (int64_t)cnt, 0.37f));
+  CHECK_OK(xpu->ops->scale(xpu, bs.x, (int64_t)cnt, 0.37f));
+  bp_get(&bs, &hc, &hx);
+  xt_close("scale", hx, hc, cnt, 0, 0);
+  free(hc), free(hx);
+  bp_free(&bs);
   CHECK_OK(cpu->ops->add(cpu, bg.c, bu.c, (int64_t)cnt));
   CHECK_OK(xpu->ops->add(xpu, bg.x, bu.x, (int64_t)cnt));
   bp_get(&bg, &hc, &hx);
@@ -454,8 +480,8 @@ static void step_ops(step_t *s) {
   CHECK_OK(xpu->ops->matmul(xpu, s->v, s->h, &s->wv, NULL, 1));
   CHECK_OK(xpu->ops->rope(xpu, s->q, s->k, s->pos, 1, S_HQ, S_HK, &rp, s->inv, NULL, NULL, 1e-6f));
   const xpi_kv_map map = {s->pos, s->seq, s->table, 1};
-  CHECK_OK(xpu->ops->attention(xpu, s->att, s->q, s->k, s->v, s->kv, 0, &map, 1, S_HQ, S_HK, S_HD, 0.25f,
-                               XPI_ATTN_FLASH));
+  const xpi_attn_params ap = {0.25f, 0, 0, XPI_ATTN_FLASH};
+  CHECK_OK(xpu->ops->attention(xpu, s->att, s->q, s->k, s->v, s->kv, 0, &map, 1, S_HQ, S_HK, S_HD, &ap));
   CHECK_OK(xpu->ops->argmax(xpu, s->tok, s->att, 1, S_HQ * S_HD));
 }
 

@@ -358,7 +358,10 @@ static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) 
 
 static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                                 int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
-                                float scale, xpi_attn_impl impl) {
+                                const xpi_attn_params *ap) {
+  if (ap->window < 0 || !(ap->softcap >= 0)) /* before anything is stored */
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: window %d / softcap %g must be >= 0", ap->window,
+                   (double)ap->softcap);
   if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
     return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
                    hk, hd, layer);
@@ -379,7 +382,7 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
                                      (int64_t)kv->block_size * hd, hd, (int64_t)hk * kv->block_size * hd,
                                      kv->block_shift};
   const xpi_cpu_attn_batch batch = {map->pos, map->seq, map->tables, map->max_blocks};
-  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, &batch, n, hq, scale, impl, 0);
+  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, &batch, n, hq, ap, 0);
 }
 
 /* ------------------------------------------------------------------ elementwise */
@@ -402,6 +405,38 @@ static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, con
   ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
   /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
   xpi_pool_run_n(impl_of(be)->pool, swiglu_run, &j, (int)(j.count / 2048 + 1));
+  return XPI_OK;
+}
+
+/* gelu_tanh(g) * u as torch's gelu(approximate="tanh") in f32: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
+static void geglu_run(void *ctx, int ith, int nth) {
+  ew_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  for (int64_t i = b; i < e; i++) {
+    const float g = j->a[i], inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+    j->out[i] = 0.5f * g * (1.0f + tanhf(inner)) * j->b[i];
+  }
+}
+
+static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
+  if (n <= 0 || f <= 0) return XPI_OK;
+  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
+  xpi_pool_run_n(impl_of(be)->pool, geglu_run, &j, (int)(j.count / 2048 + 1)); /* as swiglu */
+  return XPI_OK;
+}
+
+/* Runs once per step over the logits (or per layer over a few rows): a plain loop. */
+static xpi_status cpu_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
+  (void)be;
+  if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "softcap %g must be > 0", (double)cap);
+  for (int64_t i = 0; i < count; i++) x[i] = cap * tanhf(x[i] / cap);
+  return XPI_OK;
+}
+
+static xpi_status cpu_scale(xpi_backend *be, float *x, int64_t count, float s) {
+  (void)be;
+  for (int64_t i = 0; i < count; i++) x[i] *= s;
   return XPI_OK;
 }
 
@@ -547,6 +582,9 @@ static const xpi_backend_ops k_cpu_ops = {
   .rope = cpu_rope,
   .attention = cpu_attention,
   .swiglu = cpu_swiglu,
+  .geglu = cpu_geglu,
+  .softcap = cpu_softcap,
+  .scale = cpu_scale,
   .add = cpu_add,
   .argmax = cpu_argmax,
   .topk = cpu_topk,

@@ -13,7 +13,7 @@
 
 /* Every kernel the backend launches; names and tiers in xpu_kernels.c. */
 typedef enum xpu_kid {
-  XK_EMBED, XK_ADD, XK_SWIGLU, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
+  XK_EMBED, XK_ADD, XK_SWIGLU, XK_GEGLU, XK_SOFTCAP, XK_SCALE, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
   XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
   XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
   XK_MOE_ROUTE, XK_MOE_MATMUL, XK_MOE_COMBINE,
@@ -143,8 +143,11 @@ xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int
                     const xpi_weight *k_norm, float eps);
 xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                          int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
-                         float scale, xpi_attn_impl impl);
+                         const xpi_attn_params *ap);
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+xpi_status xpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+xpi_status xpu_softcap(xpi_backend *be, float *x, int64_t count, float cap);
+xpi_status xpu_scale(xpi_backend *be, float *x, int64_t count, float s);
 xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,

@@ -17,6 +17,8 @@ static const struct {
 } k_kernels[XK_COUNT] = {
   [XK_EMBED] = {"xpi_embed", 0},           [XK_ADD] = {"xpi_add", 0},
   [XK_SWIGLU] = {"xpi_swiglu", 0},         [XK_CONVERT] = {"xpi_convert", 0},
+  [XK_GEGLU] = {"xpi_geglu", 0},           [XK_SOFTCAP] = {"xpi_softcap", 0},
+  [XK_SCALE] = {"xpi_scale", 0},
   [XK_ARGMAX] = {"xpi_argmax", 0},         [XK_TOPK] = {"xpi_topk", 0},
   [XK_RMSNORM] = {"xpi_rmsnorm", 0},       [XK_ROPE] = {"xpi_rope", 0},
   [XK_GEMV_F32] = {"xpi_gemv_f32", 0},     [XK_GEMV_F16] = {"xpi_gemv_f16", 0},
