@@ -1,5 +1,5 @@
 /* Qwen3-MoE and Qwen2-MoE (tests/data/arch_models, random weights saved by transformers) against transformers'
- * float32 logits (tests/data/goldens/arch_moe.json) on the CPU: every attention implementation, every kernel
+ * float32 logits (tests/data/arch_models/goldens.json) on the CPU: every attention implementation, every kernel
  * table (XPI_CPU_ISA; tables this CPU lacks fall back to the best below) and the unfused reference path, with
  * the tolerance of goldens_common.h (1e-3: the same f32 math in other summation orders; the router's choices
  * only differ where two experts' logits are within rounding, which these prompts do not hit - a flipped
@@ -40,7 +40,7 @@ static void goldens(const cJSON *g, const char *name, const char *impl, const ch
   else unsetenv("XPI_CPU_ISA");
   xpi_model *m = load(dir, impl, NULL, use_kernels);
   const cJSON *mj = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "models"), name), *cs;
-  CHECK(mj != NULL, "model %s in arch_moe.json", name);
+  CHECK(mj != NULL, "model %s in arch_models/goldens.json", name);
   if (m && mj) {
     xpi_model_info info = {.struct_size = sizeof info};
     CHECK_OK(xpi_model_get_info(m, &info));
@@ -141,7 +141,7 @@ static void quantized(const cJSON *g, const char *name, const char *quant) {
 }
 
 int main(void) {
-  char *path = xpi_test_strf("%s/goldens/arch_moe.json", xpi_test_env("XPI_TEST_DATA"));
+  char *path = xpi_test_strf("%s/arch_models/goldens.json", xpi_test_env("XPI_TEST_DATA"));
   cJSON *g = xpi_test_load_json(path);
   static const char *impls[] = {"sdpa", "eager", "flash_attention_2"};
   static const char *isas[] = {"scalar", "avx2", "avxvnni", "avx512", "amx"};

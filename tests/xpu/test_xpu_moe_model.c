@@ -1,4 +1,4 @@
-/* Qwen3-MoE and Qwen2-MoE goldens (tests/data/goldens/arch_moe.json, transformers float32) on xpu:0 and with
+/* Qwen3-MoE and Qwen2-MoE goldens (tests/data/arch_models/goldens.json, transformers float32) on xpu:0 and with
  * device_map "auto" (layers split over the simulated devices, the residual stream handed over between them),
  * through the stock loader and zesim. Tolerance as in tests/model/goldens_common.h (1e-3; the XPU kernels'
  * other summation orders stay far inside it), greedy ids under teacher forcing where the margin is clear; the
@@ -12,7 +12,7 @@
 #include "xpu_load.h"
 
 static int goldens(void) {
-  char *path = xpi_test_strf("%s/goldens/arch_moe.json", xpi_test_env("XPI_TEST_DATA"));
+  char *path = xpi_test_strf("%s/arch_models/goldens.json", xpi_test_env("XPI_TEST_DATA"));
   cJSON *g = xpi_test_load_json(path);
   const struct { const char *name, *map, *impl; } runs[] = {
     {"tiny-qwen3_moe", NULL, "sdpa"}, {"tiny-qwen3_moe", NULL, "flash_attention_2"}, {"tiny-qwen3_moe", "auto", "sdpa"},
@@ -23,7 +23,7 @@ static int goldens(void) {
     xpi_model *m = NULL;
     rc = load(dir, "xpu:0", runs[i].map, runs[i].impl, &m);
     const cJSON *mj = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "models"), runs[i].name), *cs;
-    CHECK(mj != NULL, "model %s in arch_moe.json", runs[i].name);
+    CHECK(mj != NULL, "model %s in arch_models/goldens.json", runs[i].name);
     if (m && mj) {
       xpi_model_info info = {.struct_size = sizeof info};
       CHECK_OK(xpi_model_get_info(m, &info));

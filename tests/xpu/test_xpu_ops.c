@@ -5,6 +5,7 @@
 
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
+#include "ops/xpu/xpu_internal.h"
 #include "runtime/ze/ze_devices.h"
 #include "xpu_test_util.h"
 
@@ -191,6 +192,12 @@ static void test_attention(void) {
   for (int i = 0; i < 20; i++) pos2[i] = i, seq2[i] = 2;
   pos2[20] = 7, seq2[20] = 0, pos2[21] = 3, seq2[21] = 1;
   bpair btab = bp(tables, sizeof tables);
+  /* sliding windows (5 and 7: smaller than the 20-token prefill, crossing its block boundary at 16, and the
+   * decode of sequence 0 at position 7 over its cached prefix; 100: larger than every context) and logit
+   * softcaps (0.5 and 2 on q scaled by 8: scores of several units, heavily capped) */
+  const int32_t wins[5] = {0, 5, 100, 7, 0};
+  const float caps[5] = {0, 0, 0, 0.5f, 2.0f}, qms[5] = {1, 1, 1, 8, 8};
+  for (int vi = 0; vi < 5; vi++)
   for (int hi = 0; hi < 2; hi++)
     for (int ki = 0; ki < 2; ki++)
       for (int ii = 0; ii < 3; ii++) {
@@ -203,19 +210,34 @@ static void test_attention(void) {
           const int n = step == 0 ? 10 : 22;
           const int32_t *pos = step == 0 ? pos1 : pos2, *seq = step == 0 ? seq1 : seq2;
           float *q = xt_randv((size_t)n * hq * hd), *k = xt_randv((size_t)n * hk * hd), *v = xt_randv((size_t)n * hk * hd);
+          for (size_t e = 0; e < (size_t)n * hq * hd; e++) q[e] *= qms[vi];
+          if (step == 1 && wins[vi] > 0 && wins[vi] < 8) {
+            /* NaN over the rows of sequence 0 (block 4, positions 0..6 stored by step 0) before the window of its
+             * token at position 7: reading them would make its output NaN */
+            const size_t esz = xpi_dtype_size(kv_dts[ki]), row = (size_t)hk * hd * esz;
+            const size_t off = ((size_t)(1 * NB + 4) * 16) * row, len = (size_t)(8 - wins[vi]) * row;
+            unsigned char *nan = malloc(len);
+            memset(nan, 0xff, len); /* all-ones: a NaN in f32, f16 and bf16 */
+            CHECK_OK(xpu->ops->write(xpu, (unsigned char *)kvx->k + off, nan, len));
+            CHECK_OK(xpu->ops->write(xpu, (unsigned char *)kvx->v + off, nan, len));
+            free(nan);
+          }
           bpair bq = bp(q, (size_t)n * hq * hd * 4), bk = bp(k, (size_t)n * hk * hd * 4), bv = bp(v, (size_t)n * hk * hd * 4);
           bpair bpos = bp(pos, (size_t)n * 4), bseq = bp(seq, (size_t)n * 4), out = bp(NULL, (size_t)n * hq * hd * 4);
           const xpi_kv_map mc = {bpos.c, bseq.c, btab.c, MB}, mx = {bpos.x, bseq.x, btab.x, MB};
-          const xpi_attn_params apc = {scale, 0, 0, XPI_ATTN_EAGER}, apx = {scale, 0, 0, impls[ii]};
+          const xpi_attn_params apc = {scale, caps[vi], wins[vi], XPI_ATTN_EAGER};
+          const xpi_attn_params apx = {scale, caps[vi], wins[vi], impls[ii]};
           CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, &mc, n, hq, hk, hd, &apc));
           CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, &mx, n, hq, hk, hd, &apx));
           float *hc, *hx;
           bp_get(&out, &hc, &hx);
           /* scores: |q.k| <= hd, error <= 2 hd u hd * scale; softmax is 1-Lipschitz in the max-norm of the
            * scores to its weights' sum, and outputs are convex combinations of |v| <= 1 values: the output
-           * error is about the score error plus a few u. */
-          float tol = 2.0f * (float)hd * U * (float)hd * scale + 64 * U;
-          char *what = xpi_test_strf("attention %s hd=%d kv=%s step %d", names[ii], hd, xpi_dtype_name(kv_dts[ki]), step);
+           * error is about the score error plus a few u. q scaled by qm scales the score error; the softcap
+           * carries it with slope <= 1 and adds its own (division and tanh, <= 5 ulp in OpenCL): 16 u cap. */
+          float tol = 2.0f * (float)hd * U * (float)hd * scale * qms[vi] + 64 * U + 16 * U * caps[vi];
+          char *what = xpi_test_strf("attention %s hd=%d kv=%s step %d window %d softcap %g", names[ii], hd,
+                                     xpi_dtype_name(kv_dts[ki]), step, wins[vi], (double)caps[vi]);
           xt_close(what, hx, hc, (size_t)n * hq * hd, tol, 0);
           free(what), free(hc), free(hx), free(q), free(k), free(v);
           bp_free(&bq), bp_free(&bk), bp_free(&bv), bp_free(&bpos), bp_free(&bseq), bp_free(&out);

@@ -123,11 +123,9 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
   if (ap->window < 0 || !(ap->softcap >= 0))
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: attention: window %d / softcap %g must be >= 0", be->device,
                    ap->window, (double)ap->softcap);
-  if (ap->window > 0 || ap->softcap > 0)
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: attention: sliding window / logit softcap not implemented yet",
-                   be->device);
   if (n <= 0) return XPI_OK;
-  const float scale = ap->scale;
+  const float scale = ap->scale, softcap = ap->softcap;
+  const int window = ap->window;
   const xpi_attn_impl impl = ap->impl;
   size_t esz = xpi_dtype_size(kv->dtype);
   size_t layer_off = (size_t)layer * (size_t)kv->n_blocks * (size_t)kv->block_size * (size_t)hk * (size_t)hd * esz;
@@ -142,17 +140,17 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
     void *scores = NULL;
     XPI_TRY(xpu_scratch(be, (size_t)rows * ((size_t)mb << bshift) * sizeof(float), &scores));
     xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                   XA(hk), XA(hd), XA(scale), XA(scores)};
-    return xpu_launch(be, XK_EAGER, rows, 1, 1, 64, 1, 1, a, 15);
+                   XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(scores)};
+    return xpu_launch(be, XK_EAGER, rows, 1, 1, 64, 1, 1, a, 17);
   }
   if (impl == XPI_ATTN_FLASH) {
     xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(n),
-                   XA(hq), XA(hk), XA(hd), XA(scale)};
-    return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 15);
+                   XA(hq), XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
+    return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 17);
   }
   xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                 XA(hk), XA(hd), XA(scale)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 14);
+                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
+  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 16);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
