@@ -1,6 +1,7 @@
 /* The CPU backend's mixture-of-experts ops (moe_route, moe_matmul, moe_combine) against a plain double
  * reference, for use_kernels 0 and every ISA table (XPI_CPU_ISA) with 1 and 3 threads, experts f32/f16/bf16
- * and q8/q4, decode (n = 1) and prefill (n = 7: experts chosen by several tokens, one by none), inputs shared
+ * and q8/q4, decode (n = 1), a small batch (n = 3: experts chosen by two tokens, one dispatch for all) and prefill (n = 7: an
+ * expert chosen by 4 tokens, one by none), inputs shared
  * by a token's slots (in_k = 1, gate/up) and per slot (in_k = k, down), and out-of-range ids.
  *
  * Tolerances: the backend computes in f32. A dot of C <= 67 terms has an f32 rounding error below
@@ -105,7 +106,7 @@ static void test_matmul_dt(xpi_backend *be, xpi_dtype dt) {
   CHECK_OK(xpi_experts_create(be, &ex, (const void *const *)src, src_dt, E, ROWS, COLS, dt));
   CHECK(ex.dtype == dt && ex.n == E && ex.rows == ROWS && ex.cols == COLS, "experts: %s [%lld, %lld] x %d",
         xpi_dtype_name(ex.dtype), (long long)ex.rows, (long long)ex.cols, ex.n);
-  for (int n = 1; n <= 7; n += 6)
+  for (int n = 1; n <= 7; n += n == 1 ? 2 : 4) /* 1: decode; 3: fused GEMVs of gathered rows; 7: GEMMs */
     for (int ik = 1; ik <= K; ik += K - 1) {
       int32_t ids[7 * K];
       make_ids(ids, n);
