@@ -44,8 +44,12 @@ static void goldens(const cJSON *g, const char *name, const char *impl, const ch
   if (m && mj) {
     xpi_model_info info = {.struct_size = sizeof info};
     CHECK_OK(xpi_model_get_info(m, &info));
-    CHECK(strcmp(info.architecture, strstr(name, "qwen3") ? "qwen3_moe" : "qwen2_moe") == 0, "architecture %s",
-          info.architecture);
+    const int q2 = strstr(name, "qwen2") != NULL;
+    CHECK(strcmp(info.architecture, q2 ? "qwen2_moe" : "qwen3_moe") == 0, "architecture %s", info.architecture);
+    CHECK(info.n_experts == 4 && info.n_experts_per_tok == 2 && info.moe_intermediate_size == 64 &&
+              info.n_moe_layers == 4 && info.shared_expert_intermediate_size == (q2 ? 96 : 0),
+          "%s: model info experts %d, per token %d, size %d, MoE layers %d, shared %d", name, info.n_experts,
+          info.n_experts_per_tok, info.moe_intermediate_size, info.n_moe_layers, info.shared_expert_intermediate_size);
     int compared = 0, total = 0;
     cJSON_ArrayForEach(cs, cJSON_GetObjectItem(mj, "cases")) {
       compared += check_case(m, name, impl, cs->string, cs);
