@@ -11,6 +11,15 @@
 
 /* ------------------------------------------------------------------ config */
 
+void xpi_family_defaults(const cJSON *root, xpi_config *c, double rms_norm_eps, double rope_theta) {
+  if (!xpi_cfg_get(root, "rms_norm_eps")) c->rms_norm_eps = (float)rms_norm_eps;
+  const cJSON *rp = xpi_cfg_get(root, "rope_parameters");
+  if (!rp) rp = xpi_cfg_get(root, "rope_scaling");
+  if (xpi_cfg_get(root, "rope_theta") || (rp && xpi_cfg_get(rp, "rope_theta"))) return;
+  if (rp && (xpi_cfg_get(rp, "full_attention") || xpi_cfg_get(rp, "sliding_attention"))) return;
+  c->rope[0].p.theta = (float)rope_theta;
+}
+
 xpi_status xpi_parse_llama_like(const char *path, const cJSON *root, xpi_config *c) {
   XPI_TRY(xpi_cfg_act(path, root, "hidden_act", XPI_ACT_SILU, &c->act));
   int ab = 0;
@@ -181,8 +190,6 @@ xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm
   f->pending = branch;
   return XPI_OK;
 }
-
-xpi_status xpi_blk_scale(xpi_fwd *f, float *x, int64_t count, float s) { return xpi_op_scale(f->be, x, count, s); }
 
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L) {
   XPI_TRY(xpi_blk_norm_in(f, &L->attn_norm));

@@ -57,6 +57,9 @@ const char *xpi_family_types(void);         /* "llama, mistral, ..." for message
 const char *xpi_family_archs(void);
 
 /* ---- config pieces every family shares (blocks.c) */
+/* The config class's defaults where they differ from the common ones (rms_norm_eps 1e-6, rope_theta 1e4),
+ * applied only when config.json does not give the field (top level or in rope_parameters/rope_scaling). */
+void xpi_family_defaults(const cJSON *root, xpi_config *c, double rms_norm_eps, double rope_theta);
 /* Llama-like defaults: attention_bias (q/k/v/o), mlp_bias refused, silu, no q/k norm, tie flag. */
 xpi_status xpi_parse_llama_like(const char *path, const cJSON *root, xpi_config *c);
 
@@ -91,8 +94,6 @@ xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
 /* A branch's output becomes pending: post-norm it first when post_norm is given (rows > 0), then times the
  * config's residual_scale. */
 xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm);
-/* x * s in place (a no-op for s == 1). */
-xpi_status xpi_blk_scale(xpi_fwd *f, float *x, int64_t count, float s);
 /* The pre-norm decoder layer of Llama and most families: h = norm(x); x += [post_norm](attn(h)); h = norm(x);
  * x += [post_norm](mlp(h)), with the post-norms of Gemma 2/3 where the layer has them. */
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L);

@@ -77,7 +77,9 @@ typedef struct xpi_kv xpi_kv;
  * replays with new contents); the ints are fixed for the cache. Token i of the step belongs to the sequence
  * whose block table is row seq[i] of tables, at position pos[i] of that sequence: its K/V go to slot
  * pos[i] % block_size of block tables[seq[i] * max_blocks + pos[i] / block_size], and it attends to the
- * positions 0..pos[i] of the same sequence (written by earlier steps or by this one). */
+ * positions 0..pos[i] of the same sequence (written by earlier steps or by this one); with a sliding window
+ * only pos[i]-window+1..pos[i], and the table entries of the blocks before that are never read (they may be
+ * stale: a cache that keeps only the window may have reused those blocks). */
 typedef struct xpi_kv_map {
   const int32_t *pos;     /* [n] */
   const int32_t *seq;     /* [n] */

@@ -301,6 +301,11 @@ int main(void) {
       attn_batch_w(pool, dts[d], 64, 2, 1, &L, &one, shifts[w % 4], w % 4 == 3, wins[w], cap, 0);
       attn_batch_w(pool, dts[d], 80, 4, 1, &L, &n19, shifts[(w + 1) % 4], (w + 1) % 4 == 3, wins[w], cap, 0);
       attn_batch_w(pool, dts[d], 128, 1, 1, &L, &n19, 4, 0, wins[w], 0, 0);
+      /* a two-row tile of two tokens (AVX2 direct path) whose windows start at different keys: 18 tokens of
+       * group 1 leave a last tile of two, and a 2-token step */
+      const int32_t n18 = 18, n2 = 2;
+      attn_batch_w(pool, dts[d], 64, 1, 1, &L, &n18, 4, 0, wins[w], cap, 0);
+      attn_batch_w(pool, dts[d], 64, 1, 1, &L, &n2, 5, 0, wins[w], 0, 0);
     }
   for (int d = 0; d < 3; d++) {
     const int32_t L = 1100, one = 1, three = 3;

@@ -248,6 +248,25 @@ static void vec_cases(const xpi_cpu_kernels *k) {
     bad = 0;
     for (int64_t i = 0; i < m && !bad; i++) bad = fabs((double)y1[i] - y2[i]) > 8 * ldexp(fabs(y2[i]), -23) + 1e-37;
     CHECK(!bad, "%s swiglu m=%lld", k->isa, (long long)m);
+    /* geglu over [-20, 20] (both tails saturated): inner carries a few u relative, tanh's slope (1 - t^2) times
+     * |inner| is <= 0.45, tanhf ~2 ulp, the vector tanh ~4 u absolutely, and 1 + t passes that absolute error
+     * on, times 0.5 |g| |u|: 16 u (1 + |g|) |u| between any two tables */
+    k->geglu(y1, ua, ub, m);
+    ref->geglu(y2, ua, ub, m);
+    bad = 0;
+    for (int64_t i = 0; i < m && !bad; i++)
+      bad = !(fabs((double)y1[i] - y2[i]) <= 16 * ldexp(1.0, -24) * (1 + fabs(ua[i])) * fabs(ub[i]) + 1e-37);
+    CHECK(!bad, "%s geglu m=%lld", k->isa, (long long)m);
+    /* softcap 7 over [-20, 20] with a NaN: tanhf ~2 ulp, the vector tanh ~4 u absolutely, the division u, times
+     * the cap: 8 u cap between any two tables; the NaN stays NaN (argmax's check of broken logits) */
+    memcpy(y1, ua, sizeof(float) * (size_t)m); memcpy(y2, ua, sizeof(float) * (size_t)m);
+    y1[m / 2] = y2[m / 2] = NAN;
+    k->softcap(y1, m, 7.0f);
+    ref->softcap(y2, m, 7.0f);
+    bad = !isnan(y1[m / 2]);
+    for (int64_t i = 0; i < m && !bad; i++)
+      bad = i != m / 2 && !(fabs((double)y1[i] - y2[i]) <= 8 * ldexp(1.0, -24) * 7.0);
+    CHECK(!bad, "%s softcap m=%lld", k->isa, (long long)m);
     free(a); free(b); free(y1); free(y2);
   }
 }

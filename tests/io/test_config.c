@@ -1,6 +1,7 @@
 /* config.json / generation_config.json: the bundled and reference models read to the values their files hold,
  * and the transformers defaults where a field is absent (values written out by hand from the files and from
- * transformers' config classes: LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config). */
+ * transformers' config classes). */
+#include <math.h>
 #include <string.h>
 
 #include "check.h"
@@ -158,10 +159,86 @@ static void defaults(void) {
     CHECK(c.n_eos == 1 && c.eos_ids[0] == 3 && c.bos_id == -1, "null ids");
 }
 
+/* The families of issue 15: defaults of their config classes where a field is absent (Gemma2Config,
+ * Gemma3TextConfig, GraniteConfig, Phi3Config, SmolLM3Config, Qwen2Config, MistralConfig), per-layer layouts. */
+#define FAM(type, arch, extra)                                                                                     \
+  "{\"model_type\":\"" type "\",\"architectures\":[\"" arch "\"],\"hidden_size\":64,\"num_hidden_layers\":4,"          \
+  "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"intermediate_size\":128,\"vocab_size\":1000,"              \
+  "\"max_position_embeddings\":4096" extra "}"
+
+static void families(void) {
+  xpi_config c;
+  if (load_text(FAM("gemma2", "Gemma2ForCausalLM", ""), NULL, &c) == XPI_OK) {
+    CHECK(c.head_dim == 256 && c.attn_softcap == 50.0f && c.final_softcap == 30.0f && c.sliding_window == 4096 &&
+              c.tie_word_embeddings == 1 && c.norm_plus_one && c.act == XPI_ACT_GELU_TANH &&
+              c.attn_scale == 1.0f / 16.0f && c.embed_scale == 8.0f,
+          "gemma2 defaults: hd %d caps %g %g window %d", c.head_dim, c.attn_softcap, c.final_softcap, c.sliding_window);
+    CHECK(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3], "gemma2 even layers slide");
+  }
+  if (load_text(FAM("gemma2", "Gemma2ForCausalLM", ",\"attn_logit_softcapping\":null,\"final_logit_softcapping\":null,"
+                                                  "\"head_dim\":16,\"query_pre_attn_scalar\":64"),
+                NULL, &c) == XPI_OK)
+    CHECK(c.attn_softcap == 0 && c.final_softcap == 0 && c.attn_scale == 0.125f, "gemma2 null softcaps: none");
+  if (load_text(FAM("gemma3_text", "Gemma3ForCausalLM", ",\"head_dim\":16,\"sliding_window_pattern\":2,"
+                                                        "\"rope_theta\":1e6,\"rope_local_base_freq\":1e4,"
+                                                        "\"rope_scaling\":{\"rope_type\":\"linear\",\"factor\":8.0}"),
+                NULL, &c) == XPI_OK) {
+    CHECK(c.attn_softcap == 0 && c.final_softcap == 0 && c.qk_norm == XPI_QK_PER_HEAD, "gemma3: no softcaps, q/k norm");
+    CHECK(c.layer_sliding[0] && !c.layer_sliding[1] && c.layer_sliding[2] && !c.layer_sliding[3], "gemma3 pattern 2");
+    CHECK(c.n_rope == 2 && c.rope[0].p.theta == 1e6f && c.rope[0].linear_factor == 8.0f && c.rope[1].p.theta == 1e4f &&
+              c.rope[1].linear_factor == 1.0f,
+          "gemma3 v4 rope: global scaled, local base unscaled");
+  }
+  if (load_text(FAM("gemma3_text", "Gemma3ForCausalLM", ",\"head_dim\":16,\"rope_parameters\":{\"full_attention\":"
+                                                        "{\"rope_type\":\"linear\",\"factor\":8.0,\"rope_theta\":1e6},"
+                                                        "\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":1e4}}"),
+                NULL, &c) == XPI_OK)
+    CHECK(c.n_rope == 2 && c.rope[0].p.theta == 1e6f && c.rope[0].linear_factor == 8.0f && c.rope[1].p.theta == 1e4f,
+          "gemma3 v5 per-layer-type rope_parameters");
+  if (load_text(FAM("olmo2", "Olmo2ForCausalLM", ""), NULL, &c) == XPI_OK)
+    CHECK(c.rms_norm_eps == 1e-5f && c.qk_norm == XPI_QK_WHOLE && c.rope[0].p.theta == 1e4f, "olmo2 defaults");
+  if (load_text(FAM("phi3", "Phi3ForCausalLM", ",\"rms_norm_eps\":1e-6"), NULL, &c) == XPI_OK)
+    CHECK(c.rms_norm_eps == 1e-6f, "phi3: a given rms_norm_eps wins over the class default");
+  if (load_text(FAM("smollm3", "SmolLM3ForCausalLM", ""), NULL, &c) == XPI_OK)
+    CHECK(c.rope[0].p.theta == 2e6f && c.layer_norope[3] && !c.layer_norope[2], "smollm3 defaults");
+  if (load_text(FAM("gemma3_text", "Gemma3ForCausalLM", ",\"head_dim\":16"), NULL, &c) == XPI_OK)
+    CHECK(c.rope[0].p.theta == 1e6f && c.rope[1].p.theta == 1e4f && c.layer_sliding[0] && c.layer_sliding[3],
+          "gemma3 defaults: bases 1e6 / 1e4, pattern 6");
+  if (load_text(FAM("granite", "GraniteForCausalLM", ",\"embedding_multiplier\":12,\"residual_multiplier\":0.25,"
+                                                     "\"attention_multiplier\":0.5,\"logits_scaling\":4"),
+                NULL, &c) == XPI_OK)
+    CHECK(c.embed_scale == 12.0f && c.residual_scale == 0.25f && c.attn_scale == 0.5f && c.logit_scale == 0.25f,
+          "granite multipliers");
+  if (load_text(FAM("smollm3", "SmolLM3ForCausalLM", ",\"no_rope_layer_interval\":2"), NULL, &c) == XPI_OK)
+    CHECK(!c.layer_norope[0] && c.layer_norope[1] && !c.layer_norope[2] && c.layer_norope[3] && c.tie_word_embeddings,
+          "smollm3 interval 2: layers 1 and 3 without RoPE");
+  if (load_text(FAM("qwen2", "Qwen2ForCausalLM", ",\"sliding_window\":128,\"use_sliding_window\":true,"
+                                                 "\"max_window_layers\":2"),
+                NULL, &c) == XPI_OK)
+    CHECK(c.sliding_window == 128 && !c.layer_sliding[1] && c.layer_sliding[2] && c.layer_sliding[3],
+          "qwen2: layers >= max_window_layers slide");
+  if (load_text(FAM("mistral", "MistralForCausalLM", ",\"sliding_window\":4096"), NULL, &c) == XPI_OK)
+    CHECK(c.sliding_window == 4096 && c.layer_sliding[0] && c.layer_sliding[3], "mistral: every layer");
+  /* Phi-3 longrope: factor = max / original = 4 gives attention_factor sqrt(1 + ln 4 / ln 1024) (transformers'
+   * _compute_longrope_parameters), folded squared into the attention scale; the context stops at 1024. */
+  if (load_text(FAM("phi3", "Phi3ForCausalLM", ",\"original_max_position_embeddings\":1024,\"rope_scaling\":{"
+                                               "\"type\":\"longrope\",\"short_factor\":[1,1,1,1,1,1,1,2],"
+                                               "\"long_factor\":[2,2,2,2,2,2,2,2]}"),
+                NULL, &c) == XPI_OK) {
+    double af = sqrt(1.0 + log(4.0) / log(1024.0));
+    CHECK(fabs(c.rope[0].attention_factor - af) < 1e-6 && fabs(c.attn_scale - af * af / 4.0) < 1e-6 &&
+              c.rope[0].has_ext && c.rope[0].ext[7] == 2.0f,
+          "phi3 longrope: attention factor %g scale %g", c.rope[0].attention_factor, c.attn_scale);
+    CHECK(c.max_position_embeddings == 1024 && c.longrope_long_ctx == 4096, "longrope context: %d",
+          c.max_position_embeddings);
+  }
+}
+
 int main(void) {
   g_dir = xpi_test_tmpdir("cfg");
   bundled();
   defaults();
+  families();
   remove(g_dir);
   free(g_dir);
   return xpi_test_done();

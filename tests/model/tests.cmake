@@ -70,3 +70,12 @@ if(TARGET ze_zesim)
   set_tests_properties(model/test_arch_goldens_xpu model/test_arch_goldens_xpu_map
     PROPERTIES LABELS "model;xpu" ENVIRONMENT "${XPI_ARCH_XPU_ENV}")
 endif()
+
+# mkrandmodel --arch for every family (the generator of issue 15's bench models) writes what the loader reads.
+foreach(arch mistral smollm3 granite phi3 olmo2 gemma2 gemma3_text)
+  add_test(NAME model/mkrandmodel_${arch}
+    COMMAND ${CMAKE_COMMAND} -DMKRANDMODEL=$<TARGET_FILE:mkrandmodel> -DCLI=$<TARGET_FILE:xpuinfer_cli> -DARCH=${arch}
+            -DOUT=${PROJECT_BINARY_DIR}/rand-arch -DDATA=${PROJECT_SOURCE_DIR}/tests/data
+            -P ${PROJECT_SOURCE_DIR}/tests/tools/mkrandmodel_arch.cmake)
+  set_tests_properties(model/mkrandmodel_${arch} PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}")
+endforeach()

@@ -254,6 +254,19 @@ static void test_attention(xpi_backend *be) {
             }
           }
       }
+      if (win > 0 && win <= BS) { /* the entries before the window's block are never read: -1 there is fine */
+        int32_t p44 = CTX - 1, s0 = 0;
+        const int32_t stale[MB] = {-1, -1, tables[0][2]};
+        const xpi_kv_map full = {&p44, &s0, &tables[0][0], MB}, cut = {&p44, &s0, stale, MB};
+        static float O2[HQ * HD];
+        memcpy(qs, Q[0] + p44 * HQ * HD, sizeof(float) * HQ * HD);
+        memcpy(ks, K[0] + p44 * HK * HD, sizeof(float) * HK * HD);
+        memcpy(vs, Vv[0] + p44 * HK * HD, sizeof(float) * HK * HD);
+        CHECK_OK(be->ops->attention(be, O, qs, ks, vs, kv, 1, &full, 1, HQ, HK, HD, &ap));
+        CHECK_OK(be->ops->attention(be, O2, qs, ks, vs, kv, 1, &cut, 1, HQ, HK, HD, &ap));
+        CHECK(memcmp(O, O2, sizeof O2) == 0, "window %d: stale table entries before the window changed the output",
+              win);
+      }
       int32_t far = MB * BS, zero = 0;
       const xpi_kv_map bad = {&far, &zero, &tables[0][0], MB};
       CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad, 1, HQ, HK, HD, &ap),
@@ -295,9 +308,11 @@ static void test_elementwise(xpi_backend *be) {
   /* softcap 30 over [-200, 200] and +-inf: cap * tanh(x / cap), the division and tanh a few u each, times cap */
   const float cap = 30;
   for (int i = 0; i < 7 * 37; i++) o[i] = a[i] = g[i] * 200;
-  o[3] = a[3] = INFINITY, o[4] = a[4] = -INFINITY;
+  o[3] = a[3] = INFINITY, o[4] = a[4] = -INFINITY, o[5] = a[5] = NAN;
   CHECK_OK(be->ops->softcap(be, o, 7 * 37, cap));
+  CHECK(isnan(o[5]), "softcap of NaN: %g (broken logits must stay visible to argmax)", o[5]);
   for (int i = 0; i < 7 * 37; i++) {
+    if (i == 5) continue;
     const double want = cap * tanh((double)a[i] / cap);
     CHECK(fabs(o[i] - want) <= 8 * 0x1p-24 * cap, "softcap %d (x %g): %.9g vs %.9g", i, a[i], o[i], want);
   }

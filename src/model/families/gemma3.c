@@ -9,6 +9,7 @@ static xpi_status parse(const char *path, const cJSON *root, xpi_config *c) {
   int have_types = 0;
   XPI_TRY(xpi_parse_gemma_like(path, root, c, 0.0, 0.0, &have_types));
   c->qk_norm = XPI_QK_PER_HEAD;
+  xpi_family_defaults(root, c, 1e-6, 1000000.0); /* Gemma3TextConfig: the global layers' base */
   if (!have_types) {
     int32_t pattern = 6; /* Gemma3TextConfig default */
     XPI_TRY(xpi_cfg_int(path, root, "_sliding_window_pattern", 1, INT32_MAX, &pattern));

@@ -7,6 +7,7 @@
 static xpi_status parse(const char *path, const cJSON *root, xpi_config *c) {
   XPI_TRY(xpi_parse_llama_like(path, root, c));
   c->qk_norm = XPI_QK_WHOLE;
+  xpi_family_defaults(root, c, 1e-5, 10000.0); /* Olmo2Config */
   return XPI_OK;
 }
 

@@ -7,6 +7,7 @@
 static xpi_status parse(const char *path, const cJSON *root, xpi_config *c) {
   XPI_TRY(xpi_parse_llama_like(path, root, c));
   c->attention_bias = c->o_proj_bias = 0; /* Phi3Attention has no biases */
+  xpi_family_defaults(root, c, 1e-5, 10000.0); /* Phi3Config */
   return xpi_cfg_window_all(path, root, c);
 }
 

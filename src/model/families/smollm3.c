@@ -7,6 +7,7 @@
 static xpi_status parse(const char *path, const cJSON *root, xpi_config *c) {
   XPI_TRY(xpi_parse_llama_like(path, root, c));
   if (!xpi_cfg_get(root, "tie_word_embeddings")) c->tie_word_embeddings = 1;
+  xpi_family_defaults(root, c, 1e-6, 2000000.0); /* SmolLM3Config */
   XPI_TRY(xpi_cfg_qwen_window(path, root, c));
   const cJSON *nr = xpi_cfg_get(root, "no_rope_layers");
   if (nr) {

@@ -338,17 +338,22 @@ static size_t kv_off(const xpi_kv *kv, int32_t layer, int32_t block, int32_t h, 
               (size_t)kv->block_size + (size_t)r) * (size_t)kv->hd;
 }
 
-/* The map is built by the engine; check it anyway (a bad block id would write outside the pool). */
-static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) {
+/* The map is built by the engine; check it anyway (a bad block id would write outside the pool). Only the
+ * blocks the step reads: with a sliding window, the entries before a token's window may be stale. */
+static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n, int32_t window) {
   const int64_t max_pos = (int64_t)map->max_blocks * kv->block_size;
+  int32_t run_first = 0; /* the first key of the run's first token (positions rise along a run) */
   for (int32_t t = 0; t < n; t++) {
     if (map->pos[t] < 0 || map->pos[t] >= max_pos || map->seq[t] < 0)
       return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV block table (%lld positions)", map->pos[t],
                      (long long)max_pos);
-    /* the blocks token t reads: all of its sequence's up to its position (checked once per run of tokens) */
+    if (t == 0 || map->seq[t - 1] != map->seq[t] || map->pos[t - 1] > map->pos[t])
+      run_first = window > 0 && map->pos[t] >= window ? map->pos[t] - window + 1 : 0;
+    /* the blocks token t reads: its sequence's from its window's first up to its position (checked once per run
+     * of tokens) */
     if (t + 1 < n && map->seq[t + 1] == map->seq[t] && map->pos[t + 1] >= map->pos[t]) continue;
     const int32_t *tbl = map->tables + (size_t)map->seq[t] * (size_t)map->max_blocks;
-    for (int32_t b = 0; b <= map->pos[t] >> kv->block_shift; b++)
+    for (int32_t b = run_first >> kv->block_shift; b <= map->pos[t] >> kv->block_shift; b++)
       if (tbl[b] < 0 || tbl[b] >= kv->n_blocks)
         return xpi_err(XPI_ERR_INTERNAL, "attention: block %d of sequence row %d is %d, outside the pool of %d", b,
                        map->seq[t], tbl[b], kv->n_blocks);
@@ -365,7 +370,7 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
   if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
     return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
                    hk, hd, layer);
-  XPI_TRY(check_map(kv, map, n));
+  XPI_TRY(check_map(kv, map, n, ap->window));
   const xpi_cpu_kernels *ks = impl_of(be)->k;
   const size_t esz = xpi_dtype_size(kv->dtype);
   const int32_t mask = kv->block_size - 1;
@@ -408,15 +413,11 @@ static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, con
   return XPI_OK;
 }
 
-/* gelu_tanh(g) * u as torch's gelu(approximate="tanh") in f32: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
 static void geglu_run(void *ctx, int ith, int nth) {
   ew_job *j = ctx;
   int64_t b, e;
   xpi_pool_range(j->count, ith, nth, 16, &b, &e);
-  for (int64_t i = b; i < e; i++) {
-    const float g = j->a[i], inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
-    j->out[i] = 0.5f * g * (1.0f + tanhf(inner)) * j->b[i];
-  }
+  if (b < e) j->k->geglu(j->out + b, j->a + b, j->b + b, e - b);
 }
 
 static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
@@ -426,17 +427,40 @@ static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, cons
   return XPI_OK;
 }
 
-/* Runs once per step over the logits (or per layer over a few rows): a plain loop. */
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *x;
+  int64_t count;
+  float a;
+} inplace_job;
+
+static void softcap_run(void *ctx, int ith, int nth) {
+  inplace_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->softcap(j->x + b, e - b, j->a);
+}
+
+static void scale_run(void *ctx, int ith, int nth) {
+  inplace_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->scale(j->x + b, j->a, e - b);
+}
+
+/* Over the logits once a step (a Gemma vocabulary is 256k: worth the vector tanh and the pool). */
 static xpi_status cpu_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
-  (void)be;
   if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "softcap %g must be > 0", (double)cap);
-  for (int64_t i = 0; i < count; i++) x[i] = cap * tanhf(x[i] / cap);
+  if (count <= 0) return XPI_OK;
+  inplace_job j = {impl_of(be)->k, x, count, cap};
+  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as swiglu */
   return XPI_OK;
 }
 
 static xpi_status cpu_scale(xpi_backend *be, float *x, int64_t count, float s) {
-  (void)be;
-  for (int64_t i = 0; i < count; i++) x[i] *= s;
+  if (count <= 0) return XPI_OK;
+  inplace_job j = {impl_of(be)->k, x, count, s};
+  xpi_pool_run_n(impl_of(be)->pool, scale_run, &j, (int)(count / 8192 + 1)); /* one multiply an element */
   return XPI_OK;
 }
 

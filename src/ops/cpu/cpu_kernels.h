@@ -113,6 +113,9 @@ typedef struct xpi_cpu_kernels {
   /* out = x * rsqrt(mean(x^2)+eps) * w, w in wdt (f32/bf16/f16) */
   void (*rmsnorm_row)(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps);
   void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
+  /* out = gelu_tanh(gate) * up: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) u, torch's approximate="tanh" */
+  void (*geglu)(float *out, const float *gate, const float *up, int64_t n);
+  void (*softcap)(float *x, int64_t n, float cap);                      /* x = cap * tanh(x / cap); NaN stays */
   /* dst[i] = src[i] in dt (XPI_DT_F16 or XPI_DT_BF16), bit for bit as xpi_f32_to_f16 / xpi_f32_to_bf16 (NaN
    * payloads aside): the KV cache store */
   void (*to_half)(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt);
