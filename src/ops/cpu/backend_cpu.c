@@ -16,6 +16,7 @@
 #include "ops/cpu/matmul_cpu.h"
 #include "ops/cpu/moe_cpu.h"
 #include "ops/cpu/quant_weight.h"
+#include "ops/cpu/weight_arena.h"
 #include "ops/half.h"
 #include "ops/ops.h"
 
@@ -140,7 +141,8 @@ static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
 
 static void cpu_weight_free(xpi_backend *be, xpi_weight *w) {
   if (!w) return;
-  cpu_free(be, w->owned);
+  if (w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4) xpi_cpu_wfree(w->owned); /* quant_weight.c: the arena */
+  else cpu_free(be, w->owned);
   memset(w, 0, sizeof *w);
 }
 

@@ -464,7 +464,7 @@ static void gemv_bf16_t(float *Y, int64_t ldy, const float *X, int32_t n, const 
   (void)aux;
   gemv_bf16(Y, ldy, X, n, W, r0, r1, cols);
 }
-Q256_GEMV(gemv, q256_prep, q256_row, NULL)
+Q256_GEMV(gemv, q256_prep, q256_row, q256_rows)
 
 /* ------------------------------------------------------------------ vector kernels */
 static float dot_avx2(const float *a, const float *b, int64_t n) {
