@@ -228,7 +228,7 @@ XPI_API const xpi_tokenizer *xpi_model_tokenizer(const xpi_model *model);
 
 typedef struct xpi_model_info {
   size_t struct_size;
-  char architecture[64];     /* "qwen3", "qwen2", "llama" */
+  char architecture[64];     /* "qwen3", "qwen2", "llama", "qwen3_moe", "qwen2_moe" */
   char device[64];           /* "cpu", "xpu:0", "xpu:0-2" with a device map */
   char weight_dtype[16];     /* "bf16", "f16", "f32", "q8", "q4" */
   char attn_implementation[32];
@@ -240,6 +240,10 @@ typedef struct xpi_model_info {
   char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
                               * matmuls run on, e.g. "auto (bf16: decode avx2, 4-64 tokens avx512, prefill
                               * amx-bf16x3)": the batched decode of 4-64 tokens (float weights); XPU: "" */
+  /* Mixture of experts (qwen2_moe, qwen3_moe; all 0 for dense models): n_moe_layers of the n_layers have
+   * n_experts experts of moe_intermediate_size, n_experts_per_tok of them run per token (a decode step reads
+   * only those), plus a shared expert of shared_expert_intermediate_size on every token (qwen2_moe). */
+  int32_t n_experts, n_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size, n_moe_layers;
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
 

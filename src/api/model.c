@@ -228,6 +228,11 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   memcpy(i->eos_ids, m->cfg.eos_ids, (size_t)i->n_eos * sizeof(int32_t));
   i->bos_id = m->cfg.bos_id;
   i->weight_bytes = m->w.bytes;
+  i->n_experts = m->cfg.n_experts;
+  i->n_experts_per_tok = m->cfg.n_experts_per_tok;
+  i->moe_intermediate_size = m->cfg.moe_intermediate_size;
+  i->shared_expert_intermediate_size = m->cfg.shared_expert_intermediate_size;
+  for (int32_t l = 0; l < m->cfg.n_layers; l++) i->n_moe_layers += m->cfg.n_experts > 0 && m->cfg.layer_moe[l];
   return XPI_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "model/moe.h"
 #include "model/family.h"
 #include "ops/half.h"
 
@@ -23,6 +24,7 @@ typedef struct dev_state {
   int32_t *tok;                             /* [max_out] greedy tokens on the last device */
   int32_t *tk_ids;                          /* [max_out, max_topk] top-k of the rows that ask, on the last device */
   float *tk_vals, *tk_norm;                 /* [max_out, max_topk], [max_out, 2] */
+  xpi_moe_bufs moe;                         /* MoE layers' activations (model/moe.h), when the model has them */
 } dev_state;
 
 #define N_BUCKETS 16 /* decode recordings for 1, 2, 4, ... 2^15 sequences */
@@ -129,6 +131,7 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     for (int i = 0; i < N_BUCKETS; i++)
       if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
+    xpi_moe_bufs_free(be, &ds->moe);
     void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->x, ds->h, ds->t, ds->q, ds->k, ds->v, ds->att, ds->res,
                     ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -210,6 +213,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   st->n_dev = g->n_backends;
   size_t B = (size_t)lim->max_tokens, H = (size_t)c->hidden_size, Q = (size_t)c->n_heads * c->head_dim;
   size_t K = (size_t)c->n_kv_heads * c->head_dim, I = (size_t)c->intermediate_size;
+  if ((size_t)c->shared_expert_intermediate_size > I) I = (size_t)c->shared_expert_intermediate_size; /* its scratch */
   size_t T = (size_t)(lim->max_rows + 1) * (size_t)lim->max_blocks, O = (size_t)lim->max_out;
   size_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
   xpi_status s = XPI_OK;
@@ -234,6 +238,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->v = balloc(be, P * K, sizeof(float), &s);
     ds->gate = balloc(be, P * I, sizeof(float), &s);
     ds->up = balloc(be, P * I, sizeof(float), &s);
+    if (s == XPI_OK && c->n_experts > 0) s = xpi_moe_bufs_alloc(be, c, (int32_t)P, &ds->moe);
     if (d == last_dev(g)) {
       ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
       ds->tok = balloc(be, O, sizeof(int32_t), &s);
@@ -346,7 +351,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
     xpi_fwd f = {.c = c, .be = D->be, .o = D->be->ops, .n = n, .layer = l, .kv_layer = l - g->layer_dev[cur],
                  .kv = D->kv, .map = &map, .pos = D->pos, .inv_freq = inv, .impl = g->attn, .x = D->x, .h = D->h,
                  .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att, .res = D->res, .gate = D->gate,
-                 .up = D->up, .pending = pending};
+                 .up = D->up, .moe = c->n_experts > 0 ? &D->moe : NULL, .pending = pending};
     XPI_TRY(c->family->layer(&f, &w->layers[l]));
     pending = f.pending;
     if (probe) { /* the layer's output: x with its residual branch added */

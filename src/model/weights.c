@@ -90,6 +90,40 @@ xpi_status xpi_load_rows(xpi_loader *ld, const char *suffix, int64_t total_rows,
   return place_range(ld, ld->be, t, n, r0, rows, cols, ld->want, w);
 }
 
+int32_t xpi_loader_layer(const xpi_loader *ld) { return ld->layer; }
+
+xpi_status xpi_load_matrix_float(xpi_loader *ld, const char *suffix, int64_t rows, int64_t cols, xpi_weight *w) {
+  char n[200];
+  layer_name(ld, suffix, n, sizeof n);
+  return place(ld, ld->be, n, rows, cols, ld->want == XPI_DT_Q8 || ld->want == XPI_DT_Q4 ? -1 : ld->want, w);
+}
+
+xpi_status xpi_load_experts(xpi_loader *ld, const char *proj, int32_t n_experts, int64_t rows, int64_t cols,
+                            xpi_experts *e) {
+  const void **src = calloc((size_t)n_experts, sizeof *src);
+  if (!src) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  xpi_dtype dt = XPI_DT_F32;
+  xpi_status s = XPI_OK;
+  char suffix[128], n[200];
+  for (int32_t x = 0; s == XPI_OK && x < n_experts; x++) {
+    snprintf(suffix, sizeof suffix, "mlp.experts.%d.%s.weight", x, proj);
+    layer_name(ld, suffix, n, sizeof n);
+    const xpi_st_tensor *t = NULL;
+    s = find(ld, n, rows, cols, &t);
+    if (s == XPI_OK && x > 0 && t->dtype != dt)
+      s = xpi_err(XPI_ERR_FORMAT, "tensor '%s' is %s, expert 0's is %s", n, xpi_dtype_name(t->dtype),
+                  xpi_dtype_name(dt));
+    if (s == XPI_OK) dt = t->dtype, src[x] = t->data;
+  }
+  if (s == XPI_OK) {
+    s = xpi_experts_create(ld->be, e, src, dt, n_experts, rows, cols, ld->want >= 0 ? (xpi_dtype)ld->want : dt);
+    if (s != XPI_OK) s = xpi_err_prefix(s, "model.layers.%d.mlp.experts.*.%s.weight: ", ld->layer, proj);
+    else ld->w->bytes += e->bytes;
+  }
+  free(src);
+  return s;
+}
+
 xpi_status xpi_load_vector(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w) {
   char name[200];
   layer_name(ld, suffix, name, sizeof name);
@@ -137,6 +171,11 @@ static void free_layer(xpi_layer_weights *L) {
                        &L->q_norm, &L->k_norm, &L->post_attn_norm, &L->mlp_norm, &L->gate, &L->up, &L->down,
                        &L->post_mlp_norm};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) FREE_W(L->be, *all[i]);
+  FREE_W(L->be, L->router);
+  FREE_W(L->be, L->shared_gate);
+  xpi_experts_free(L->be, &L->ex_gate);
+  xpi_experts_free(L->be, &L->ex_up);
+  xpi_experts_free(L->be, &L->ex_down);
 }
 
 void xpi_weights_free(xpi_model_weights *w) {

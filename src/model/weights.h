@@ -18,6 +18,12 @@ typedef struct xpi_layer_weights {
   xpi_weight mlp_norm;              /* post_attention_layernorm (Llama) / pre_feedforward_layernorm (Gemma) */
   xpi_weight gate, up, down;        /* Phi-3: gate/up are row ranges of gate_up_proj */
   xpi_weight post_mlp_norm;         /* Gemma 2/3, OLMo 2: post_feedforward_layernorm */
+  /* mixture of experts (model/moe.c); moe == 0: the dense MLP above. A MoE layer's gate/up/down are its shared
+   * expert (qwen2_moe) or absent. */
+  int moe;
+  xpi_weight router;                /* mlp.gate [n_experts, hidden] */
+  xpi_experts ex_gate, ex_up, ex_down;
+  xpi_weight shared_gate;           /* mlp.shared_expert_gate [1, hidden] (qwen2_moe) */
 } xpi_layer_weights;
 
 typedef struct xpi_model_weights {
@@ -60,6 +66,14 @@ xpi_status xpi_load_matrix(xpi_loader *ld, const char *suffix, int64_t rows, int
  * mapping when the dtype is kept (no copy), else that range converted/quantized/uploaded. */
 xpi_status xpi_load_rows(xpi_loader *ld, const char *suffix, int64_t total_rows, int64_t r0, int64_t rows,
                          int64_t cols, xpi_weight *w);
+/* The index of the layer being loaded. */
+int32_t xpi_loader_layer(const xpi_loader *ld);
+/* A matrix kept in a float dtype even when the load quantizes (routers: they choose which experts run). */
+xpi_status xpi_load_matrix_float(xpi_loader *ld, const char *suffix, int64_t rows, int64_t cols, xpi_weight *w);
+/* The n_experts matrices "mlp.experts.<e>.<proj>.weight", each [rows, cols] and of one dtype, as one xpi_experts
+ * (converted/quantized per expert as the load asks). */
+xpi_status xpi_load_experts(xpi_loader *ld, const char *proj, int32_t n_experts, int64_t rows, int64_t cols,
+                            xpi_experts *e);
 /* A vector [n] in its stored dtype (biases). */
 xpi_status xpi_load_vector(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w);
 /* A norm weight [n]: as stored, or 1 + w in f32 when the config says norm_plus_one (Gemma). */

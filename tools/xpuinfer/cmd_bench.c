@@ -5,7 +5,8 @@
  * Effective bandwidth of tg = bytes read per token / seconds per token, where bytes = the matrices of all
  * layers plus the lm_head at the weight dtype's size (bf16/f16 2, f32 4, q8 34/32, q4 18/32 bytes per
  * weight; norms and the one embedding row are negligible) plus the K and V rows of every layer for the
- * average context length of the test at the KV dtype's size.
+ * average context length of the test at the KV dtype's size. A mixture-of-experts layer counts the weights a
+ * token reads: the router, its n_experts_per_tok experts and the shared expert (qwen2_moe), not all experts.
  *
  * Depth: as in llama-bench, every repetition starts from an empty cache filled (untimed) with d tokens, so
  * all repetitions of a test measure the same thing. (Running them back to back from one fill would put the
@@ -272,8 +273,13 @@ int cmd_bench(int argc, char **argv) {
     }
     /* bytes per token of the weights (see the file comment) and of one cached token's K+V over all layers */
     const double H = in->hidden_size, qd = (double)in->n_heads * in->head_dim, kd = (double)in->n_kv_heads * in->head_dim;
-    const double layer_w = H * qd * 2 + H * kd * 2 + 3 * H * (double)in->intermediate_size;
-    const double wbytes = (layer_w * in->n_layers + (double)in->vocab_size * H) * weight_bpe(in->weight_dtype);
+    const double attn_w = H * qd * 2 + H * kd * 2, dense_w = 3 * H * (double)in->intermediate_size;
+    const double moe_w = H * in->n_experts + 3 * H * ((double)in->n_experts_per_tok * in->moe_intermediate_size +
+                                                      in->shared_expert_intermediate_size + 0.0) +
+                         (in->shared_expert_intermediate_size ? H : 0);
+    const double wbytes = (attn_w * in->n_layers + dense_w * (in->n_layers - in->n_moe_layers) +
+                           moe_w * in->n_moe_layers + (double)in->vocab_size * H) *
+                          weight_bpe(in->weight_dtype);
     const double kv_esz = !kv_dtype || !strcmp(kv_dtype, "f32") ? 4 : 2;
     const double kv_tok = 2.0 * in->n_layers * kd * kv_esz;
     const char *qname = q && strcmp(q, "none") ? q : in->weight_dtype;

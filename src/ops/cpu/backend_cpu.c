@@ -14,6 +14,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/matmul_cpu.h"
+#include "ops/cpu/moe_cpu.h"
 #include "ops/cpu/quant_weight.h"
 #include "ops/cpu/weight_arena.h"
 #include "ops/half.h"
@@ -545,6 +546,26 @@ static xpi_status cpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *no
   return XPI_OK;
 }
 
+/* ------------------------------------------------------------------ mixture of experts (moe_cpu.c) */
+
+static xpi_status cpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float *logits, int32_t n,
+                                int32_t n_experts, int32_t k, int norm_topk) {
+  (void)be;
+  return xpi_cpu_moe_route(ids, wts, logits, n, n_experts, k, norm_topk);
+}
+
+static xpi_status cpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
+                                 const int32_t *ids, int32_t n, int32_t k) {
+  const cpu_impl *im = impl_of(be);
+  return xpi_cpu_moe_matmul(im->pool, im->ws, im->k, out, in, in_k, e, ids, n, k);
+}
+
+static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
+                                  const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  (void)be;
+  return xpi_cpu_moe_combine(out, y, wts, shared, shared_gate, n, k, d);
+}
+
 /* ------------------------------------------------------------------ construction */
 
 static void cpu_destroy(xpi_backend *be) {
@@ -593,6 +614,9 @@ static const xpi_backend_ops k_cpu_ops = {
   .add = cpu_add,
   .argmax = cpu_argmax,
   .topk = cpu_topk,
+  .moe_route = cpu_moe_route,
+  .moe_matmul = cpu_moe_matmul,
+  .moe_combine = cpu_moe_combine,
   .capture_begin = NULL,
   .capture_end = NULL,
   .replay = NULL,

@@ -16,6 +16,7 @@ typedef enum xpu_kid {
   XK_EMBED, XK_ADD, XK_SWIGLU, XK_GEGLU, XK_SOFTCAP, XK_SCALE, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
   XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
   XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
+  XK_MOE_ROUTE, XK_MOE_MATMUL, XK_MOE_COMBINE,
   /* tuned tier (NULL when the device or driver cannot take it) */
   XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
   XK_COUNT
@@ -160,6 +161,13 @@ xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
                     int32_t cols, int32_t k);
+/* xpu_moe.c */
+xpi_status xpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float *logits, int32_t n, int32_t n_experts,
+                         int32_t k, int norm_topk);
+xpi_status xpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
+                          const int32_t *ids, int32_t n, int32_t k);
+xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
+                           const float *shared_gate, int32_t n, int32_t k, int32_t d);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
 #endif
