@@ -169,6 +169,7 @@ uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, 
   uint64_t P = B > O ? B : O;
   uint64_t n = 4 * (3 * P + T + P * (4 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res t q att
                                                                           * k v gate up (4-byte elements) */
+  if (c->n_experts > 0) n += xpi_moe_bufs_bytes(c, (int32_t)P);
   if (last) /* logits, greedy ids, top-k ids + values + normalisers */
     n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
   return n;

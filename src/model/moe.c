@@ -69,6 +69,12 @@ void xpi_moe_bufs_free(xpi_backend *be, xpi_moe_bufs *b) {
   memset(b, 0, sizeof *b);
 }
 
+uint64_t xpi_moe_bufs_bytes(const xpi_config *c, int32_t max_tokens) {
+  const uint64_t T = (uint64_t)max_tokens, K = (uint64_t)c->n_experts_per_tok, Im = (uint64_t)c->moe_intermediate_size;
+  /* logits, ids, wts, g, u, y, sg of xpi_moe_bufs_alloc (4-byte elements) */
+  return 4 * (T * (uint64_t)c->n_experts + 2 * T * K + 2 * T * K * Im + (T * K + T) * (uint64_t)c->hidden_size + T);
+}
+
 xpi_status xpi_moe_bufs_alloc(xpi_backend *be, const xpi_config *c, int32_t max_tokens, xpi_moe_bufs *b) {
   memset(b, 0, sizeof *b);
   const size_t T = (size_t)max_tokens, K = (size_t)c->n_experts_per_tok;

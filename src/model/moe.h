@@ -16,6 +16,8 @@ typedef struct xpi_moe_bufs {
   float *sg;       /* [T] shared expert gate logits */
 } xpi_moe_bufs;
 
+/* Bytes xpi_moe_bufs_alloc takes for max_tokens (the memory plan counts them). */
+uint64_t xpi_moe_bufs_bytes(const xpi_config *c, int32_t max_tokens);
 xpi_status xpi_moe_bufs_alloc(xpi_backend *be, const xpi_config *c, int32_t max_tokens, xpi_moe_bufs *b);
 void xpi_moe_bufs_free(xpi_backend *be, xpi_moe_bufs *b);
 

@@ -47,6 +47,9 @@ static int expected_args(xpu_kid kid) {
     case XK_GEMV_SG_F32: case XK_GEMV_SG_F16: case XK_GEMV_SG_BF16: return 8;
     case XK_GEMM_F32: case XK_GEMM_F16: case XK_GEMM_BF16: case XK_GEMM_DPAS_BF16: return 9;
     case XK_KV_STORE: return 13;
+    case XK_MOE_ROUTE: return 7;
+    case XK_MOE_MATMUL: return 11;
+    case XK_MOE_COMBINE: return 9;
     case XK_SDPA: return 16;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
@@ -111,6 +114,23 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       /* tiles: every column tile (gy) streams the weight rows of its row tile, every row tile (gx) the inputs */
       double rows = I32(6), cols = I32(7), n = I32(8), bias = I32(5) ? rows * dsize(I32(4)) : 0;
       rd = rows * cols * weight_size(kid) * gy + n * cols * 4 * gx + bias, wr = rows * n * 4, fl = 2 * rows * cols * n;
+      break;
+    }
+    case XK_MOE_ROUTE: { /* n rows of ne router logits -> k ids and weights each */
+      double n = I32(3), ne = I32(4), k = I32(5);
+      rd = n * ne * 4, wr = n * k * 8, fl = n * ne * (k + 4);
+      break;
+    }
+    case XK_MOE_MATMUL: { /* every slot reads its chosen expert's rows once (slots on one expert re-read them);
+                           * each work-group scans the slots' ids */
+      double rows = I32(6), cols = I32(7), slots = I32(9), ne = I32(5);
+      rd = slots * rows * cols * dsize(I32(4)) + slots * cols * 4 + rows * ne * slots * 4;
+      wr = slots * rows * 4, fl = 2 * slots * rows * cols;
+      break;
+    }
+    case XK_MOE_COMBINE: { /* out[count] from k expert rows (+ the shared expert) and the weights */
+      double c = (double)U64(8), k = I32(6), sh = I32(5);
+      rd = c * (k + sh + 1) * 4, wr = c * 4, fl = c * 2 * (k + sh);
       break;
     }
     case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */
