@@ -164,7 +164,11 @@ kernel void xpi_flash_attention_2(global float *out, const global float *q, cons
   int L = valid ? pos[i] + 1 : 0, w0 = valid ? xpi_first_key(pos[i], window) : 0;
   for (int j = lane; j < hd; j += XPI_FL) qs[rho * XPI_MAX_HD + j] = valid ? q[qo + j] * scale : 0.0f;
   float m = -INFINITY, l = 0.0f;
+  /* This lane's output columns lane + 16 c. Every loop over c runs the full constant count, unrolled, so acc
+   * is indexed by constants and stays in registers: a loop bounded by hd indexed it dynamically, which put it
+   * in scratch / private memory (ocloc, tests/isa: 1-2 KiB of scratch per thread on tgllp and pvc). */
   float acc[XPI_MAX_HD / XPI_FL];
+  __attribute__((opencl_unroll_hint))
   for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++) acc[c] = 0.0f;
   for (int ph = 0; ph < XPI_FR; ph++) { /* one pass per distinct sequence of the group's rows (uniform) */
     int rp = get_group_id(0) * XPI_FR + ph;
@@ -219,16 +223,23 @@ kernel void xpi_flash_attention_2(global float *out, const global float *q, cons
       }
       if (mine) {
         l = l * corr + red[rho * XPI_FL];
-        for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) {
-          float a = acc[c] * corr;
-          for (int tt = 0; tt < XPI_FL; tt++) a += ps[rho * XPI_FL + tt] * vs[tt * XPI_MAX_HD + j];
-          acc[c] = a;
+        __attribute__((opencl_unroll_hint))
+        for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++) {
+          int j = lane + c * XPI_FL;
+          if (j < hd) {
+            float a = acc[c] * corr;
+            for (int tt = 0; tt < XPI_FL; tt++) a += ps[rho * XPI_FL + tt] * vs[tt * XPI_MAX_HD + j];
+            acc[c] = a;
+          }
         }
         m = mn;
       }
       barrier(CLK_LOCAL_MEM_FENCE); /* tiles, ps and red are rewritten next round */
     }
   }
-  if (valid)
-    for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) out[qo + j] = acc[c] / l;
+  if (valid) {
+    __attribute__((opencl_unroll_hint))
+    for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++)
+      if (lane + c * XPI_FL < hd) out[qo + lane + c * XPI_FL] = acc[c] / l;
+  }
 }

@@ -7,8 +7,9 @@ add_test(NAME model/example_simple
 set_tests_properties(model/example_simple PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.")
 if(TARGET ze_zesim)
+  # PoCL's leak when the Intel-tuned module fails to build (tests/xpu/lsan.supp) shows under ASan here too.
   set_tests_properties(model/test_xpu_device_map.py PROPERTIES
-    ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>")
+    ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>;LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu/lsan.supp")
 endif()
 if(TARGET ze_zesim)
   set_tests_properties(model/test_cli_habits.py PROPERTIES

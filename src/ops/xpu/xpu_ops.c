@@ -81,8 +81,10 @@ xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_we
       return xpu_launch(be, sg[di], ceil_div((uint64_t)rows, 4), 1, 1, 64, 1, 1, a, 8);
     return xpu_launch(be, pk[di], (uint32_t)rows, 1, 1, XPU_WG, 1, 1, a, 8);
   }
-  if (w->dtype == XPI_DT_BF16 && cols % 16 == 0 && tuned_ok(be, XK_GEMM_DPAS_BF16))
-    return xpu_launch(be, XK_GEMM_DPAS_BF16, ceil_div((uint64_t)rows, 16), ceil_div((uint64_t)n, 8), 1, 16, 1, 1, a, 9);
+  if (w->dtype == XPI_DT_BF16 && cols % 16 == 0 && tuned_ok(be, XK_GEMM_DPAS_BF16)) {
+    uint32_t sg = (uint32_t)im_of(be)->d->dpas; /* one sub-group per group, one weight row per lane, 8 tokens */
+    return xpu_launch(be, XK_GEMM_DPAS_BF16, ceil_div((uint64_t)rows, sg), ceil_div((uint64_t)n, 8), 1, sg, 1, 1, a, 9);
+  }
   static const xpu_kid gk[3] = {XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16};
   return xpu_launch(be, gk[di], ceil_div((uint64_t)rows, 16), ceil_div((uint64_t)n, 16), 1, 16, 16, 1, a, 9);
 }
