@@ -31,4 +31,15 @@ static inline void xpi_store(global void *p, int dt, ulong i, float v) {
   else ((global float *)p)[i] = v;
 }
 
+/* The gated-MLP activations times up, as torch computes them: one definition for the element-wise kernels and
+ * the fused GEMV epilogues, so that both give the same bits. act 0: silu(g) = g / (1 + exp(-g)); 1: gelu_tanh,
+ * 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
+static inline float xpi_glu(float g, float u, int act) {
+  if (act == 1) {
+    float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+    return 0.5f * g * (1.0f + tanh(inner)) * u;
+  }
+  return g / (1.0f + exp(-g)) * u;
+}
+
 #endif

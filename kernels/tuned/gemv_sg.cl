@@ -51,6 +51,60 @@ XPI_GEMV_SG(bf16, 2)
 XPI_GEMV_SG(f16, 2)
 XPI_GEMV_SG(f32, 4)
 
+/* in . W[row] for the sub-group, summed as xpi_gemv_sg_* sums (the fused forms below give its bits). */
+#define XPI_DOT_SG(T, ESZ)                                                                                \
+  static inline float xpi_dot_sg_##T(const global float *x, const global void *w, int r, int cols) {       \
+    const global uchar *wr = (const global uchar *)w + (ulong)r * cols * ESZ;                              \
+    float8 acc = 0.0f;                                                                                     \
+    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG)                                                          \
+      acc += xpi_block_x8(x + c0) * xpi_block_w8_##T(wr + (ulong)c0 * ESZ);                                \
+    return sub_group_reduce_add(acc.s0 + acc.s1 + acc.s2 + acc.s3 + acc.s4 + acc.s5 + acc.s6 + acc.s7);    \
+  }
+
+/* Up to three projections of one input row in one launch (q/k/v), n = 1: sub-group g of the grid computes
+ * row g of W0, or row g - r0 of W1, or row g - r0 - r1 of W2. Grid: ceil((r0 + r1 + r2) / 4) groups of 64. */
+#define XPI_GEMV3_SG(T)                                                                                   \
+  __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
+  __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
+  kernel void xpi_gemv3_sg_##T(global float *o0, global float *o1, global float *o2,                       \
+                               const global float *in, const global void *w0, const global void *w1,       \
+                               const global void *w2, const global void *b0, const global void *b1,        \
+                               const global void *b2, int bdt, int has_bias, int r0, int r1, int r2,       \
+                               int cols) {                                                                \
+    int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id();                                       \
+    if (r >= r0 + r1 + r2) return; /* uniform over the sub-group; no barrier follows */                   \
+    global float *o = o0;                                                                                 \
+    const global void *w = w0, *b = b0;                                                                   \
+    if (r >= r0 + r1) { r -= r0 + r1; o = o2; w = w2; b = b2; }                                           \
+    else if (r >= r0) { r -= r0; o = o1; w = w1; b = b1; }                                                \
+    float s = xpi_dot_sg_##T(in, w, r, cols);                                                             \
+    if (get_sub_group_local_id() == 0) o[r] = s + (has_bias ? xpi_load(b, bdt, r) : 0.0f);                 \
+  }
+
+/* out[r] = act(in . G[r]) * (in . U[r]) (act as xpi_glu), n = 1: gate, up and the activation in one launch.
+ * Grid: ceil(rows / 4) groups of 64. */
+#define XPI_GEMV_GLU_SG(T)                                                                                \
+  __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
+  __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
+  kernel void xpi_gemv_glu_sg_##T(global float *out, const global float *in, const global void *wg,       \
+                                  const global void *wu, int rows, int cols, int act) {                   \
+    int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id();                                       \
+    if (r >= rows) return;                                                                                \
+    float g = xpi_dot_sg_##T(in, wg, r, cols);                                                            \
+    float u = xpi_dot_sg_##T(in, wu, r, cols);                                                            \
+    if (get_sub_group_local_id() == 0) out[r] = xpi_glu(g, u, act);                                       \
+  }
+
+XPI_DOT_SG(bf16, 2)
+XPI_DOT_SG(f16, 2)
+XPI_DOT_SG(f32, 4)
+XPI_GEMV3_SG(bf16)
+XPI_GEMV3_SG(f16)
+XPI_GEMV3_SG(f32)
+XPI_GEMV_GLU_SG(bf16)
+XPI_GEMV_GLU_SG(f16)
+XPI_GEMV_GLU_SG(f32)
+
 /* rmsnorm_forward as in portable/norm.cl, one sub-group per row: no local memory, no barriers.
  * Grid: n groups of 16. */
 __attribute__((intel_reqd_sub_group_size(XPI_SG)))

@@ -151,9 +151,15 @@ xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float
   const xpi_backend_ops *o = f->o;
   xpi_backend *be = f->be;
   const int32_t n = f->n, hq = c->n_heads, hk = c->n_kv_heads, hd = c->head_dim, l = f->layer;
-  XPI_TRY(o->matmul(be, f->q, in, &L->wq, opt(&L->bq), n));
-  XPI_TRY(o->matmul(be, f->k, in, &L->wk, opt(&L->bk), n));
-  XPI_TRY(o->matmul(be, f->v, in, &L->wv, opt(&L->bv), n));
+  if (o->matmul_multi && (!L->bq.rows) == (!L->bk.rows) && (!L->bq.rows) == (!L->bv.rows)) { /* one launch */
+    float *const outs[3] = {f->q, f->k, f->v};
+    const xpi_weight *const ws[3] = {&L->wq, &L->wk, &L->wv}, *const bs[3] = {opt(&L->bq), opt(&L->bk), opt(&L->bv)};
+    XPI_TRY(o->matmul_multi(be, 3, outs, in, ws, bs, n));
+  } else {
+    XPI_TRY(o->matmul(be, f->q, in, &L->wq, opt(&L->bq), n));
+    XPI_TRY(o->matmul(be, f->k, in, &L->wk, opt(&L->bk), n));
+    XPI_TRY(o->matmul(be, f->v, in, &L->wv, opt(&L->bv), n));
+  }
   const xpi_weight *qn = NULL, *kn = NULL;
   if (c->qk_norm == XPI_QK_WHOLE) { /* OLMo 2: one norm over all heads of the projection */
     XPI_TRY(o->rmsnorm(be, f->q, f->q, NULL, &L->q_norm, n, hq * hd, c->rms_norm_eps));
@@ -174,6 +180,11 @@ xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float
 
 xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
   const int32_t n = f->n, I = f->c->intermediate_size;
+  if (f->o->matmul_glu) { /* gate, up and the activation in one launch */
+    xpi_glu_act act = f->c->act == XPI_ACT_GELU_TANH ? XPI_GLU_GELU_TANH : XPI_GLU_SILU;
+    XPI_TRY(f->o->matmul_glu(f->be, f->gate, f->up, in, &L->gate, &L->up, act, n));
+    return f->o->matmul(f->be, out, f->gate, &L->down, NULL, n);
+  }
   XPI_TRY(f->o->matmul(f->be, f->gate, in, &L->gate, NULL, n));
   XPI_TRY(f->o->matmul(f->be, f->up, in, &L->up, NULL, n));
   XPI_TRY(op_act(f, f->gate, f->gate, f->up, n, I));

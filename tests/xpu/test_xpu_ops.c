@@ -139,6 +139,86 @@ static void test_matmul(void) {
         }
 }
 
+/* The fused decode ops (matmul_multi: q|k|v in one launch; matmul_glu: gate|up + activation in one launch)
+ * against the CPU's composition (the matmul bound), and bit for bit against the XPU's own separate ops: the fused
+ * kernels sum in the separate kernels' order, which keeps the model goldens on xpu:0 exact. */
+static void test_fused(void) {
+  const int rows[3] = {37, 19, 19}, col_list[2] = {67, 256}, n_list[2] = {1, 7};
+  for (int ci = 0; ci < 2; ci++)
+    for (int ni = 0; ni < 2; ni++)
+      for (int di = 0; di < 3; di++)
+        for (int bias = 0; bias < 2; bias++) {
+          int cols = col_list[ci], n = n_list[ni];
+          float *x = xt_randv((size_t)n * cols);
+          wpair w[3], wb[3];
+          bpair out[3], sep[3];
+          void *src[3], *bsrc[3];
+          for (int j = 0; j < 3; j++) {
+            float *wv = xt_randv((size_t)rows[j] * cols), *bv = xt_randv(rows[j]);
+            src[j] = host_weight(wv, (size_t)rows[j] * cols, k_dts[di]);
+            bsrc[j] = host_weight(bv, rows[j], XPI_DT_BF16);
+            wpair_make(&w[j], src[j], k_dts[di], rows[j], cols, k_dts[di]);
+            wpair_make(&wb[j], bsrc[j], XPI_DT_BF16, 1, rows[j], XPI_DT_BF16);
+            out[j] = bp(NULL, (size_t)n * rows[j] * 4);
+            sep[j] = bp(NULL, (size_t)n * rows[j] * 4);
+            free(wv), free(bv);
+          }
+          bpair bx = bp(x, (size_t)n * cols * 4);
+          float *oc[3] = {out[0].c, out[1].c, out[2].c}, *ox[3] = {out[0].x, out[1].x, out[2].x};
+          const xpi_weight *wc[3] = {&w[0].c, &w[1].c, &w[2].c}, *wx[3] = {&w[0].x, &w[1].x, &w[2].x};
+          const xpi_weight *bc[3] = {&wb[0].c, &wb[1].c, &wb[2].c}, *bx3[3] = {&wb[0].x, &wb[1].x, &wb[2].x};
+          CHECK_OK(cpu->ops->matmul_multi(cpu, 3, oc, bx.c, wc, bias ? bc : NULL, n));
+          CHECK_OK(xpu->ops->matmul_multi(xpu, 3, ox, bx.x, wx, bias ? bx3 : NULL, n));
+          for (int j = 0; j < 3; j++) CHECK_OK(xpu->ops->matmul(xpu, sep[j].x, bx.x, wx[j], bias ? bx3[j] : NULL, n));
+          float tol = 2.0f * (float)cols * U * (float)cols + 4 * U; /* as test_matmul */
+          for (int j = 0; j < 3; j++) {
+            float *hc, *hx, *hs = malloc(sep[j].bytes);
+            bp_get(&out[j], &hc, &hx);
+            xt_down(xpu, hs, sep[j].x, sep[j].bytes);
+            char *what = xpi_test_strf("matmul_multi out %d [%d x %d] n=%d %s bias=%d", j, rows[j], cols, n,
+                                       xpi_dtype_name(k_dts[di]), bias);
+            xt_close(what, hx, hc, (size_t)n * rows[j], tol, 0);
+            CHECK(!memcmp(hx, hs, sep[j].bytes), "%s: not the bits of the separate matmul", what);
+            free(what), free(hc), free(hx), free(hs);
+          }
+          /* gate|up: gate a fresh weight of w[0]'s shape (times 4: the activation over a wider range), up w[0] */
+          float *uv = xt_randv((size_t)rows[0] * cols);
+          for (size_t i = 0; i < (size_t)rows[0] * cols; i++) uv[i] *= 4.0f;
+          void *usrc = host_weight(uv, (size_t)rows[0] * cols, k_dts[di]);
+          wpair wu;
+          wpair_make(&wu, usrc, k_dts[di], rows[0], cols, k_dts[di]);
+          bpair go = bp(NULL, (size_t)n * rows[0] * 4), gt = bp(NULL, (size_t)n * rows[0] * 4);
+          bpair sg = bp(NULL, (size_t)n * rows[0] * 4), su = bp(NULL, (size_t)n * rows[0] * 4);
+          for (int act = 0; act < 2; act++) {
+            CHECK_OK(cpu->ops->matmul_glu(cpu, go.c, gt.c, bx.c, &wu.c, &w[0].c, (xpi_glu_act)act, n));
+            CHECK_OK(xpu->ops->matmul_glu(xpu, go.x, gt.x, bx.x, &wu.x, &w[0].x, (xpi_glu_act)act, n));
+            CHECK_OK(xpu->ops->matmul(xpu, sg.x, bx.x, &wu.x, NULL, n));
+            CHECK_OK(xpu->ops->matmul(xpu, su.x, bx.x, &w[0].x, NULL, n));
+            if (act) CHECK_OK(xpu->ops->geglu(xpu, sg.x, sg.x, su.x, n, rows[0]));
+            else CHECK_OK(xpu->ops->swiglu(xpu, sg.x, sg.x, su.x, n, rows[0]));
+            float *hc, *hx, *hs = malloc(sg.bytes);
+            bp_get(&go, &hc, &hx);
+            xt_down(xpu, hs, sg.x, sg.bytes);
+            /* gate g within the matmul bound e of the CPU's (|g| <= 4 cols), up u within e, |u| <= cols; the
+             * activations' slopes are below 1.1 and their values below |g|: |d(act(g) u)| <= 1.1 e |u| + |g| e, plus
+             * the element-wise ops' own error (test_elementwise: 32 u relative, on values up to 4 cols^2) */
+            float e = 2.0f * (float)cols * U * (float)cols * 4.0f + 4 * U;
+            float t2 = 1.1f * e * (float)cols + 4.0f * (float)cols * e + 32 * U * 4.0f * (float)cols * (float)cols;
+            char *what = xpi_test_strf("matmul_glu %s [%d x %d] n=%d %s", act ? "geglu" : "swiglu", rows[0], cols, n,
+                                       xpi_dtype_name(k_dts[di]));
+            xt_close(what, hx, hc, (size_t)n * rows[0], t2, 0);
+            CHECK(!memcmp(hx, hs, sg.bytes), "%s: not the bits of matmul, matmul, %s", what, act ? "geglu" : "swiglu");
+            free(what), free(hc), free(hx), free(hs);
+          }
+          free(uv), free(usrc), free(x);
+          wpair_free(&wu), bp_free(&go), bp_free(&gt), bp_free(&sg), bp_free(&su), bp_free(&bx);
+          for (int j = 0; j < 3; j++) {
+            wpair_free(&w[j]), wpair_free(&wb[j]), bp_free(&out[j]), bp_free(&sep[j]);
+            free(src[j]), free(bsrc[j]);
+          }
+        }
+}
+
 static void test_rope(void) {
   const int hq = 6, hk = 2, hd_list[2] = {64, 34};
   int32_t pos7[7] = {0, 1, 2, 1000, 4097, 7, 31};
@@ -616,6 +696,7 @@ int main(void) {
   test_embed();
   test_rmsnorm();
   test_matmul();
+  test_fused();
   test_rope();
   test_attention();
   test_elementwise();

@@ -568,6 +568,22 @@ static void cpu_describe(const xpi_backend *be, xpi_dtype wdt, char *out, size_t
            k->gemm[wdt] ? k->gemm[wdt]->name : k->gemv_isa[wdt]);
 }
 
+/* The fused ops as their composition: the reference the XPU's one-launch forms are tested against. */
+static xpi_status cpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in,
+                                   const xpi_weight *const *ws, const xpi_weight *const *biases, int32_t n) {
+  if (count < 1 || count > 3) return xpi_err(XPI_ERR_INTERNAL, "cpu: matmul_multi over %d weights (1..3)", count);
+  for (int j = 0; j < count; j++) XPI_TRY(cpu_matmul(be, outs[j], in, ws[j], biases ? biases[j] : NULL, n));
+  return XPI_OK;
+}
+
+static xpi_status cpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *gate,
+                                 const xpi_weight *up, xpi_glu_act act, int32_t n) {
+  XPI_TRY(cpu_matmul(be, out, in, gate, NULL, n));
+  XPI_TRY(cpu_matmul(be, tmp, in, up, NULL, n));
+  int32_t f = (int32_t)gate->rows;
+  return act == XPI_GLU_GELU_TANH ? cpu_geglu(be, out, out, tmp, n, f) : cpu_swiglu(be, out, out, tmp, n, f);
+}
+
 static const xpi_backend_ops k_cpu_ops = {
   .name = "cpu",
   .destroy = cpu_destroy,
@@ -597,6 +613,8 @@ static const xpi_backend_ops k_cpu_ops = {
   .graph_free = NULL,
   .sync = cpu_sync,
   .free_memory = cpu_free_memory,
+  .matmul_multi = cpu_matmul_multi,
+  .matmul_glu = cpu_matmul_glu,
 };
 
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out) {

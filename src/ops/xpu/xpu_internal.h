@@ -16,8 +16,10 @@ typedef enum xpu_kid {
   XK_EMBED, XK_ADD, XK_SWIGLU, XK_GEGLU, XK_SOFTCAP, XK_SCALE, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
   XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
   XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
+  XK_GEMV3_F32, XK_GEMV3_F16, XK_GEMV3_BF16, XK_GEMV_GLU_F32, XK_GEMV_GLU_F16, XK_GEMV_GLU_BF16,
   /* tuned tier (NULL when the device or driver cannot take it) */
   XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
+  XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16, XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16,
   XK_COUNT
 } xpu_kid;
 
@@ -79,6 +81,9 @@ typedef struct xpu_impl {
   size_t scratch_bytes;
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
+  uint64_t rec_launches;                 /* kernel launches appended to the recording in progress */
+  uint64_t replayed_launches, replays;   /* kernel launches submitted through replay(), and replays (tests count
+                                          * the launches of a decode step) */
 } xpu_impl;
 
 static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
@@ -154,6 +159,10 @@ xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
                     int32_t cols, int32_t k);
+xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in,
+                            const xpi_weight *const *ws, const xpi_weight *const *biases, int32_t n);
+xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *gate,
+                          const xpi_weight *up, xpi_glu_act act, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
 #endif

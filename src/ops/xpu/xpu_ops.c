@@ -212,3 +212,79 @@ xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, con
   xpu_arg a[] = {XA(ids), XA(vals), XA(norm), XA(x), XA(cols), XA(k)};
   return xpu_launch(be, XK_TOPK, (uint32_t)rows, 1, 1, 64, 1, 1, a, 6);
 }
+
+/* ---- fused decode forms: one launch where n = 1 (the decode step), the separate ops otherwise. Each picks the
+ * tier xpu_matmul would pick for the same weight (same cols rule), so the fused launch sums as the separate
+ * GEMVs do and gives their bits. */
+
+static int gemv_di(const xpi_weight *w) { return w->dtype == XPI_DT_F32 ? 0 : w->dtype == XPI_DT_F16 ? 1 : 2; }
+
+xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in,
+                            const xpi_weight *const *ws, const xpi_weight *const *biases, int32_t n) {
+  if (count < 1 || count > 3)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_multi over %d weights (1..3)", be->device, count);
+  int fusable = n == 1, has_bias = biases && biases[0];
+  int64_t total = 0;
+  for (int j = 0; j < count; j++) {
+    XPI_TRY(check_float_weight(be, ws[j], "matmul_multi"));
+    const xpi_weight *b = biases ? biases[j] : NULL;
+    if (b) XPI_TRY(check_float_weight(be, b, "matmul_multi bias"));
+    if (b && b->rows * b->cols != ws[j]->rows)
+      return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_multi: bias %d has %lld elements, weight %lld rows", be->device, j,
+                     (long long)(b->rows * b->cols), (long long)ws[j]->rows);
+    total += ws[j]->rows;
+    if (ws[j]->dtype != ws[0]->dtype || ws[j]->cols != ws[0]->cols || (b != NULL) != has_bias ||
+        (b && b->dtype != biases[0]->dtype))
+      fusable = 0; /* mixed shapes or dtypes: the separate launches */
+  }
+  if (total > INT32_MAX || ws[0]->cols > INT32_MAX) fusable = 0;
+  if (!fusable) {
+    for (int j = 0; j < count; j++) XPI_TRY(xpu_matmul(be, outs[j], in, ws[j], biases ? biases[j] : NULL, n));
+    return XPI_OK;
+  }
+  float *o[3];
+  const void *w[3], *b[3];
+  int r[3] = {0, 0, 0};
+  for (int j = 0; j < 3; j++) { /* unused slots: no rows, any valid pointer */
+    int s = j < count ? j : 0;
+    o[j] = outs[s];
+    w[j] = ws[s]->data;
+    b[j] = has_bias ? biases[s]->data : ws[s]->data;
+    r[j] = j < count ? (int)ws[j]->rows : 0;
+  }
+  int bdt = has_bias ? (int)biases[0]->dtype : 0, cols = (int)ws[0]->cols, di = gemv_di(ws[0]);
+  xpu_arg a[] = {XA(o[0]), XA(o[1]), XA(o[2]), XA(in),  XA(w[0]), XA(w[1]), XA(w[2]), XA(b[0]),
+                 XA(b[1]), XA(b[2]), XA(bdt),  XA(has_bias), XA(r[0]), XA(r[1]), XA(r[2]), XA(cols)};
+  static const xpu_kid sg[3] = {XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16};
+  static const xpu_kid pk[3] = {XK_GEMV3_F32, XK_GEMV3_F16, XK_GEMV3_BF16};
+  static const xpu_kid single_sg[3] = {XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16};
+  if (cols % 128 == 0 && tuned_ok(be, single_sg[di]) && tuned_ok(be, sg[di]))
+    return xpu_launch(be, sg[di], ceil_div((uint64_t)total, 4), 1, 1, 64, 1, 1, a, 16);
+  return xpu_launch(be, pk[di], (uint32_t)total, 1, 1, XPU_WG, 1, 1, a, 16);
+}
+
+xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *gate,
+                          const xpi_weight *up, xpi_glu_act act, int32_t n) {
+  XPI_TRY(check_float_weight(be, gate, "matmul_glu gate"));
+  XPI_TRY(check_float_weight(be, up, "matmul_glu up"));
+  if (gate->rows != up->rows || gate->cols != up->cols || gate->rows > INT32_MAX || gate->cols > INT32_MAX)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_glu: gate [%lld, %lld] and up [%lld, %lld] differ", be->device,
+                   (long long)gate->rows, (long long)gate->cols, (long long)up->rows, (long long)up->cols);
+  int rows = (int)gate->rows, cols = (int)gate->cols, ac = act == XPI_GLU_GELU_TANH ? 1 : 0;
+  if (n != 1 || gate->dtype != up->dtype) {
+    XPI_TRY(xpu_matmul(be, out, in, gate, NULL, n));
+    XPI_TRY(xpu_matmul(be, tmp, in, up, NULL, n));
+    return ac ? xpu_geglu(be, out, out, tmp, n, rows) : xpu_swiglu(be, out, out, tmp, n, rows);
+  }
+  const void *wg = gate->data, *wu = up->data;
+  int di = gemv_di(gate);
+  static const xpu_kid sg[3] = {XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16};
+  static const xpu_kid pk[3] = {XK_GEMV_GLU_F32, XK_GEMV_GLU_F16, XK_GEMV_GLU_BF16};
+  static const xpu_kid single_sg[3] = {XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16};
+  if (cols % 128 == 0 && tuned_ok(be, single_sg[di]) && tuned_ok(be, sg[di])) {
+    xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(rows), XA(cols), XA(ac)};
+    return xpu_launch(be, sg[di], ceil_div((uint64_t)rows, 4), 1, 1, 64, 1, 1, a, 7);
+  }
+  xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(cols), XA(ac)};
+  return xpu_launch(be, pk[di], (uint32_t)rows, 1, 1, XPU_WG, 1, 1, a, 6);
+}
