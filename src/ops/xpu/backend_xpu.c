@@ -340,6 +340,7 @@ static const xpi_backend_ops k_xpu_ops = {
   .free_memory = xpu_free_memory_op,
   .matmul_multi = xpu_matmul_multi,
   .matmul_glu = xpu_matmul_glu,
+  .matmul_add = xpu_matmul_add,
 };
 
 /* The compute queue group of the device (ordinal 0 where the driver does not say). */

@@ -159,10 +159,13 @@ xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
                     int32_t cols, int32_t k);
-xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in,
-                            const xpi_weight *const *ws, const xpi_weight *const *biases, int32_t n);
-xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *gate,
-                          const xpi_weight *up, xpi_glu_act act, int32_t n);
+xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                            float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                            int32_t n);
+xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm, float eps,
+                          float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act, int32_t n);
+xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                          const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
 #endif
