@@ -14,7 +14,7 @@
 /* Launches of the decoder layer and of the rest of the step (embedding, final norm, lm_head, argmax) with the
  * fused ops of blocks.c: norm, q|k|v (one launch), rope + q/k norm, KV store, attention, o_proj, norm (+ the
  * residual add), gate|up + SwiGLU (one launch), down. */
-#define WANT_PER_LAYER 7
+#define WANT_PER_LAYER 6
 #define WANT_CONSTANT 4
 /* The target, not reached yet: see docs/ARCHITECTURE.md (XPU decode step) for what remains. */
 #define TARGET_PER_LAYER 6

@@ -136,7 +136,10 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
   const int32_t *pos = map->pos, *seq = map->seq, *tables = map->tables;
   xpu_arg st[] = {XA(kc), XA(vc), XA(kdt), XA(k), XA(v), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(nb),
                   XA(hk), XA(hd)};
-  XPI_TRY(xpu_launch(be, XK_KV_STORE, ceil_div((uint64_t)hd, 64), (uint32_t)hk, (uint32_t)n, 64, 1, 1, st, 13));
+  /* a decode step's sdpa stores its token's K/V itself (one launch less; see xpi_sdpa) */
+  int fused_store = n == 1 && impl != XPI_ATTN_EAGER && impl != XPI_ATTN_FLASH;
+  if (!fused_store)
+    XPI_TRY(xpu_launch(be, XK_KV_STORE, ceil_div((uint64_t)hd, 64), (uint32_t)hk, (uint32_t)n, 64, 1, 1, st, 13));
   uint32_t rows = (uint32_t)n * (uint32_t)hq;
   if (impl == XPI_ATTN_EAGER) {
     void *scores = NULL;
@@ -151,8 +154,8 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
     return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 17);
   }
   xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 16);
+                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(fused_store), XA(k), XA(v), XA(nb)};
+  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 20);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
