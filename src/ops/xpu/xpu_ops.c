@@ -284,9 +284,16 @@ static xpi_status gemv3(xpi_backend *be, int count, float *const *outs, const fl
   return xpu_launch(be, pk[di], (uint32_t)total, 1, 1, XPU_WG, 1, 1, a, 21);
 }
 
-/* Checks a fused matmul's weight (and bias) as xpu_matmul does. */
-static xpi_status check_fused(xpi_backend *be, const xpi_weight *w, const xpi_weight *b, const char *op) {
-  XPI_TRY(check_float_weight(be, w, op));
+/* 1: a weight the fused kernels read (f32/f16/bf16); others (quantized) take the separate xpu_matmul, which
+ * checks them. */
+static int float_weight(const xpi_weight *w) {
+  return w->dtype == XPI_DT_F32 || w->dtype == XPI_DT_F16 || w->dtype == XPI_DT_BF16;
+}
+
+/* Checks a fused matmul's weight (and bias) shapes; *fusable = 0 where the weight is not a float one. */
+static xpi_status check_fused(xpi_backend *be, const xpi_weight *w, const xpi_weight *b, const char *op, int *fusable) {
+  if (!w || !w->data) return xpi_err(XPI_ERR_INTERNAL, "%s: %s: missing weight", be->device, op);
+  if (!float_weight(w)) *fusable = 0;
   if (w->rows > INT32_MAX || w->cols > INT32_MAX)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: %s: weight [%lld, %lld] too large", be->device, op, (long long)w->rows,
                    (long long)w->cols);
@@ -318,7 +325,7 @@ xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, cons
   int64_t total = 0;
   for (int j = 0; j < count; j++) {
     const xpi_weight *b = biases ? biases[j] : NULL;
-    XPI_TRY(check_fused(be, ws[j], b, "matmul_multi"));
+    XPI_TRY(check_fused(be, ws[j], b, "matmul_multi", &fusable));
     total += ws[j]->rows;
     if (ws[j]->dtype != ws[0]->dtype || ws[j]->cols != ws[0]->cols || (b != NULL) != has_bias ||
         (b && b->dtype != biases[0]->dtype))
@@ -335,9 +342,10 @@ xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, cons
 
 xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
                           const xpi_weight *bias, int32_t n) {
-  XPI_TRY(check_fused(be, w, bias, "matmul_add"));
+  int fusable = n == 1;
+  XPI_TRY(check_fused(be, w, bias, "matmul_add", &fusable));
   if (n <= 0) return XPI_OK;
-  if (n == 1) {
+  if (fusable) {
     const xpi_weight *bs[1] = {bias};
     return gemv3(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);
   }
@@ -347,14 +355,15 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
 
 xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm, float eps,
                           float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act, int32_t n) {
-  XPI_TRY(check_fused(be, gate, NULL, "matmul_glu gate"));
-  XPI_TRY(check_fused(be, up, NULL, "matmul_glu up"));
+  int fusable = n == 1 && gate->dtype == up->dtype;
+  XPI_TRY(check_fused(be, gate, NULL, "matmul_glu gate", &fusable));
+  XPI_TRY(check_fused(be, up, NULL, "matmul_glu up", &fusable));
   if (gate->rows != up->rows || gate->cols != up->cols)
     return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_glu: gate [%lld, %lld] and up [%lld, %lld] differ", be->device,
                    (long long)gate->rows, (long long)gate->cols, (long long)up->rows, (long long)up->cols);
   if (n <= 0) return XPI_OK;
   int rows = (int)gate->rows, cols = (int)gate->cols, ac = act == XPI_GLU_GELU_TANH ? 1 : 0;
-  if (n != 1 || gate->dtype != up->dtype) {
+  if (!fusable) {
     const float *h;
     XPI_TRY(sep_in(be, in, norm, eps, hbuf, cols, n, &h));
     XPI_TRY(xpu_matmul(be, out, h, gate, NULL, n));
