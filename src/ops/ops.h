@@ -52,6 +52,9 @@ typedef struct xpi_attn_params {
   xpi_attn_impl impl;
 } xpi_attn_params;
 
+/* The activation of a gated MLP: swiglu (silu) or geglu (gelu_tanh). */
+typedef enum xpi_glu_act { XPI_GLU_SILU = 0, XPI_GLU_GELU_TANH = 1 } xpi_glu_act;
+
 typedef enum xpi_rope_type { XPI_ROPE_DEFAULT = 0, XPI_ROPE_LLAMA3 = 1 } xpi_rope_type;
 
 typedef struct xpi_rope_params {
@@ -202,6 +205,24 @@ typedef struct xpi_backend_ops {
 
   /* Waits for everything enqueued. */
   xpi_status (*sync)(xpi_backend *be);
+
+  /* ---- optional fused ops: NULL where the backend has none (the model's blocks then run the separate ops);
+   * each computes exactly what the composition of the separate ops computes, in one launch where it can. */
+  /* outs[j][n, ws[j]->rows] = h @ ws[j]^T (+ biases[j] when not NULL), j < count (1..3), all weights with the
+   * same cols (the q/k/v projections of one input): h = in without norm, else rmsnorm(in) with weight norm and eps
+   * (as rmsnorm without residual computes it); hbuf [n, cols] is scratch where the backend may put h. */
+  xpi_status (*matmul_multi)(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                             float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                             int32_t n);
+  /* out[n, f] = act(h @ gate^T) * (h @ up^T), f = gate->rows = up->rows, act as swiglu/geglu, h as matmul_multi;
+   * tmp [n, f] scratch (the composition's up projection). */
+  xpi_status (*matmul_glu)(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm,
+                           float eps, float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act,
+                           int32_t n);
+  /* x[n, w->rows] += in @ w^T (+ bias): a projection with the residual add as its epilogue; tmp [n, w->rows]
+   * scratch (the composition's product). x + (in @ w^T + bias) in that order, as rmsnorm's residual add. */
+  xpi_status (*matmul_add)(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                           const xpi_weight *bias, int32_t n);
 
   /* Bytes further allocations could still get (the CPU: MemAvailable; an XPU: its memory less what this
    * process holds there): what default KV pools are sized from. */

@@ -9,6 +9,7 @@ add_test(NAME xpu/test_xpu_ops_barriers COMMAND test_xpu_ops)
 set_tests_properties(xpu/test_xpu_ops_barriers PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_IN_ORDER=0" LABELS xpu
                      TIMEOUT 900)
 set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_ops_barriers xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
+                   xpu/test_xpu_launches
                    xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_large_alloc xpu/test_xpu_moe
                    xpu/test_xpu_moe_model)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)

@@ -100,6 +100,7 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
     r = ze->zeCommandListAppendBarrier(list, NULL, 0, NULL);
   }
   if (r == ZE_RESULT_SUCCESS && !rec) im->imm_pending = 1;
+  if (r == ZE_RESULT_SUCCESS && rec) im->rec_launches++;
   pthread_mutex_unlock(&im->lock);
   if (r != ZE_RESULT_SUCCESS)
     return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %s failed (%s)", be->device, what, xpu_kernel_name(kid),
@@ -198,6 +199,12 @@ static void xpu_kv_free(xpi_backend *be, xpi_kv *kv) {
 
 /* ------------------------------------------------------------------ XPU graph */
 
+/* A recording: its command list and how many kernel launches it holds. */
+typedef struct xpu_graph {
+  ze_command_list_handle_t list;
+  uint64_t launches;
+} xpu_graph;
+
 static xpi_status xpu_capture_begin(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_begin while already capturing", be->device);
@@ -213,6 +220,7 @@ static xpi_status xpu_capture_begin(xpi_backend *be) {
   pthread_mutex_lock(&im->lock);
   im->rec_owner = pthread_self();
   im->rec = list;
+  im->rec_launches = 0;
   pthread_mutex_unlock(&im->lock);
   return XPI_OK;
 }
@@ -224,26 +232,36 @@ static xpi_status xpu_capture_end(xpi_backend *be, void **graph) {
   if (!list) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_end without capture_begin", be->device);
   pthread_mutex_lock(&im->lock);
   im->rec = NULL;
+  uint64_t launches = im->rec_launches;
   pthread_mutex_unlock(&im->lock);
   pthread_mutex_unlock(&im->cap_lock);
   ze_result_t r = im->ze->zeCommandListClose(list);
-  if (r != ZE_RESULT_SUCCESS) {
+  xpu_graph *g = r == ZE_RESULT_SUCCESS ? malloc(sizeof *g) : NULL;
+  if (!g) {
     im->ze->zeCommandListDestroy(list);
+    if (r == ZE_RESULT_SUCCESS) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of memory", be->device);
     return xpi_err(XPI_ERR_DEVICE, "%s: zeCommandListClose failed (%s)", be->device, xpu_ze_result_name(r));
   }
-  *graph = list;
+  g->list = list;
+  g->launches = launches;
+  *graph = g;
   return XPI_OK;
 }
 
 static xpi_status xpu_replay(xpi_backend *be, void *graph) {
   xpu_impl *im = im_of(be);
   if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
-  ze_command_list_handle_t list = graph;
+  xpu_graph *g = graph;
+  ze_command_list_handle_t list = g->list;
   pthread_mutex_lock(&im->lock);
   xpi_status s = sync_imm_locked(be); /* inputs written through the immediate list must have landed */
   ze_result_t r = ZE_RESULT_SUCCESS;
   if (s == XPI_OK) r = im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL);
-  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) im->queue_pending = 1;
+  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) {
+    im->queue_pending = 1;
+    im->replayed_launches += g->launches;
+    im->replays++;
+  }
   pthread_mutex_unlock(&im->lock);
   if (s == XPI_OK && r != ZE_RESULT_SUCCESS)
     s = xpi_err(XPI_ERR_DEVICE, "%s: zeCommandQueueExecuteCommandLists failed (%s)", be->device, xpu_ze_result_name(r));
@@ -254,7 +272,8 @@ static void xpu_graph_free(xpi_backend *be, void *graph) {
   if (!graph) return;
   xpu_impl *im = im_of(be);
   xpu_order_after_queue(be);
-  im->ze->zeCommandListDestroy((ze_command_list_handle_t)graph);
+  im->ze->zeCommandListDestroy(((xpu_graph *)graph)->list);
+  free(graph);
 }
 
 /* ------------------------------------------------------------------ create / destroy */
@@ -323,6 +342,9 @@ static const xpi_backend_ops k_xpu_ops = {
   .graph_free = xpu_graph_free,
   .sync = xpu_sync_op,
   .free_memory = xpu_free_memory_op,
+  .matmul_multi = xpu_matmul_multi,
+  .matmul_glu = xpu_matmul_glu,
+  .matmul_add = xpu_matmul_add,
 };
 
 /* The compute queue group of the device (ordinal 0 where the driver does not say). */
@@ -411,4 +433,12 @@ uint64_t xpi_xpu_bytes_read(xpi_backend *be) {
   uint64_t n = im->bytes_read;
   pthread_mutex_unlock(&im->lock);
   return n;
+}
+
+void xpi_xpu_replayed_launches(xpi_backend *be, uint64_t *launches, uint64_t *replays) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  *launches = im->replayed_launches;
+  *replays = im->replays;
+  pthread_mutex_unlock(&im->lock);
 }

@@ -17,8 +17,10 @@ typedef enum xpu_kid {
   XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
   XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
   XK_MOE_ROUTE, XK_MOE_MATMUL, XK_MOE_COMBINE,
+  XK_GEMV3_F32, XK_GEMV3_F16, XK_GEMV3_BF16, XK_GEMV_GLU_F32, XK_GEMV_GLU_F16, XK_GEMV_GLU_BF16,
   /* tuned tier (NULL when the device or driver cannot take it) */
   XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
+  XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16, XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16,
   XK_COUNT
 } xpu_kid;
 
@@ -81,6 +83,9 @@ typedef struct xpu_impl {
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
   xpi_perf_report *perf;                 /* launches counted here when set (xpu_perf.c) */
+  uint64_t rec_launches;                 /* kernel launches appended to the recording in progress */
+  uint64_t replayed_launches, replays;   /* kernel launches submitted through replay(), and replays (tests count
+                                          * the launches of a decode step) */
 } xpu_impl;
 
 static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
@@ -168,6 +173,13 @@ xpi_status xpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t 
                           const int32_t *ids, int32_t n, int32_t k);
 xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
                            const float *shared_gate, int32_t n, int32_t k, int32_t d);
+xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                            float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                            int32_t n);
+xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm, float eps,
+                          float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act, int32_t n);
+xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                          const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
 #endif

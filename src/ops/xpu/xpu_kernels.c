@@ -31,6 +31,12 @@ static const struct {
   [XK_GEMV_SG_F32] = {"xpi_gemv_sg_f32", 1}, [XK_GEMV_SG_F16] = {"xpi_gemv_sg_f16", 1},
   [XK_GEMV_SG_BF16] = {"xpi_gemv_sg_bf16", 1}, [XK_RMSNORM_SG] = {"xpi_rmsnorm_sg", 1},
   [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
+  [XK_GEMV3_F32] = {"xpi_gemv3_f32", 0},   [XK_GEMV3_F16] = {"xpi_gemv3_f16", 0},
+  [XK_GEMV3_BF16] = {"xpi_gemv3_bf16", 0}, [XK_GEMV_GLU_F32] = {"xpi_gemv_glu_f32", 0},
+  [XK_GEMV_GLU_F16] = {"xpi_gemv_glu_f16", 0}, [XK_GEMV_GLU_BF16] = {"xpi_gemv_glu_bf16", 0},
+  [XK_GEMV3_SG_F32] = {"xpi_gemv3_sg_f32", 1}, [XK_GEMV3_SG_F16] = {"xpi_gemv3_sg_f16", 1},
+  [XK_GEMV3_SG_BF16] = {"xpi_gemv3_sg_bf16", 1}, [XK_GEMV_GLU_SG_F32] = {"xpi_gemv_glu_sg_f32", 1},
+  [XK_GEMV_GLU_SG_F16] = {"xpi_gemv_glu_sg_f16", 1}, [XK_GEMV_GLU_SG_BF16] = {"xpi_gemv_glu_sg_bf16", 1},
 };
 
 const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }

@@ -27,6 +27,8 @@ static double weight_size(xpu_kid kid) {
   switch (kid) {
     case XK_GEMV_F16: case XK_GEMM_F16: case XK_GEMV_SG_F16: return 2;
     case XK_GEMV_BF16: case XK_GEMM_BF16: case XK_GEMV_SG_BF16: case XK_GEMM_DPAS_BF16: return 2;
+    case XK_GEMV3_F16: case XK_GEMV3_SG_F16: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_SG_F16: return 2;
+    case XK_GEMV3_BF16: case XK_GEMV3_SG_BF16: case XK_GEMV_GLU_BF16: case XK_GEMV_GLU_SG_BF16: return 2;
     default: return 4;
   }
 }
@@ -50,7 +52,11 @@ static int expected_args(xpu_kid kid) {
     case XK_MOE_ROUTE: return 7;
     case XK_MOE_MATMUL: return 11;
     case XK_MOE_COMBINE: return 9;
-    case XK_SDPA: return 16;
+    case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
+    case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: return 21;
+    case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16: return 10;
+    case XK_GEMV_GLU_SG_F32: case XK_GEMV_GLU_SG_F16: case XK_GEMV_GLU_SG_BF16: return 11;
+    case XK_SDPA: return 20;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
   }
@@ -133,6 +139,22 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       rd = c * (k + sh + 1) * 4, wr = c * 4, fl = c * 2 * (k + sh);
       break;
     }
+    case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
+    case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: {
+      /* up to three projections of one row (+ its RMSNorm weight, + the output read back when accumulating) */
+      double rows = (double)I32(12) + I32(13) + I32(14), cols = I32(15);
+      double bias = I32(11) ? rows * dsize(I32(10)) : 0, norm = I32(18) ? cols * dsize(I32(17)) : 0;
+      rd = rows * cols * weight_size(kid) + cols * 4 + bias + norm + (I32(20) ? rows * 4 : 0), wr = rows * 4;
+      fl = 2 * rows * cols;
+      break;
+    }
+    case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16:
+    case XK_GEMV_GLU_SG_F32: case XK_GEMV_GLU_SG_F16: case XK_GEMV_GLU_SG_BF16: { /* gate and up rows, one output */
+      int sg = nargs == 11;
+      double rows = sg ? (double)I32(4) : (double)gx, cols = I32(sg ? 5 : 4), norm = I32(sg ? 9 : 8) ? cols * dsize(I32(sg ? 8 : 7)) : 0;
+      rd = 2 * rows * cols * weight_size(kid) + cols * 4 + norm, wr = rows * 4, fl = 4 * rows * cols;
+      break;
+    }
     case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */
       double n = gz, hk = I32(11), hd = I32(12);
       rd = 2 * n * hk * hd * 4 + n * 8, wr = 2 * n * hk * hd * dsize(I32(2));
@@ -162,6 +184,8 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
         if (kid == XK_EAGER) rd += per_head * hq * 4, wr += per_head * hq * 4; /* the scores, out and back */
       }
       rd += (double)n * hq * hd * 4, wr += (double)n * hq * hd * 4, fl = per_head * hq * hd * 4;
+      if (kid == XK_SDPA && I32(16)) /* a decode step's sdpa stores its token's K/V itself */
+        rd += 2.0 * n * hk * hd * 4, wr += 2.0 * n * hk * hd * dsize(I32(4));
       break;
     }
     default:
