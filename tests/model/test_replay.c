@@ -270,6 +270,9 @@ int main(void) {
   ops.embed = w_embed, ops.rmsnorm = w_rmsnorm, ops.matmul = w_matmul, ops.rope = w_rope, ops.attention = w_attn;
   ops.swiglu = w_swiglu, ops.geglu = w_geglu, ops.softcap = w_softcap, ops.scale = w_scale, ops.add = w_add;
   ops.argmax = w_argmax;
+  /* the fused ops are optional (NULL: the blocks run the separate ops above, which this wrapper records); the CPU's
+   * composition of them would run at capture time instead of being recorded */
+  ops.matmul_multi = NULL, ops.matmul_glu = NULL, ops.matmul_add = NULL;
   ops.capture_begin = cap_begin, ops.capture_end = cap_end, ops.replay = replay, ops.graph_free = graph_free;
   wrapped->ops = &ops;
   enum { N = 12 };
