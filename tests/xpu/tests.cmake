@@ -1,7 +1,7 @@
 # XPU tests run through Debian's Level Zero loader on the software device (tools/zesim, target ze_zesim):
 # ZE_ENABLE_ALT_DRIVERS points the stock loader at it, ZESIM_DEVICES lists the software devices' PCI BDFs,
 # POCL_CACHE_DIR keeps PoCL's compiled kernels between runs (the first build of a module takes ~1 s).
-set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
+set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_quant xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
                    xpu/test_xpu_numeric xpu/test_xpu_engine)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
