@@ -109,6 +109,29 @@ static void test_matmul(void) {
                      (si + ni) % 3 ? XPI_DT_BF16 : XPI_DT_F32);
 }
 
+/* Device memory a weight takes (the backend's accounting of its allocations), per weight, for a [1024, 2048]
+ * matrix: bf16 2, q8 34/32, q4 18/32 (quants + half scales; the scales start 64-byte aligned). */
+static void test_bytes(void) {
+  const int rows = 1024, cols = 2048;
+  uint16_t *src = calloc((size_t)rows * cols, 2);
+  for (size_t i = 0; i < (size_t)rows * cols; i++) src[i] = xpi_f32_to_bf16(xt_rand());
+  const xpi_dtype dts[3] = {XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
+  const double want[3] = {2.0, 34.0 / 32, 18.0 / 32};
+  for (int i = 0; i < 3; i++) {
+    uint64_t before = 0, after = 0;
+    xpi_weight w;
+    CHECK_OK(xpi_xpu_free_memory(0, &before));
+    CHECK_OK(xpu->ops->weight_create(xpu, &w, src, XPI_DT_BF16, rows, cols, dts[i]));
+    CHECK_OK(xpi_xpu_free_memory(0, &after));
+    const double per = (double)(before - after) / ((double)rows * cols);
+    printf("xpu:0 bytes per weight, %s: %.4f\n", xpi_dtype_name(dts[i]), per);
+    CHECK(fabs(per - want[i]) < 1e-4, "%s: %.5f bytes per weight on the device, expected %.5f",
+          xpi_dtype_name(dts[i]), per, want[i]);
+    xpu->ops->weight_free(xpu, &w);
+  }
+  free(src);
+}
+
 /* Bad inputs come back as a status naming the problem, nothing placed. */
 static void test_errors(void) {
   int32_t ints[64] = {0};
@@ -133,6 +156,7 @@ int main(void) {
   printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
   test_matmul();
   test_errors();
+  test_bytes();
   printf("largest |xpu - cpu| / bound: %.3g\n", g_worst);
   cpu->ops->destroy(cpu);
   xpu->ops->destroy(xpu);
