@@ -24,12 +24,12 @@ static const struct {
   [XK_GEMM_F16] = {"xpi_gemm_f16", 0},     [XK_GEMM_BF16] = {"xpi_gemm_bf16", 0},
   [XK_KV_STORE] = {"xpi_kv_store", 0},     [XK_SDPA] = {"xpi_sdpa", 0},
   [XK_EAGER] = {"xpi_attn_eager", 0},      [XK_FLASH] = {"xpi_flash_attention_2", 0},
-  [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
-  [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
-  [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
   [XK_GEMV_SG_F32] = {"xpi_gemv_sg_f32", 1}, [XK_GEMV_SG_F16] = {"xpi_gemv_sg_f16", 1},
   [XK_GEMV_SG_BF16] = {"xpi_gemv_sg_bf16", 1}, [XK_RMSNORM_SG] = {"xpi_rmsnorm_sg", 1},
   [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
+  [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
+  [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
+  [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
 };
 
 const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }
