@@ -8,7 +8,7 @@
 # Usage: bench/batched_vs_llamacpp.sh LLAMA_BUILD_DIR GGUF_DIR MODEL_DIR OUT_DIR
 #   GGUF_DIR holds q06-BF16.gguf, q06-Q8_0.gguf, q06-Q4_0.gguf (see /work/shared/bench/README.md); MODEL_DIR the
 #   same model as safetensors. env: ROUNDS (2), THREADS (2), QUANTS ("bf16:BF16 q4:Q4_0 q8:Q8_0"), NPL (1,8,32),
-#   NPP (128), NTG (64), XPI (build/xpuinfer), KV (f16)
+#   NPP (128), NTG (64), XPI (build/xpuinfer), KV (f16), RSS (1; 0 skips the peak-RSS run)
 # llama.cpp built with GGML_NATIVE on a CPU that reports AMX takes its AMX path, which GCC 12 miscompiles
 # (_tile_loadconfig: SIGILL for Q8_0/Q4_0, see bench/README.md); build it for the comparison with
 # -DGGML_NATIVE=OFF -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON (and no AMX). The machine is
@@ -45,7 +45,9 @@ done
 # peak resident memory of 32 sequences with the KV pool at 1 GiB (GNU time's "Maximum resident set size", KiB)
 # (where GNU time is missing, as on the 16-core host, Python's getrusage of the child gives the same number)
 RSS_CMD=("$XPI" bench -m "$M" --quant bf16 --kv-dtype "$KV" -t "$T" --parallel 32 -p "$NPP" -n "$NTG" -r 1 --kv-pool 1G)
-if [ -x /usr/bin/time ]; then
+if [ "${RSS:-1}" = 0 ]; then
+  echo "peak RSS run skipped (RSS=0)" > "$OUT/rss_time.txt"
+elif [ -x /usr/bin/time ]; then
   /usr/bin/time -v "${RSS_CMD[@]}" > "$OUT/rss_bench.txt" 2> "$OUT/rss_time.txt" || echo "RSS run failed" >> "$OUT/errors.txt"
 else
   python3 -c 'import resource, subprocess, sys

@@ -8,11 +8,18 @@
  *      -lpthread -ldl -lm -o build/kernel_bench
  *   build/kernel_bench [rounds] [dtypes] [tables]      e.g. build/kernel_bench 7 q4,q8,bf16 avx2,avx512,amx,auto
  * env: THREADS (1; >1 splits rows over the library's thread pool, as the backend does), N (prefill tokens, 256: the model's
- *      chunk), MB (decode: MiB of weights streamed per round, 1024: beyond the caches, L3 here is 300 MiB), PATH_ (decode,prefill). */
+ *      chunk), MB (decode: MiB of weights streamed per round, 1024: beyond the caches, L3 here is 300 MiB), PATH_ (decode,prefill),
+ *      GEMV (1: the prefill path runs each table's decode GEMV over the N tokens, row slices over the pool, as
+ *      batched decode does where the GEMV serves it; compare with GEMV=0, what xpi_cpu_matmul picks for N),
+ *      HUGE (1: weights in transparent huge pages, as membw reads its array), CPUTIME (1, with THREADS=1: CPU time
+ *      instead of wall time, for a machine loaded by other work).
+ * Batched decode at N tokens from memory: PATH_=prefill MB is not used there (the 0.6B shapes, 22 MB of q8, stay
+ * in L3); decode streams one token's weights. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "ops/cpu/cpu_isa.h"
@@ -22,9 +29,10 @@
 #include "core/threadpool.h"
 #include "ops/half.h"
 
+static int g_cputime; /* CPUTIME=1: time on the CPU, not wall time (one thread on a loaded machine) */
 static double now_s(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(g_cputime ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
@@ -44,17 +52,26 @@ static xpi_dtype parse_dt(const char *s) {
   return XPI_DT_BF16;
 }
 
+/* HUGE=1: weights in transparent huge pages (2 MiB aligned, madvised) */
+static void *walloc(size_t bytes) {
+  if (!getenv("HUGE") || !atoi(getenv("HUGE"))) return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+  const size_t hb = (bytes + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+  void *p = aligned_alloc(2u << 20, hb);
+  if (p) madvise(p, hb, MADV_HUGEPAGE);
+  return p;
+}
+
 static void make(mat *m, xpi_dtype dt, int64_t rows, int64_t cols) {
   m->rows = rows, m->cols = cols, m->d = NULL;
   float *v = malloc(sizeof(float) * (size_t)(rows * cols));
   for (int64_t i = 0; i < rows * cols; i++) v[i] = frand() * 0.05f;
   if (dt == XPI_DT_Q8 || dt == XPI_DT_Q4) {
-    m->w = aligned_alloc(64, (size_t)(rows * xpi_q_row_bytes(dt, cols) + 63) & ~(size_t)63);
+    m->w = walloc((size_t)(rows * xpi_q_row_bytes(dt, cols)));
     m->d = malloc(sizeof(uint16_t) * (size_t)(rows * xpi_q_nblocks(cols)));
     if (xpi_quantize_rows(dt, m->w, m->d, v, XPI_DT_F32, rows, cols) != XPI_OK) abort();
   } else {
     const size_t es = dt == XPI_DT_F32 ? 4 : 2;
-    m->w = aligned_alloc(64, ((size_t)(rows * cols) * es + 127) & ~(size_t)63);
+    m->w = walloc((size_t)(rows * cols) * es + 64);
     for (int64_t i = 0; i < rows * cols; i++) {
       if (dt == XPI_DT_F32) memcpy((char *)m->w + 4 * i, &v[i], 4);
       else {
@@ -79,6 +96,21 @@ static void mm(const xpi_cpu_kernels *k, xpi_dtype dt, const mat *m, float *Y, c
   xpi_cpu_matmul(g_pool, g_ws, k, dt, Y, m->rows, X, n, m->w, m->d, 0, m->rows, m->cols);
 }
 
+typedef struct { const xpi_cpu_kernels *k; xpi_dtype dt; const mat *m; float *Y; const float *X; int32_t n; } gv_job;
+static void gv_run(void *ctx, int ith, int nth) {
+  const gv_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->m->rows, ith, nth, 8, &b, &e);
+  if (b < e) j->k->gemv[j->dt](j->Y, j->m->rows, j->X, j->n, j->m->w, j->m->d, b, e, j->m->cols);
+}
+static int g_gemv;
+/* the prefill path's matmul: the backend's choice, or (GEMV=1) the table's decode GEMV over the n tokens */
+static void mm_n(const xpi_cpu_kernels *k, xpi_dtype dt, const mat *m, float *Y, const float *X, int32_t n) {
+  if (!g_gemv) return mm(k, dt, m, Y, X, n);
+  gv_job j = {k, dt, m, Y, X, n};
+  xpi_pool_run(g_pool, gv_run, &j);
+}
+
 static int cmpd(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -92,6 +124,8 @@ int main(int argc, char **argv) {
   const int32_t N = getenv("N") ? atoi(getenv("N")) : 256;
   const double MB = getenv("MB") ? atof(getenv("MB")) : 1024;
   const char *paths = getenv("PATH_") ? getenv("PATH_") : "decode,prefill";
+  g_gemv = getenv("GEMV") && atoi(getenv("GEMV"));
+  g_cputime = getenv("CPUTIME") && atoi(getenv("CPUTIME")) && nth == 1;
   if (xpi_pool_create(nth, &g_pool) != XPI_OK || !(g_ws = xpi_cpu_mm_ws_create())) return 1;
   const xpi_cpu_kernels *tk[8];
   int nt = 0;
@@ -154,15 +188,17 @@ int main(int argc, char **argv) {
       float *X = malloc(sizeof(float) * (size_t)N * 3072), *Y = malloc(sizeof(float) * (size_t)N * 3072);
       for (int64_t i = 0; i < (int64_t)N * 3072; i++) X[i] = frand();
       double *g = malloc(sizeof(double) * (size_t)(rounds * nt));
+      const int preps = N >= 64 ? 1 : 64 / N; /* few tokens: repeat, so a round's time is not one short call */
       for (int r = 0; r < rounds; r++)
         for (int k = 0; k < nt; k++) {
           const double t0 = now_s();
-          for (int i = 0; i < ns; i++) mm(tk[k], dt, &ms[i], Y, X, N);
-          g[k * rounds + r] = macs / (now_s() - t0) / 1e9;
+          for (int rep = 0; rep < preps; rep++)
+            for (int i = 0; i < ns; i++) mm_n(tk[k], dt, &ms[i], Y, X, N);
+          g[k * rounds + r] = macs * preps / (now_s() - t0) / 1e9;
         }
       for (int k = 0; k < nt; k++) {
         qsort(g + k * rounds, (size_t)rounds, sizeof(double), cmpd);
-        printf("prefill %-5s %-7s %d thr: %6.1f GMAC/s (min %.1f, max %.1f, %d rounds, n=%d)\n", t, tk[k]->isa, nth,
+        printf("%s %-5s %-7s %d thr: %6.1f GMAC/s (min %.1f, max %.1f, %d rounds, n=%d)\n", g_gemv ? "gemv   " : "prefill", t, tk[k]->isa, nth,
                g[k * rounds + rounds / 2], g[k * rounds], g[k * rounds + rounds - 1], rounds, N);
       }
       for (int i = 0; i < ns; i++) free(ms[i].w), free(ms[i].d);

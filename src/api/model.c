@@ -8,6 +8,7 @@
 #include "core/fileio.h"
 #include "core/status.h"
 #include "api/xpu_fit.h"
+#include "model/family.h"
 #include "runtime/device.h"
 #include "runtime/xpu.h"
 
@@ -126,10 +127,6 @@ static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
   return XPI_OK;
 }
 
-static const char *arch_name(xpi_arch a) {
-  return a == XPI_ARCH_QWEN3 ? "qwen3" : a == XPI_ARCH_QWEN2 ? "qwen2" : "llama";
-}
-
 void xpi_model_free(xpi_model *m) {
   if (!m) return;
   xpi_engine_free(m->req_engine); /* its requests must have been freed before the model */
@@ -200,7 +197,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
 
   xpi_model_info *i = &m->info;
   i->struct_size = sizeof *i;
-  snprintf(i->architecture, sizeof i->architecture, "%s", arch_name(m->cfg.arch));
+  snprintf(i->architecture, sizeof i->architecture, "%s", m->cfg.family->name);
   snprintf(i->weight_dtype, sizeof i->weight_dtype, "%s", xpi_dtype_name(m->w.layers[0].wq.dtype));
   snprintf(i->attn_implementation, sizeof i->attn_implementation, "%s", k_attn[attn].name);
   if (m->backends[0]->describe) m->backends[0]->describe(m->backends[0], m->w.layers[0].wq.dtype, i->kernels, sizeof i->kernels);

@@ -46,6 +46,11 @@ static xpi_status check_options(const xpi_model *m, xpi_engine_options *o) {
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: give kv_pool_bytes or kv_pool_tokens (>= 0), not both");
   int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
   if (o->max_seq_len == 0) o->max_seq_len = max_pos;
+  if (o->max_seq_len > max_pos && m->cfg.longrope_long_ctx > 0)
+    return xpi_err(XPI_ERR_UNSUPPORTED,
+                   "engine: max_seq_len = %d: this model's longrope RoPE switches to its long factors past "
+                   "original_max_position_embeddings = %d, which is not supported: use max_seq_len <= %d",
+                   o->max_seq_len, max_pos, max_pos);
   if (o->max_seq_len < 1 || o->max_seq_len > max_pos)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: max_seq_len = %d is outside [1, %d] (max_position_embeddings)",
                    o->max_seq_len, max_pos);

@@ -11,44 +11,31 @@
 #include "core/fileio.h"
 #include "core/json.h"
 #include "core/status.h"
+#include "model/family.h"
 
 #define CFG_MAX_BYTES (8u << 20)
 #define CFG_MAX_DIM (1 << 20)    /* hidden/intermediate/head sizes: far above any real model, keeps products small */
 #define CFG_MAX_LAYERS 4096
 #define CFG_MAX_HEADS 4096
 
-typedef struct family {
-  const char *model_type, *architecture;
-  xpi_arch arch;
-} family;
-
-static const family k_families[] = {
-    {"llama", "LlamaForCausalLM", XPI_ARCH_LLAMA},
-    {"mistral", "MistralForCausalLM", XPI_ARCH_LLAMA},
-    {"qwen2", "Qwen2ForCausalLM", XPI_ARCH_QWEN2},
-    {"qwen3", "Qwen3ForCausalLM", XPI_ARCH_QWEN3},
-};
-#define N_FAMILIES (sizeof k_families / sizeof k_families[0])
-#define SUPPORTED_TYPES "llama, mistral, qwen2, qwen3"
-#define SUPPORTED_ARCHS "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"
-
 static const cJSON *get(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   return v && !cJSON_IsNull(v) ? v : NULL;
 }
 
+const cJSON *xpi_cfg_get(const cJSON *o, const char *key) { return get(o, key); }
+
 /* Picks the family from model_type and/or architectures[0]; both, when present, must agree. */
-static xpi_status read_family(const char *path, const cJSON *root, const family **out) {
-  const family *by_type = NULL, *by_arch = NULL;
+static xpi_status read_family(const char *path, const cJSON *root, const xpi_family **out) {
+  const xpi_family *by_type = NULL, *by_arch = NULL;
   const char *mt = NULL;
   int found = 0;
   XPI_TRY(xpi_json_get_string(path, root, "model_type", &mt, &found));
   if (found) {
-    for (size_t i = 0; i < N_FAMILIES; i++)
-      if (strcmp(mt, k_families[i].model_type) == 0) by_type = &k_families[i];
-    if (!by_type)
+    XPI_TRY(xpi_family_pending(path, mt, NULL));
+    if (!(by_type = xpi_family_by_type(mt)))
       return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"model_type\" \"%.64s\" is not supported (supported: %s)", path, mt,
-                     SUPPORTED_TYPES);
+                     xpi_family_types());
   }
   const cJSON *ar = get(root, "architectures");
   if (ar) {
@@ -57,21 +44,20 @@ static xpi_status read_family(const char *path, const cJSON *root, const family 
     for (const cJSON *a = ar->child; a; a = a->next) {
       if (!cJSON_IsString(a))
         return xpi_err(XPI_ERR_FORMAT, "%s: \"architectures\" must be a non-empty list of strings", path);
-      const family *f = NULL;
-      for (size_t i = 0; i < N_FAMILIES; i++)
-        if (strcmp(a->valuestring, k_families[i].architecture) == 0) f = &k_families[i];
+      XPI_TRY(xpi_family_pending(path, NULL, a->valuestring));
+      const xpi_family *f = xpi_family_by_arch(a->valuestring);
       if (!f)
         return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"architectures\" entry \"%.64s\" is not supported (supported: %s)",
-                       path, a->valuestring, SUPPORTED_ARCHS);
+                       path, a->valuestring, xpi_family_archs());
       if (!by_arch) by_arch = f;
     }
   }
   if (!by_type && !by_arch)
     return xpi_err(XPI_ERR_FORMAT, "%s: neither \"model_type\" nor \"architectures\" is given (supported: %s)", path,
-                   SUPPORTED_TYPES);
-  if (by_type && by_arch && by_type->arch != by_arch->arch)
+                   xpi_family_types());
+  if (by_type && by_arch && by_type != by_arch)
     return xpi_err(XPI_ERR_FORMAT, "%s: \"model_type\" \"%s\" contradicts \"architectures\" \"%s\"", path,
-                   by_type->model_type, by_arch->architecture);
+                   by_type->name, by_arch->architecture);
   *out = by_type ? by_type : by_arch;
   return XPI_OK;
 }
@@ -110,7 +96,7 @@ static xpi_status opt_num(const char *path, const cJSON *o, const char *key, dou
   return XPI_OK;
 }
 
-static xpi_status read_sizes(const char *path, const cJSON *root, const family *fam, xpi_config *c) {
+static xpi_status read_sizes(const char *path, const cJSON *root, const xpi_family *fam, xpi_config *c) {
   XPI_TRY(req_int(path, root, "vocab_size", 1, INT32_MAX, &c->vocab_size));
   XPI_TRY(req_int(path, root, "hidden_size", 1, CFG_MAX_DIM, &c->hidden_size));
   XPI_TRY(req_int(path, root, "intermediate_size", 1, CFG_MAX_DIM, &c->intermediate_size));
@@ -129,8 +115,8 @@ static xpi_status read_sizes(const char *path, const cJSON *root, const family *
   XPI_TRY(xpi_json_get_int(path, root, "head_dim", 1, CFG_MAX_DIM, &hd, &found));
   if (found) {
     c->head_dim = (int32_t)hd;
-  } else if (fam->arch == XPI_ARCH_QWEN3) {
-    c->head_dim = 128; /* Qwen3Config's default, which transformers uses when head_dim is absent */
+  } else if (fam->default_head_dim) {
+    c->head_dim = fam->default_head_dim; /* the config class's default (Qwen3 128, Gemma 256) */
   } else {
     if (c->hidden_size % c->n_heads != 0)
       return xpi_err(XPI_ERR_FORMAT,
@@ -145,113 +131,113 @@ static xpi_status read_sizes(const char *path, const cJSON *root, const family *
     return xpi_err(XPI_ERR_FORMAT, "%s: \"num_attention_heads\" x \"head_dim\" = %lld is implausibly large", path,
                    (long long)c->n_heads * c->head_dim);
 
-  double eps = 1e-6; /* the default of all four config classes */
+  double eps = 1e-6; /* the config classes' default (families with another one set it in parse) */
   XPI_TRY(opt_num(path, root, "rms_norm_eps", 0.0, 1, 1.0, &eps, NULL));
   c->rms_norm_eps = (float)eps;
   return XPI_OK;
 }
 
-/* Things the one graph does not implement: refuse rather than compute something else. */
-static xpi_status check_graph_features(const char *path, const cJSON *root, const family *fam, xpi_config *c) {
+/* ---- helpers for the families' parse functions */
+
+xpi_status xpi_cfg_int(const char *path, const cJSON *o, const char *key, int64_t min, int64_t max, int32_t *out) {
+  return opt_int(path, o, key, min, max, out);
+}
+
+xpi_status xpi_cfg_num(const char *path, const cJSON *o, const char *key, double lo, int lo_open, double hi,
+                       double *out, int *found) {
+  return opt_num(path, o, key, lo, lo_open, hi, out, found);
+}
+
+xpi_status xpi_cfg_bool(const char *path, const cJSON *o, const char *key, int *out) {
+  return xpi_json_get_bool(path, o, key, out, NULL);
+}
+
+xpi_status xpi_cfg_act(const char *path, const cJSON *o, const char *key, xpi_mlp_act dflt, xpi_mlp_act *out) {
   const char *act = NULL;
   int found = 0;
-  XPI_TRY(xpi_json_get_string(path, root, "hidden_act", &act, &found));
-  if (found && strcmp(act, "silu") != 0)
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"hidden_act\" \"%.32s\" is not supported (only silu)", path, act);
+  XPI_TRY(xpi_json_get_string(path, o, key, &act, &found));
+  *out = dflt;
+  if (!found) return XPI_OK;
+  if (!strcmp(act, "silu")) *out = XPI_ACT_SILU;
+  else if (!strcmp(act, "gelu_pytorch_tanh")) *out = XPI_ACT_GELU_TANH;
+  else
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"%s\" \"%.32s\" is not supported (silu, gelu_pytorch_tanh)", path, key,
+                   act);
+  return XPI_OK;
+}
 
-  int tie = 0; /* false for all four families unless given */
-  XPI_TRY(xpi_json_get_bool(path, root, "tie_word_embeddings", &tie, NULL));
-  c->tie_word_embeddings = tie;
-
-  int ab = 0;
-  XPI_TRY(xpi_json_get_bool(path, root, "attention_bias", &ab, NULL));
-  switch (fam->arch) {
-    case XPI_ARCH_QWEN2: /* Qwen2Attention: q/k/v always biased, o_proj never */
-      c->attention_bias = 1;
-      c->o_proj_bias = 0;
-      break;
-    case XPI_ARCH_QWEN3: /* q/k/v/o all follow attention_bias */
-      c->attention_bias = c->o_proj_bias = ab;
-      break;
-    case XPI_ARCH_LLAMA: /* LlamaAttention follows attention_bias; MistralAttention has no biases at all */
-      c->attention_bias = c->o_proj_bias = strcmp(fam->model_type, "mistral") == 0 ? 0 : ab;
-      break;
-  }
-  c->qk_norm = fam->arch == XPI_ARCH_QWEN3;
-
-  int mlp_bias = 0;
-  XPI_TRY(xpi_json_get_bool(path, root, "mlp_bias", &mlp_bias, NULL));
-  if (mlp_bias && fam->arch == XPI_ARCH_LLAMA && strcmp(fam->model_type, "llama") == 0)
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"mlp_bias\" true is not supported (MLP projections without bias only)",
-                   path);
-
-  /* Sliding-window attention: mistral applies it whenever sliding_window is set; qwen2/qwen3 only with
-   * use_sliding_window and then to layers >= max_window_layers. A window >= the context is no window. */
-  int64_t sw = 0;
-  int have_sw = 0;
-  XPI_TRY(xpi_json_get_int(path, root, "sliding_window", 1, INT64_MAX / 2, &sw, &have_sw));
-  int used = 0;
-  if (have_sw && sw < c->max_position_embeddings) {
-    if (strcmp(fam->model_type, "mistral") == 0) {
-      used = 1;
-    } else if (fam->arch != XPI_ARCH_LLAMA) {
-      int use = 0;
-      XPI_TRY(xpi_json_get_bool(path, root, "use_sliding_window", &use, NULL));
-      int64_t mwl = 28; /* Qwen2Config/Qwen3Config default */
-      XPI_TRY(xpi_json_get_int(path, root, "max_window_layers", 0, INT32_MAX, &mwl, NULL));
-      used = use && mwl < c->n_layers;
-    }
-  }
-  if (used)
-    return xpi_err(XPI_ERR_UNSUPPORTED,
-                   "%s: \"sliding_window\" = %lld is smaller than \"max_position_embeddings\" = %d: sliding-window "
-                   "attention is not supported",
-                   path, (long long)sw, c->max_position_embeddings);
-
-  const cJSON *lt = get(root, "layer_types");
-  if (lt) {
-    if (!cJSON_IsArray(lt)) return xpi_err(XPI_ERR_FORMAT, "%s: \"layer_types\" must be a list of strings", path);
-    int i = 0;
-    for (const cJSON *v = lt->child; v; v = v->next, i++) {
-      if (!cJSON_IsString(v)) return xpi_err(XPI_ERR_FORMAT, "%s: \"layer_types\" must be a list of strings", path);
-      if (strcmp(v->valuestring, "full_attention") != 0)
-        return xpi_err(XPI_ERR_UNSUPPORTED,
-                       "%s: \"layer_types\"[%d] is \"%.32s\": only full_attention layers are supported", path, i,
-                       v->valuestring);
-    }
+xpi_status xpi_cfg_layer_types(const char *path, const cJSON *o, xpi_config *c, int *found) {
+  const cJSON *lt = get(o, "layer_types");
+  *found = lt != NULL;
+  if (!lt) return XPI_OK;
+  if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != c->n_layers)
+    return xpi_err(XPI_ERR_FORMAT, "%s: \"layer_types\" must be a list of %d strings (one per layer)", path,
+                   c->n_layers);
+  int i = 0;
+  for (const cJSON *v = lt->child; v; v = v->next, i++) {
+    if (!cJSON_IsString(v)) return xpi_err(XPI_ERR_FORMAT, "%s: \"layer_types\" must be a list of strings", path);
+    if (!strcmp(v->valuestring, "full_attention")) c->layer_sliding[i] = 0;
+    else if (!strcmp(v->valuestring, "sliding_attention")) c->layer_sliding[i] = 1;
+    else
+      return xpi_err(XPI_ERR_UNSUPPORTED,
+                     "%s: \"layer_types\"[%d] is \"%.32s\" (supported: full_attention, sliding_attention)", path, i,
+                     v->valuestring);
   }
   return XPI_OK;
 }
 
-/* rope_theta (transformers 4) or rope_parameters.rope_theta (5); scaling from rope_parameters (5) or
- * rope_scaling (4) with rope_type (or the older "type") "default" or "llama3". */
-static xpi_status read_rope(const char *path, const cJSON *root, xpi_config *c) {
-  xpi_rope_params *r = &c->rope;
-  memset(r, 0, sizeof *r);
-  r->type = XPI_ROPE_DEFAULT;
-  r->head_dim = c->head_dim;
-  double theta = 10000.0; /* default of all four config classes */
-  XPI_TRY(opt_num(path, root, "rope_theta", 0.0, 1, 1e12, &theta, NULL));
+xpi_status xpi_cfg_sliding_window(const char *path, const cJSON *o, int32_t min, xpi_config *c) {
+  c->sliding_window = 0;
+  return opt_int(path, o, "sliding_window", min, INT32_MAX, &c->sliding_window);
+}
 
-  const cJSON *rp = get(root, "rope_parameters");
-  const char *key = "rope_parameters";
-  if (!rp) {
-    rp = get(root, "rope_scaling");
-    key = "rope_scaling";
+xpi_status xpi_cfg_qwen_window(const char *path, const cJSON *o, xpi_config *c) {
+  XPI_TRY(xpi_cfg_sliding_window(path, o, 0, c)); /* 0: Qwen2-MoE's "none" */
+  int found = 0;
+  XPI_TRY(xpi_cfg_layer_types(path, o, c, &found));
+  int use = 0;
+  XPI_TRY(xpi_json_get_bool(path, o, "use_sliding_window", &use, NULL));
+  if (!use) { /* transformers 5 writes layer_types from these; without use_sliding_window no layer slides */
+    memset(c->layer_sliding, 0, sizeof c->layer_sliding);
+    return XPI_OK;
   }
+  if (found) return XPI_OK;
+  int32_t mwl = 28; /* Qwen2Config/Qwen3Config default */
+  XPI_TRY(opt_int(path, o, "max_window_layers", 0, INT32_MAX, &mwl));
+  for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0 && l >= mwl;
+  return XPI_OK;
+}
+
+xpi_status xpi_cfg_window_all(const char *path, const cJSON *o, xpi_config *c) {
+  XPI_TRY(xpi_cfg_sliding_window(path, o, 1, c));
+  int found = 0;
+  XPI_TRY(xpi_cfg_layer_types(path, o, c, &found));
+  if (!found)
+    for (int32_t l = 0; l < c->n_layers; l++) c->layer_sliding[l] = c->sliding_window > 0;
+  return XPI_OK;
+}
+
+/* ---- RoPE */
+
+/* One parameter set: rope_type (or the older "type") default, llama3, linear, longrope (or "su"). */
+static xpi_status read_rope_set(const char *what, const cJSON *root, const cJSON *rp, double theta, xpi_config *c,
+                                xpi_rope_set *r) {
+  memset(r, 0, sizeof *r);
+  r->p.type = XPI_ROPE_DEFAULT;
+  r->p.head_dim = c->head_dim;
+  r->linear_factor = 1.0f;
+  r->attention_factor = 1.0f;
   if (rp) {
-    if (!cJSON_IsObject(rp)) return xpi_err(XPI_ERR_FORMAT, "%s: \"%s\" must be a JSON object", path, key);
-    char what[1100];
-    snprintf(what, sizeof what, "%s: %s", path, key); /* messages read "config.json: rope_parameters: "x" ..." */
+    if (!cJSON_IsObject(rp)) return xpi_err(XPI_ERR_FORMAT, "%s must be a JSON object", what);
     XPI_TRY(opt_num(what, rp, "rope_theta", 0.0, 1, 1e12, &theta, NULL));
     const char *type = NULL;
     int found = 0;
     XPI_TRY(xpi_json_get_string(what, rp, "rope_type", &type, &found));
     if (!found) XPI_TRY(xpi_json_get_string(what, rp, "type", &type, &found));
     if (!found || strcmp(type, "default") == 0) {
-      r->type = XPI_ROPE_DEFAULT;
+      r->p.type = XPI_ROPE_DEFAULT;
     } else if (strcmp(type, "llama3") == 0) {
-      r->type = XPI_ROPE_LLAMA3;
+      r->p.type = XPI_ROPE_LLAMA3;
       static const char *req[] = {"factor", "low_freq_factor", "high_freq_factor",
                                   "original_max_position_embeddings"};
       for (size_t i = 0; i < sizeof req / sizeof req[0]; i++)
@@ -265,24 +251,97 @@ static xpi_status read_rope(const char *path, const cJSON *root, xpi_config *c) 
         return xpi_err(XPI_ERR_FORMAT, "%s: \"high_freq_factor\" = %g must be greater than \"low_freq_factor\" = %g",
                        what, hi, lo);
       XPI_TRY(req_int(what, rp, "original_max_position_embeddings", 1, INT32_MAX,
-                      &r->original_max_position_embeddings));
-      r->factor = (float)f;
-      r->low_freq_factor = (float)lo;
-      r->high_freq_factor = (float)hi;
+                      &r->p.original_max_position_embeddings));
+      r->p.factor = (float)f;
+      r->p.low_freq_factor = (float)lo;
+      r->p.high_freq_factor = (float)hi;
+    } else if (strcmp(type, "linear") == 0) {
+      double f = 0;
+      if (!get(rp, "factor")) return xpi_err(XPI_ERR_FORMAT, "%s: \"factor\" is missing (needed by rope_type linear)", what);
+      XPI_TRY(opt_num(what, rp, "factor", 0.0, 1, 1e6, &f, NULL));
+      r->linear_factor = (float)f;
+    } else if (strcmp(type, "longrope") == 0 || strcmp(type, "su") == 0) {
+      /* transformers' _compute_longrope_parameters: inv_freq / short_factor while the sequence fits the
+       * original context; attention_factor given, or sqrt(1 + ln(factor) / ln(original)) with factor the ratio
+       * of max_position_embeddings to original_max_position_embeddings */
+      const int32_t half = c->head_dim / 2;
+      if (half > XPI_MAX_ROPE_EXT)
+        return xpi_err(XPI_ERR_UNSUPPORTED, "%s: longrope with head_dim %d is not supported (at most %d)", what,
+                       c->head_dim, 2 * XPI_MAX_ROPE_EXT);
+      static const char *lists[] = {"short_factor", "long_factor"};
+      for (int k = 0; k < 2; k++) {
+        const cJSON *fl = get(rp, lists[k]);
+        if (!fl || !cJSON_IsArray(fl) || cJSON_GetArraySize(fl) != half)
+          return xpi_err(XPI_ERR_FORMAT, "%s: \"%s\" must be a list of head_dim / 2 = %d numbers (rope_type %s)",
+                         what, lists[k], half, type);
+        int i = 0;
+        for (const cJSON *v = fl->child; v; v = v->next, i++) {
+          if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 1e6)
+            return xpi_err(XPI_ERR_FORMAT, "%s: \"%s\"[%d] must be a positive number", what, lists[k], i);
+          if (k == 0) r->ext[i] = (float)v->valuedouble;
+        }
+      }
+      r->has_ext = 1;
+      int32_t orig = 0;
+      XPI_TRY(opt_int(what, rp, "original_max_position_embeddings", 1, INT32_MAX, &orig));
+      XPI_TRY(opt_int(what, root, "original_max_position_embeddings", 1, INT32_MAX, &orig));
+      double factor = 1.0, af = 0;
+      int have_af = 0;
+      if (orig > 0) factor = (double)c->max_position_embeddings / orig;
+      else XPI_TRY(opt_num(what, rp, "factor", 0.0, 1, 1e6, &factor, NULL));
+      if (orig <= 0) orig = c->max_position_embeddings;
+      XPI_TRY(opt_num(what, rp, "attention_factor", 0.0, 1, 1e3, &af, &have_af));
+      if (!have_af) af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
+      r->attention_factor = (float)af;
+      if (c->max_position_embeddings > orig) { /* past orig transformers switches to the long factors */
+        c->longrope_long_ctx = c->max_position_embeddings;
+        c->max_position_embeddings = orig;
+      }
     } else {
-      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: rope_type \"%.32s\" is not supported (supported: default, llama3)",
-                     what, type);
+      return xpi_err(XPI_ERR_UNSUPPORTED,
+                     "%s: rope_type \"%.32s\" is not supported (supported: default, llama3, linear, longrope)", what,
+                     type);
     }
     double prf = 1.0;
     XPI_TRY(opt_num(what, rp, "partial_rotary_factor", 0.0, 1, 1.0, &prf, NULL));
     if (prf != 1.0)
       return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"partial_rotary_factor\" = %g is not supported (only 1)", what, prf);
   }
+  r->p.theta = (float)theta;
+  return XPI_OK;
+}
+
+/* rope_theta (transformers 4) or rope_parameters.rope_theta (5); scaling from rope_parameters (5) or
+ * rope_scaling (4). Transformers 5 writes per-layer-type parameters for Gemma 3: {"full_attention": {...},
+ * "sliding_attention": {...}}: rope[0] for full layers, rope[1] for sliding ones. */
+static xpi_status read_rope(const char *path, const cJSON *root, xpi_config *c) {
+  double theta = 10000.0; /* default of the config classes */
+  XPI_TRY(opt_num(path, root, "rope_theta", 0.0, 1, 1e12, &theta, NULL));
+  const cJSON *rp = get(root, "rope_parameters");
+  const char *key = "rope_parameters";
+  if (!rp) {
+    rp = get(root, "rope_scaling");
+    key = "rope_scaling";
+  }
+  char what[1100];
+  snprintf(what, sizeof what, "%s: %s", path, key); /* messages read "config.json: rope_parameters: "x" ..." */
+  c->n_rope = 1;
+  if (rp && !cJSON_IsObject(rp)) return xpi_err(XPI_ERR_FORMAT, "%s: \"%s\" must be a JSON object", path, key);
+  if (rp && cJSON_IsObject(rp) && (get(rp, "full_attention") || get(rp, "sliding_attention"))) {
+    static const char *types[] = {"full_attention", "sliding_attention"};
+    for (int k = 0; k < 2; k++) {
+      char w2[1200];
+      snprintf(w2, sizeof w2, "%s: %s", what, types[k]);
+      XPI_TRY(read_rope_set(w2, root, get(rp, types[k]), theta, c, &c->rope[k]));
+    }
+    c->n_rope = 2;
+  } else {
+    XPI_TRY(read_rope_set(what, root, rp, theta, c, &c->rope[0]));
+  }
   double prf = 1.0;
   XPI_TRY(opt_num(path, root, "partial_rotary_factor", 0.0, 1, 1.0, &prf, NULL));
   if (prf != 1.0)
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"partial_rotary_factor\" = %g is not supported (only 1)", path, prf);
-  r->theta = (float)theta;
   return XPI_OK;
 }
 
@@ -351,16 +410,25 @@ static xpi_status read_generation(const char *path, const cJSON *g, xpi_config *
 
 static xpi_status parse_config(const char *path, const cJSON *root, xpi_config *c) {
   if (!cJSON_IsObject(root)) return xpi_err(XPI_ERR_FORMAT, "%s: not a JSON object", path);
-  const family *fam = NULL;
+  const xpi_family *fam = NULL;
   XPI_TRY(read_family(path, root, &fam));
-  c->arch = fam->arch;
-  snprintf(c->model_type, sizeof c->model_type, "%s", fam->model_type);
+  c->family = fam;
+  snprintf(c->model_type, sizeof c->model_type, "%s", fam->name);
   XPI_TRY(read_sizes(path, root, fam, c));
-  XPI_TRY(check_graph_features(path, root, fam, c));
   XPI_TRY(read_rope(path, root, c));
   XPI_TRY(read_dtype(path, root, c));
   XPI_TRY(read_bos(path, root, c));
   XPI_TRY(add_eos(path, root, c));
+  c->attn_scale = 1.0f / sqrtf((float)c->head_dim);
+  c->embed_scale = c->residual_scale = c->logit_scale = 1.0f;
+  int tie = 0; /* false unless given, except where a family's parse says otherwise */
+  XPI_TRY(xpi_json_get_bool(path, root, "tie_word_embeddings", &tie, NULL));
+  c->tie_word_embeddings = tie;
+  XPI_TRY(fam->parse(path, root, c));
+  /* longrope's attention factor scales cos and sin of q and k: q.k by its square */
+  c->attn_scale *= c->rope[0].attention_factor * c->rope[0].attention_factor;
+  if (c->n_rope == 2 && c->rope[1].attention_factor != c->rope[0].attention_factor)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: per-layer-type longrope parameters are not supported", path);
   return XPI_OK;
 }
 

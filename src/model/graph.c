@@ -1,8 +1,7 @@
-/* One forward for llama / qwen2 / qwen3 (see graph.h). Per layer, as transformers' decoder layer:
- *   h = rmsnorm(x)            q,k,v = h @ Wq,Wk,Wv (+ biases)     q,k = rope(qk_norm(q,k))
- *   a = attention(q, k, v)    x += a @ Wo                         h = rmsnorm(x)
- *   x += down(silu(gate(h)) * up(h))
- * with every residual add fused into the following rmsnorm (x += pending; h = norm(x)). */
+/* One forward for every family (see graph.h): embedding (times the config's embed_scale), the layers of the
+ * family (cfg->family->layer over an xpi_fwd of the layer's device, model/family.h), the final norm, the
+ * lm_head (times logit_scale, then the final softcap). The batch/state/device_map/replay machinery is here and
+ * the same for every family. */
 #include "model/graph.h"
 
 #include <math.h>
@@ -11,13 +10,14 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "model/family.h"
 
 typedef struct dev_state {
   xpi_backend *be;
   xpi_kv *kv;
   int32_t *ids, *pos, *seq;                 /* [max_tokens] */
   int32_t *tables;                          /* [max_rows + 1][max_blocks]: the extra row maps padding tokens */
-  float *x, *h, *q, *k, *v, *att, *res, *gate, *up; /* activations for max_tokens tokens */
+  float *x, *h, *t, *q, *k, *v, *att, *res, *gate, *up; /* activations for max_tokens tokens */
   float *logits;                            /* [max_out, vocab] on the last device */
   int32_t *tok;                             /* [max_out] greedy tokens on the last device */
   int32_t *tk_ids;                          /* [max_out, max_topk] top-k of the rows that ask, on the last device */
@@ -60,22 +60,36 @@ void xpi_graph_layer_backends(const xpi_graph *g, int32_t n_layers, xpi_backend 
     for (int32_t l = g->layer_dev[d]; l < g->layer_dev[d + 1] && l < n_layers; l++) layer_be[l] = g->backends[d];
 }
 
+/* inv_freq of RoPE set r: transformers' table for the type, divided by a linear factor and, for longrope, by
+ * the short factors (1 / (ext[i] * theta^(2i/d))). */
+static void inv_freq_of(const xpi_config *c, int r, float *out) {
+  const xpi_rope_set *rs = &c->rope[r];
+  xpi_rope_params rp = rs->p;
+  rp.head_dim = c->head_dim;
+  xpi_rope_inv_freq(&rp, out);
+  for (int32_t i = 0; i < c->head_dim / 2; i++) {
+    double f = out[i];
+    if (rs->has_ext) f = 1.0 / ((double)rs->ext[i] * pow((double)rp.theta, (double)(2 * i) / c->head_dim));
+    out[i] = (float)(f / rs->linear_factor);
+  }
+}
+
 xpi_status xpi_graph_init(xpi_graph *g) {
   int32_t half = g->cfg->head_dim / 2;
   float *tmp = malloc((size_t)half * sizeof *tmp);
   if (!tmp) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-  xpi_rope_params rp = g->cfg->rope;
-  rp.head_dim = g->cfg->head_dim;
-  xpi_rope_inv_freq(&rp, tmp);
-  for (int d = 0; d < g->n_backends; d++) {
-    xpi_backend *be = g->backends[d];
-    g->inv_freq[d] = be->ops->alloc(be, (size_t)half * sizeof *tmp);
-    xpi_status s = g->inv_freq[d] ? be->ops->write(be, g->inv_freq[d], tmp, (size_t)half * sizeof *tmp)
-                                  : XPI_ERR_OUT_OF_MEMORY;
-    if (s != XPI_OK) {
-      free(tmp);
-      xpi_graph_release(g);
-      return s;
+  for (int r = 0; r < g->cfg->n_rope; r++) {
+    inv_freq_of(g->cfg, r, tmp);
+    for (int d = 0; d < g->n_backends; d++) {
+      xpi_backend *be = g->backends[d];
+      g->inv_freq[r][d] = be->ops->alloc(be, (size_t)half * sizeof *tmp);
+      xpi_status s = g->inv_freq[r][d] ? be->ops->write(be, g->inv_freq[r][d], tmp, (size_t)half * sizeof *tmp)
+                                       : XPI_ERR_OUT_OF_MEMORY;
+      if (s != XPI_OK) {
+        free(tmp);
+        xpi_graph_release(g);
+        return s;
+      }
     }
   }
   free(tmp);
@@ -83,11 +97,12 @@ xpi_status xpi_graph_init(xpi_graph *g) {
 }
 
 void xpi_graph_release(xpi_graph *g) {
-  for (int d = 0; d < g->n_backends; d++)
-    if (g->inv_freq[d]) {
-      g->backends[d]->ops->free(g->backends[d], g->inv_freq[d]);
-      g->inv_freq[d] = NULL;
-    }
+  for (int r = 0; r < 2; r++)
+    for (int d = 0; d < g->n_backends; d++)
+      if (g->inv_freq[r][d]) {
+        g->backends[d]->ops->free(g->backends[d], g->inv_freq[r][d]);
+        g->inv_freq[r][d] = NULL;
+      }
 }
 
 /* The device of the last layer (final norm, lm_head and logits live there). */
@@ -113,7 +128,7 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     for (int i = 0; i < N_BUCKETS; i++)
       if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
-    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->x, ds->h, ds->q, ds->k, ds->v, ds->att, ds->res,
+    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->x, ds->h, ds->t, ds->q, ds->k, ds->v, ds->att, ds->res,
                     ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
@@ -197,6 +212,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->h = balloc(be, P * H, sizeof(float), &s);
     ds->res = balloc(be, P * H, sizeof(float), &s);
     ds->q = balloc(be, P * Q, sizeof(float), &s);
+    ds->t = balloc(be, P * (size_t)c->hidden_size, sizeof(float), &s);
     ds->att = balloc(be, P * Q, sizeof(float), &s);
     ds->k = balloc(be, P * K, sizeof(float), &s);
     ds->v = balloc(be, P * K, sizeof(float), &s);
@@ -287,12 +303,12 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
                                     nonfinite_probe *probe) {
   const xpi_config *c = g->cfg;
   const xpi_model_weights *w = g->w;
-  int32_t H = c->hidden_size, hq = c->n_heads, hk = c->n_kv_heads, hd = c->head_dim, I = c->intermediate_size;
-  float scale = 1.0f / sqrtf((float)hd);
+  const int32_t H = c->hidden_size;
   int cur = 0;
   while (g->layer_dev[cur + 1] == 0) cur++; /* first device with layers (embedding lives there) */
   dev_state *D = &st->dev[cur];
   XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n));
+  XPI_TRY(xpi_op_scale(D->be, D->x, (int64_t)n * H, c->embed_scale));
   if (probe) {
     XPI_TRY(probe_rows(g, st, probe, D->be, D->x, n, -1));
     if (probe->found) return XPI_OK;
@@ -308,31 +324,18 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
       cur = d;
       D = &st->dev[cur];
     }
-    const xpi_layer_weights *L = &w->layers[l];
-    const xpi_backend_ops *o = D->be->ops;
-    xpi_backend *be = D->be;
     const xpi_kv_map map = {D->pos, D->seq, D->tables, st->lim.max_blocks};
-    XPI_TRY(o->rmsnorm(be, D->h, D->x, pending, &L->attn_norm, n, H, c->rms_norm_eps));
-    XPI_TRY(o->matmul(be, D->q, D->h, &L->wq, L->bq.rows ? &L->bq : NULL, n));
-    XPI_TRY(o->matmul(be, D->k, D->h, &L->wk, L->bk.rows ? &L->bk : NULL, n));
-    XPI_TRY(o->matmul(be, D->v, D->h, &L->wv, L->bv.rows ? &L->bv : NULL, n));
-    xpi_rope_params rp = c->rope;
-    rp.head_dim = hd;
-    XPI_TRY(o->rope(be, D->q, D->k, D->pos, n, hq, hk, &rp, g->inv_freq[cur], L->q_norm.rows ? &L->q_norm : NULL,
-                    L->k_norm.rows ? &L->k_norm : NULL, c->rms_norm_eps));
-    XPI_TRY(o->attention(be, D->att, D->q, D->k, D->v, D->kv, l - g->layer_dev[cur], &map, n, hq, hk, hd, scale,
-                         g->attn));
-    XPI_TRY(o->matmul(be, D->res, D->att, &L->wo, L->bo.rows ? &L->bo : NULL, n));
-    XPI_TRY(o->rmsnorm(be, D->h, D->x, D->res, &L->mlp_norm, n, H, c->rms_norm_eps));
-    XPI_TRY(o->matmul(be, D->gate, D->h, &L->gate, NULL, n));
-    XPI_TRY(o->matmul(be, D->up, D->h, &L->up, NULL, n));
-    XPI_TRY(o->swiglu(be, D->gate, D->gate, D->up, n, I));
-    XPI_TRY(o->matmul(be, D->res, D->gate, &L->down, NULL, n));
-    pending = D->res;
+    const float *inv[2] = {g->inv_freq[0][cur], g->inv_freq[1][cur]};
+    xpi_fwd f = {.c = c, .be = D->be, .o = D->be->ops, .n = n, .layer = l, .kv_layer = l - g->layer_dev[cur],
+                 .kv = D->kv, .map = &map, .pos = D->pos, .inv_freq = inv, .impl = g->attn, .x = D->x, .h = D->h,
+                 .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att, .res = D->res, .gate = D->gate,
+                 .up = D->up, .pending = pending};
+    XPI_TRY(c->family->layer(&f, &w->layers[l]));
+    pending = f.pending;
     if (probe) { /* the layer's output: x with its residual branch added */
-      XPI_TRY(o->add(be, D->x, pending, (int64_t)n * H));
+      if (pending) XPI_TRY(D->be->ops->add(D->be, D->x, pending, (int64_t)n * H));
       pending = NULL;
-      XPI_TRY(probe_rows(g, st, probe, be, D->x, n, l));
+      XPI_TRY(probe_rows(g, st, probe, D->be, D->x, n, l));
       if (probe->found) return XPI_OK;
     }
   }
@@ -357,7 +360,10 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
  * argmax of each row into its tok buffer. */
 static xpi_status run_head(const xpi_graph *g, xpi_graph_state *st, int32_t row0, int32_t m, int with_argmax) {
   dev_state *D = &st->dev[last_dev(g)];
-  XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)row0 * g->cfg->hidden_size, &g->w->lm_head, NULL, m));
+  const xpi_config *c = g->cfg;
+  XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)row0 * c->hidden_size, &g->w->lm_head, NULL, m));
+  XPI_TRY(xpi_op_scale(D->be, D->logits, (int64_t)m * c->vocab_size, c->logit_scale));
+  XPI_TRY(xpi_op_softcap(D->be, D->logits, (int64_t)m * c->vocab_size, c->final_softcap));
   return with_argmax ? D->be->ops->argmax(D->be, D->tok, D->logits, m, g->cfg->vocab_size) : XPI_OK;
 }
 

@@ -1,4 +1,5 @@
-/* The transformer forward for llama / qwen2 / qwen3, written once over the op interface (ops.h).
+/* The transformer forward of every family, over the op interface (ops.h): the embedding, the family's layers
+ * (model/family.h, src/model/families/), the final norm and the lm_head.
  *
  * A graph is immutable after xpi_graph_init and shared by every engine of a model; each engine owns an
  * xpi_graph_state (the paged KV pool and activation buffers on every backend). One step runs a batch of
@@ -20,7 +21,7 @@ typedef struct xpi_graph {
   xpi_backend *backends[XPI_MAX_BACKENDS];
   int n_backends;
   int32_t layer_dev[XPI_MAX_BACKENDS + 1];  /* layers [layer_dev[d], layer_dev[d+1]) run on backends[d] */
-  float *inv_freq[XPI_MAX_BACKENDS];        /* backend memory, head_dim/2 floats each */
+  float *inv_freq[2][XPI_MAX_BACKENDS];     /* per RoPE set of the config: backend memory, head_dim/2 floats */
   xpi_attn_impl attn;
   xpi_dtype kv_dtype;
 } xpi_graph;

@@ -1,5 +1,6 @@
 /* Tensors by Hugging Face name -> xpi_weight through backend->ops->weight_create. Every shape is checked
- * against the config before use; a mismatch names the tensor, the expected and the found shape. */
+ * against the config before use; a mismatch names the tensor, the expected and the found shape. Which tensors
+ * a layer has is declared by its family (family->load_layer through the xpi_load_* helpers below). */
 #include "model/weights.h"
 
 #include <stdio.h>
@@ -7,6 +8,8 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "model/family.h"
+#include "ops/half.h"
 
 static void shape_str(char *buf, size_t cap, const int64_t *shape, int32_t ndim) {
   size_t o = 0;
@@ -16,19 +19,23 @@ static void shape_str(char *buf, size_t cap, const int64_t *shape, int32_t ndim)
   if (o < cap) snprintf(buf + o, cap - o, "]");
 }
 
-/* What a load reads from: the checkpoint, and which of its tensors were placed (xpi_weights_unused). */
-typedef struct loader {
+/* What a load reads from: the checkpoint, which of its tensors were placed (xpi_weights_unused), where the
+ * current layer goes and how matrices are converted. */
+struct xpi_loader {
+  const xpi_config *c;
   const xpi_safetensors *st;
-  unsigned char *used;              /* [xpi_st_count(st)] */
-  uint64_t *bytes;
-} loader;
+  xpi_model_weights *w;
+  xpi_backend *be;                  /* backend of what is placed now */
+  int32_t layer;                    /* layer being loaded (names "model.layers.<layer>.<suffix>") */
+  int want;
+};
 
-/* Places tensor `name` of shape [rows, cols] (cols only when rows == 0: a vector) on be. */
-static xpi_status place(const loader *ld, xpi_backend *be, const char *name, int64_t rows, int64_t cols, int want,
-                        xpi_weight *w) {
+/* The checkpoint tensor `name` of shape [rows, cols] (cols only when rows == 0: a vector). */
+static xpi_status find(const xpi_loader *ld, const char *name, int64_t rows, int64_t cols,
+                       const xpi_st_tensor **out) {
   const xpi_st_tensor *t = xpi_st_find(ld->st, name);
   if (!t) return xpi_err(XPI_ERR_FORMAT, "tensor '%s' is missing from the checkpoint", name);
-  ld->used[t - xpi_st_at(ld->st, 0)] = 1;
+  ld->w->used[t - xpi_st_at(ld->st, 0)] = 1;
   int64_t exp[2] = {rows, cols};
   int32_t endim = rows ? 2 : 1;
   int ok = t->ndim == endim && (rows ? t->shape[0] == rows && t->shape[1] == cols : t->shape[0] == cols);
@@ -38,12 +45,88 @@ static xpi_status place(const loader *ld, xpi_backend *be, const char *name, int
     shape_str(f, sizeof f, t->shape, t->ndim);
     return xpi_err(XPI_ERR_FORMAT, "%s: tensor '%s' has shape %s, the config implies %s", t->file, name, f, e);
   }
-  xpi_dtype dt = t->dtype;
-  if (want >= 0 && rows) dt = (xpi_dtype)want; /* conversion/quantization applies to matrices only */
-  xpi_status s = be->ops->weight_create(be, w, t->data, t->dtype, rows ? rows : 1, cols, dt);
-  if (s != XPI_OK) return xpi_err_prefix(s, "tensor '%s': ", name);
-  *ld->bytes += w->bytes;
+  *out = t;
   return XPI_OK;
+}
+
+/* Places rows [r0, r0 + n) of tensor t (n == 0: a vector of cols) on be; want applies to matrices only. */
+static xpi_status place_range(const xpi_loader *ld, xpi_backend *be, const xpi_st_tensor *t, const char *name,
+                              int64_t r0, int64_t n, int64_t cols, int want, xpi_weight *w) {
+  xpi_dtype dt = t->dtype;
+  if (want >= 0 && n) dt = (xpi_dtype)want;
+  const unsigned char *src = (const unsigned char *)t->data + (size_t)r0 * (size_t)cols * xpi_dtype_size(t->dtype);
+  xpi_status s = be->ops->weight_create(be, w, src, t->dtype, n ? n : 1, cols, dt);
+  if (s != XPI_OK) return xpi_err_prefix(s, "tensor '%s': ", name);
+  ld->w->bytes += w->bytes;
+  return XPI_OK;
+}
+
+static xpi_status place(const xpi_loader *ld, xpi_backend *be, const char *name, int64_t rows, int64_t cols, int want,
+                        xpi_weight *w) {
+  const xpi_st_tensor *t = NULL;
+  XPI_TRY(find(ld, name, rows, cols, &t));
+  return place_range(ld, be, t, name, 0, rows, cols, want, w);
+}
+
+static void layer_name(const xpi_loader *ld, const char *suffix, char *n, size_t cap) {
+  snprintf(n, cap, "model.layers.%d.%s", ld->layer, suffix);
+}
+
+xpi_status xpi_load_matrix(xpi_loader *ld, const char *suffix, int64_t rows, int64_t cols, xpi_weight *w) {
+  char n[200];
+  layer_name(ld, suffix, n, sizeof n);
+  return place(ld, ld->be, n, rows, cols, ld->want, w);
+}
+
+xpi_status xpi_load_rows(xpi_loader *ld, const char *suffix, int64_t total_rows, int64_t r0, int64_t rows,
+                         int64_t cols, xpi_weight *w) {
+  char n[200];
+  layer_name(ld, suffix, n, sizeof n);
+  const xpi_st_tensor *t = NULL;
+  XPI_TRY(find(ld, n, total_rows, cols, &t));
+  if (r0 < 0 || rows <= 0 || r0 + rows > total_rows)
+    return xpi_err(XPI_ERR_INTERNAL, "tensor '%s': rows [%lld, %lld) outside its %lld", n, (long long)r0,
+                   (long long)(r0 + rows), (long long)total_rows);
+  return place_range(ld, ld->be, t, n, r0, rows, cols, ld->want, w);
+}
+
+xpi_status xpi_load_vector(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w) {
+  char name[200];
+  layer_name(ld, suffix, name, sizeof name);
+  return place(ld, ld->be, name, 0, n, ld->want, w);
+}
+
+/* 1 + w in f32, in a host buffer the weight borrows for the model's life (the CPU backend keeps f32 in place;
+ * others copy it). */
+static xpi_status place_norm(xpi_loader *ld, xpi_backend *be, const char *name, int64_t n, xpi_weight *w) {
+  if (!ld->c->norm_plus_one) return place(ld, be, name, 0, n, ld->want, w);
+  const xpi_st_tensor *t = NULL;
+  XPI_TRY(find(ld, name, 0, n, &t));
+  void **grown = realloc(ld->w->host, (ld->w->n_host + 1) * sizeof *grown);
+  float *buf = malloc((size_t)n * sizeof *buf);
+  if (grown) ld->w->host = grown;
+  if (!grown || !buf) {
+    free(buf);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory for '%s'", name);
+  }
+  ld->w->host[ld->w->n_host++] = buf;
+  for (int64_t i = 0; i < n; i++) {
+    float v;
+    if (t->dtype == XPI_DT_BF16) v = xpi_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    else if (t->dtype == XPI_DT_F16) v = xpi_f16_to_f32(((const uint16_t *)t->data)[i]);
+    else memcpy(&v, (const unsigned char *)t->data + (size_t)i * 4, 4);
+    buf[i] = 1.0f + v;
+  }
+  xpi_status s = be->ops->weight_create(be, w, buf, XPI_DT_F32, 1, n, XPI_DT_F32);
+  if (s != XPI_OK) return xpi_err_prefix(s, "tensor '%s': ", name);
+  ld->w->bytes += w->bytes;
+  return XPI_OK;
+}
+
+xpi_status xpi_load_norm(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w) {
+  char name[200];
+  layer_name(ld, suffix, name, sizeof name);
+  return place_norm(ld, ld->be, name, n, w);
 }
 
 #define FREE_W(be, w) do { if ((w).data || (w).owned) (be)->ops->weight_free((be), &(w)); } while (0)
@@ -51,7 +134,8 @@ static xpi_status place(const loader *ld, xpi_backend *be, const char *name, int
 static void free_layer(xpi_layer_weights *L) {
   if (!L->be) return;
   xpi_weight *all[] = {&L->attn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk, &L->bv, &L->bo,
-                       &L->q_norm, &L->k_norm, &L->mlp_norm, &L->gate, &L->up, &L->down};
+                       &L->q_norm, &L->k_norm, &L->post_attn_norm, &L->mlp_norm, &L->gate, &L->up, &L->down,
+                       &L->post_mlp_norm};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) FREE_W(L->be, *all[i]);
 }
 
@@ -66,39 +150,9 @@ void xpi_weights_free(xpi_model_weights *w) {
     FREE_W(w->last, w->final_norm);
     if (!w->lm_head_is_embed) FREE_W(w->last, w->lm_head);
   }
+  for (size_t i = 0; i < w->n_host; i++) free(w->host[i]);
+  free(w->host);
   memset(w, 0, sizeof *w);
-}
-
-static xpi_status load_layer(const xpi_config *c, const loader *ld, int32_t l, int want, xpi_layer_weights *L) {
-  char n[160];
-  int64_t H = c->hidden_size, qd = (int64_t)c->n_heads * c->head_dim, kd = (int64_t)c->n_kv_heads * c->head_dim;
-  int64_t I = c->intermediate_size;
-#define P(suffix, rows, cols, field)                                                 \
-  do {                                                                               \
-    snprintf(n, sizeof n, "model.layers.%d.%s", l, suffix);                          \
-    XPI_TRY(place(ld, L->be, n, rows, cols, want, &L->field));                       \
-  } while (0)
-  P("input_layernorm.weight", 0, H, attn_norm);
-  P("self_attn.q_proj.weight", qd, H, wq);
-  P("self_attn.k_proj.weight", kd, H, wk);
-  P("self_attn.v_proj.weight", kd, H, wv);
-  P("self_attn.o_proj.weight", H, qd, wo);
-  if (c->attention_bias) {
-    P("self_attn.q_proj.bias", 0, qd, bq);
-    P("self_attn.k_proj.bias", 0, kd, bk);
-    P("self_attn.v_proj.bias", 0, kd, bv);
-  }
-  if (c->o_proj_bias) P("self_attn.o_proj.bias", 0, H, bo); /* llama/qwen3 attention_bias: o_proj has one too */
-  if (c->qk_norm) {
-    P("self_attn.q_norm.weight", 0, c->head_dim, q_norm);
-    P("self_attn.k_norm.weight", 0, c->head_dim, k_norm);
-  }
-  P("post_attention_layernorm.weight", 0, H, mlp_norm);
-  P("mlp.gate_proj.weight", I, H, gate);
-  P("mlp.up_proj.weight", I, H, up);
-  P("mlp.down_proj.weight", H, I, down);
-#undef P
-  return XPI_OK;
 }
 
 xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
@@ -114,16 +168,18 @@ xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_
     xpi_weights_free(w);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  loader ld = {st, w->used, &w->bytes};
-  xpi_status s = place(&ld, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size,
-                       want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want, &w->embed);
+  xpi_loader ld = {c, st, w, w->first, -1, want};
+  const int quant = want == XPI_DT_Q8 || want == XPI_DT_Q4;
+  xpi_status s = place(&ld, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, quant ? -1 : want,
+                       &w->embed);
   for (int32_t l = 0; s == XPI_OK && l < c->n_layers; l++) {
-    w->layers[l].be = layer_be[l];
-    s = load_layer(c, &ld, l, want, &w->layers[l]);
+    ld.be = w->layers[l].be = layer_be[l];
+    ld.layer = l;
+    s = c->family->load_layer(&ld, c, &w->layers[l]);
   }
-  if (s == XPI_OK) s = place(&ld, w->last, "model.norm.weight", 0, c->hidden_size, want, &w->final_norm);
+  if (s == XPI_OK) s = place_norm(&ld, w->last, "model.norm.weight", c->hidden_size, &w->final_norm);
   if (s == XPI_OK) {
-    if (c->tie_word_embeddings && w->last == w->first && want != XPI_DT_Q8 && want != XPI_DT_Q4) {
+    if (c->tie_word_embeddings && w->last == w->first && !quant) {
       w->lm_head = w->embed; /* tied: the same placed tensor */
       w->lm_head_is_embed = 1;
     } else {

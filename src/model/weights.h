@@ -1,4 +1,5 @@
-/* The model's tensors by name, shape-checked against the config and placed on the backend of their layer. */
+/* The model's tensors by name, shape-checked against the config and placed on the backend of their layer.
+ * Which tensors a layer has is the family's business (model/family.h load_layer); this file places them. */
 #ifndef XPI_MODEL_WEIGHTS_H
 #define XPI_MODEL_WEIGHTS_H
 
@@ -6,13 +7,17 @@
 #include "model/config.h"
 #include "ops/ops.h"
 
+/* Every tensor a dense layer of the supported families may have; rows == 0 (and data NULL) when absent. */
 typedef struct xpi_layer_weights {
   xpi_backend *be;                  /* where this layer runs */
-  xpi_weight attn_norm, wq, wk, wv, wo;
-  xpi_weight bq, bk, bv;            /* qwen2 / attention_bias; rows == 0 when absent */
-  xpi_weight bo;                    /* o_proj bias (llama/qwen3 with attention_bias); rows == 0 when absent */
-  xpi_weight q_norm, k_norm;        /* qwen3; rows == 0 when absent */
-  xpi_weight mlp_norm, gate, up, down;
+  xpi_weight attn_norm;             /* input_layernorm (none in OLMo 2) */
+  xpi_weight wq, wk, wv, wo;        /* Phi-3: wq/wk/wv are row ranges of qkv_proj */
+  xpi_weight bq, bk, bv, bo;        /* biases (qwen2 q/k/v; attention_bias) */
+  xpi_weight q_norm, k_norm;        /* per head [hd] (qwen3, gemma3) or whole [hq*hd] / [hk*hd] (olmo2) */
+  xpi_weight post_attn_norm;        /* Gemma 2/3, OLMo 2: norm of the attention output before the add */
+  xpi_weight mlp_norm;              /* post_attention_layernorm (Llama) / pre_feedforward_layernorm (Gemma) */
+  xpi_weight gate, up, down;        /* Phi-3: gate/up are row ranges of gate_up_proj */
+  xpi_weight post_mlp_norm;         /* Gemma 2/3, OLMo 2: post_feedforward_layernorm */
 } xpi_layer_weights;
 
 typedef struct xpi_model_weights {
@@ -24,6 +29,8 @@ typedef struct xpi_model_weights {
   uint64_t bytes;                   /* weight bytes as used by the backends */
   unsigned char *used;              /* [n_used]: 1 for each checkpoint tensor (xpi_st_at order) that was placed */
   size_t n_used;
+  void **host;                      /* host buffers made at load that weights borrow ((1 + w) norms) */
+  size_t n_host;
 } xpi_model_weights;
 
 /* layer_be[l] is the backend of layer l. want: XPI_DT_F32/F16/BF16 to convert matrices, or -1 to keep
@@ -38,5 +45,18 @@ void xpi_weights_free(xpi_model_weights *w);
  * many names as fit in cap bytes, comma separated, then "(and N more)". */
 size_t xpi_weights_unused(const xpi_model_weights *w, const xpi_config *c, const xpi_safetensors *st, char *list,
                           size_t cap);
+
+/* ---- what a family's load_layer uses: names are under "model.layers.<l>." of the layer being loaded */
+typedef struct xpi_loader xpi_loader;
+/* A matrix [rows, cols] (converted/quantized as the load asks). */
+xpi_status xpi_load_matrix(xpi_loader *ld, const char *suffix, int64_t rows, int64_t cols, xpi_weight *w);
+/* Rows [r0, r0 + rows) of a fused matrix [total_rows, cols] as its own weight: on the CPU a view of the
+ * mapping when the dtype is kept (no copy), else that range converted/quantized/uploaded. */
+xpi_status xpi_load_rows(xpi_loader *ld, const char *suffix, int64_t total_rows, int64_t r0, int64_t rows,
+                         int64_t cols, xpi_weight *w);
+/* A vector [n] in its stored dtype (biases). */
+xpi_status xpi_load_vector(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w);
+/* A norm weight [n]: as stored, or 1 + w in f32 when the config says norm_plus_one (Gemma). */
+xpi_status xpi_load_norm(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w);
 
 #endif

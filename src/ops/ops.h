@@ -43,6 +43,15 @@ typedef struct xpi_weight {
 
 typedef enum xpi_attn_impl { XPI_ATTN_SDPA = 0, XPI_ATTN_EAGER = 1, XPI_ATTN_FLASH = 2 } xpi_attn_impl;
 
+/* What an attention call computes besides the causal mask (the layer's settings; see attention below). */
+typedef struct xpi_attn_params {
+  float scale;       /* multiplies q.k */
+  float softcap;     /* > 0: score = softcap * tanh(score / softcap) after scaling (Gemma 2); 0: none */
+  int32_t window;    /* > 0: the token at position p attends to positions p-window+1 .. p only
+                      * (transformers' sliding_window: kv_idx > q_idx - window); 0: all of 0..p */
+  xpi_attn_impl impl;
+} xpi_attn_params;
+
 typedef enum xpi_rope_type { XPI_ROPE_DEFAULT = 0, XPI_ROPE_LLAMA3 = 1 } xpi_rope_type;
 
 typedef struct xpi_rope_params {
@@ -68,7 +77,9 @@ typedef struct xpi_kv xpi_kv;
  * replays with new contents); the ints are fixed for the cache. Token i of the step belongs to the sequence
  * whose block table is row seq[i] of tables, at position pos[i] of that sequence: its K/V go to slot
  * pos[i] % block_size of block tables[seq[i] * max_blocks + pos[i] / block_size], and it attends to the
- * positions 0..pos[i] of the same sequence (written by earlier steps or by this one). */
+ * positions 0..pos[i] of the same sequence (written by earlier steps or by this one); with a sliding window
+ * only pos[i]-window+1..pos[i], and the table entries of the blocks before that are never read (they may be
+ * stale: a cache that keeps only the window may have reused those blocks). */
 typedef struct xpi_kv_map {
   const int32_t *pos;     /* [n] */
   const int32_t *seq;     /* [n] */
@@ -117,15 +128,22 @@ typedef struct xpi_backend_ops {
                      const xpi_rope_params *rp, const float *inv_freq /* backend memory [hd/2] */,
                      const xpi_weight *q_norm, const xpi_weight *k_norm, float eps);
   /* Stores k,v [n, hk, hd] into the kv layer at the slots map gives, then causal attention per sequence:
-   * out[i, h, :] = softmax(q[i,h,:] . K_s[0..pos[i], h/(hq/hk), :] * scale) @ V_s[...], with K_s, V_s the
-   * positions of token i's sequence read through its block table. Query heads sharing a KV head read it in
-   * place (GQA). impl selects sdpa / eager (reference: full scores, KV heads expanded) / flash (tiled online
-   * softmax); all must agree within rounding. */
+   * out[i, h, :] = softmax(cap(q[i,h,:] . K_s[w0..pos[i], h/(hq/hk), :] * ap->scale)) @ V_s[...], with K_s, V_s
+   * the positions of token i's sequence read through its block table, w0 = 0 or, with ap->window > 0,
+   * max(0, pos[i] - window + 1), and cap the softcap (identity when ap->softcap is 0). Query heads sharing a KV
+   * head read it in place (GQA). ap->impl selects sdpa / eager (reference: full scores, KV heads expanded) /
+   * flash (tiled online softmax); all must agree within rounding. */
   xpi_status (*attention)(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                           int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
-                          float scale, xpi_attn_impl impl);
+                          const xpi_attn_params *ap);
   /* out[n, f] = silu(gate[n, f]) * up[n, f] */
   xpi_status (*swiglu)(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+  /* out[n, f] = gelu_tanh(gate[n, f]) * up[n, f]   (transformers' gelu_pytorch_tanh) */
+  xpi_status (*geglu)(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+  /* x[i] = cap * tanh(x[i] / cap), i < count (Gemma 2 final logit softcapping) */
+  xpi_status (*softcap)(xpi_backend *be, float *x, int64_t count, float cap);
+  /* x[i] *= s, i < count (Gemma embedding normalizer, Granite multipliers) */
+  xpi_status (*scale)(xpi_backend *be, float *x, int64_t count, float s);
   /* x[i] += y[i], i < count */
   xpi_status (*add)(xpi_backend *be, float *x, const float *y, int64_t count);
   /* out[r] = argmax(x[r, 0..cols)) for r < rows (lowest index on ties), or -1 when the row holds a NaN or an

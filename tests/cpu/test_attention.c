@@ -53,35 +53,45 @@ static void store(void *dst, xpi_dtype dt, int64_t i, float f) {
 
 static const char *dt_name(xpi_dtype dt) { return dt == XPI_DT_F32 ? "f32" : dt == XPI_DT_F16 ? "f16" : "bf16"; }
 
-/* Per output element: the allowed difference (see the top comment), from the cache as the kernels see it. */
-static void bounds(double *tol, const float *q, const xpi_cpu_kv_layer *kv, const int32_t *pos, int32_t n, int32_t hq,
-                   float scale) {
+/* Per output element: the allowed difference (see the top comment), from the cache as the kernels see it,
+ * and the exact (double) output, with the sliding window and the softcap of ap. */
+static void bounds(double *tol, double *exact, const float *q, const xpi_cpu_kv_layer *kv, const int32_t *pos,
+                   int32_t n, int32_t hq, const xpi_attn_params *ap) {
   const int32_t hd = kv->hd, grp = hq / kv->hk;
-  const double u = ldexp(1.0, -24);
+  const double u = ldexp(1.0, -24), cap = ap->softcap;
   for (int32_t t = 0; t < n; t++)
     for (int32_t h = 0; h < hq; h++) {
       const int32_t L = pos[t] + 1, g = h / grp;
+      const int32_t j0 = ap->window > 0 && L > ap->window ? L - ap->window : 0; /* kv_idx > q_idx - window */
       const float *qr = q + ((size_t)t * hq + h) * hd;
       double *s = malloc(sizeof(double) * (size_t)L), es = 0, mx = -INFINITY, sum = 0;
-      for (int32_t j = 0; j < L; j++) {
+      for (int32_t j = j0; j < L; j++) {
         double d = 0, a = 0;
         for (int32_t i = 0; i < hd; i++) {
           double kk = xpi_cpu_load_elem(kv->k, kv->dtype, j * kv->slot_stride + g * kv->head_stride + i);
           d += qr[i] * kk;
           a += fabs(qr[i] * kk);
         }
-        s[j] = d * scale;
-        double e = 2 * gamma_m(hd) * a * scale + u * fabs(s[j]);
+        s[j] = d * ap->scale;
+        /* the softcap's slope is at most 1, so it carries a score's error over unchanged, and adds its own:
+         * the division and tanh (tanhf ~2 ulp, the AVX2 form ~4 u absolutely), times the cap: 8 u cap */
+        double e = 2 * gamma_m(hd) * a * ap->scale + (cap > 0 ? 8 * u * cap : 0);
+        if (cap > 0) s[j] = cap * tanh(s[j] / cap);
+        e += u * fabs(s[j]);
         es = e > es ? e : es;
         mx = s[j] > mx ? s[j] : mx;
       }
-      for (int32_t j = 0; j < L; j++) sum += (s[j] = exp(s[j] - mx));
-      const double rel = 2 * es + 4 * u + 2 * gamma_m(L) + u;
+      for (int32_t j = j0; j < L; j++) sum += (s[j] = exp(s[j] - mx));
+      const double rel = 2 * es + 4 * u + 2 * gamma_m(L - j0) + u;
       for (int32_t i = 0; i < hd; i++) {
-        double b = 0;
-        for (int32_t j = 0; j < L; j++)
-          b += s[j] / sum * fabs(xpi_cpu_load_elem(kv->v, kv->dtype, j * kv->slot_stride + g * kv->head_stride + i));
+        double b = 0, o = 0;
+        for (int32_t j = j0; j < L; j++) {
+          const double vv = xpi_cpu_load_elem(kv->v, kv->dtype, j * kv->slot_stride + g * kv->head_stride + i);
+          b += s[j] / sum * fabs(vv);
+          o += s[j] / sum * vv;
+        }
         tol[((size_t)t * hq + h) * hd + i] = 2 * rel * b + 1e-30;
+        exact[((size_t)t * hq + h) * hd + i] = o;
       }
       free(s);
     }
@@ -90,11 +100,15 @@ static void bounds(double *tol, const float *q, const xpi_cpu_kv_layer *kv, cons
 /* A batch of sequences: sequence s has L[s] positions and its last n[s] tokens run in the step. The cache is
  * a pool of blocks of 2^bshift positions (bshift 30: one contiguous block per sequence), blocks handed out in
  * scrambled order; slot_major lays a block out [row][head][hd] instead of [head][row][hd]. Every table x
- * {sdpa, flash} x nsplit, and the paged eager path, against eager on each sequence's contiguous copy. */
-static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int nseq, const int32_t *L,
-                       const int32_t *n, int32_t bshift, int slot_major) {
+ * {sdpa, flash} x nsplit, and the paged eager path, against eager on each sequence's contiguous copy (itself
+ * checked against the exact double output). window / softcap: the sliding window and logit softcap; then
+ * the pool's rows before every window of the step are overwritten with NaN, so any read of them (a V row
+ * times a zero weight is NaN too) fails the comparison. qmul: q's magnitude (0: the default). */
+static void attn_batch_w(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int nseq, const int32_t *L,
+                         const int32_t *n, int32_t bshift, int slot_major, int32_t window, float softcap, float qmul_in) {
   const int32_t hk = 2, hq = hk * grp;
   const float scale = 1.0f / sqrtf((float)hd);
+  const xpi_attn_params ape = {scale, softcap, window, XPI_ATTN_EAGER};
   const size_t esz = dt == XPI_DT_F32 ? 4 : 2;
   int32_t ntok = 0, maxL = 0;
   for (int s = 0; s < nseq; s++) ntok += n[s], maxL = L[s] > maxL ? L[s] : maxL;
@@ -117,11 +131,11 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
   const xpi_cpu_kv_layer kv = {kp, vp, dt, hk, hd, head_stride, slot_stride, (int64_t)blk_elems,
                                bshift >= 30 ? 30 : bshift};
   float *q = malloc(qn * sizeof *q), *ref = malloc(qn * sizeof *ref), *out = malloc(qn * sizeof *out);
-  double *tol = malloc(qn * sizeof *tol);
+  double *tol = malloc(qn * sizeof *tol), *exact = malloc(qn * sizeof *exact);
   int32_t *pos = malloc(sizeof(int32_t) * (size_t)ntok), *seq = malloc(sizeof(int32_t) * (size_t)ntok);
   int32_t *order = malloc(sizeof(int32_t) * (size_t)ntok); /* batch row -> (sequence-major) reference row */
   /* larger q for some shapes: scores spread over several units, exercising the running max */
-  const float qmul = (maxL % 2) ? 4.0f : 1.0f;
+  const float qmul = qmul_in > 0 ? qmul_in : (maxL % 2) ? 4.0f : 1.0f;
   for (size_t i = 0; i < qn; i++) q[i] = frand() * qmul;
   /* batch rows: each sequence's tokens in order, except that the first sequence with several tokens has its
    * last one moved to the end of the batch */
@@ -162,9 +176,22 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
     for (int32_t t = 0; t < n[s]; t++) p1[t] = L[s] - n[s] + t;
     const xpi_cpu_attn_batch b1 = {p1, s1, &zero, 1};
     const size_t off = (size_t)ref_row * hq * hd;
-    CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref + off, q + off, &one, &b1, n[s], hq, scale,
-                               XPI_ATTN_EAGER, 0));
-    bounds(tol + off, q + off, &one, p1, n[s], hq, scale);
+    CHECK_OK(xpi_cpu_attention(pool, xpi_cpu_kernels_scalar(), ref + off, q + off, &one, &b1, n[s], hq, &ape, 0));
+    bounds(tol + off, exact + off, q + off, &one, p1, n[s], hq, &ape);
+    size_t bad = 0;
+    for (size_t e = off; e < off + (size_t)n[s] * hq * hd; e++) bad += !(fabs(ref[e] - exact[e]) <= tol[e]);
+    CHECK(bad == 0, "eager reference vs double (window %d softcap %g): %zu elements outside tolerance", window,
+          (double)softcap, bad);
+    if (window > 0) { /* NaN over the pool's rows before the first key any of this step's windows holds */
+      const int32_t p0 = L[s] - n[s], first = p0 >= window ? p0 - window + 1 : 0;
+      for (int32_t j = 0; j < first; j++)
+        for (int32_t h = 0; h < hk; h++)
+          for (int32_t i = 0; i < hd; i++) {
+            const int64_t p = (int64_t)tbl[j / bs] * (int64_t)blk_elems + (int64_t)(j % bs) * slot_stride +
+                              (int64_t)h * head_stride + i;
+            store(kp, dt, p, NAN), store(vp, dt, p, NAN);
+          }
+    }
     ref_row += n[s];
     free(p1);
     free(s1);
@@ -190,7 +217,8 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
         if (isa == XPI_ISA_SCALAR && nsplit != (impl ? 3 : 0)) continue;
         memset(out, 0xff, qn * sizeof *out); /* NaN: every element must be written */
         const xpi_attn_impl im = isa < 0 ? XPI_ATTN_EAGER : impl ? XPI_ATTN_FLASH : XPI_ATTN_SDPA;
-        CHECK_OK(xpi_cpu_attention(pool, k, out, qb, &kv, &batch, ntok, hq, scale, im, nsplit));
+        const xpi_attn_params ap = {scale, softcap, window, im};
+        CHECK_OK(xpi_cpu_attention(pool, k, out, qb, &kv, &batch, ntok, hq, &ap, nsplit));
         size_t bad = 0, worst = 0;
         double worst_r = 0;
         for (int32_t r = 0; r < ntok; r++)
@@ -203,9 +231,10 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
               worst = i;
             }
           }
-        CHECK(bad == 0, "%s %s %s nsplit %d: %zu of %zu outside tolerance, worst [%zu] %.9g (tol ratio %.3g)",
+        CHECK(bad == 0,
+              "%s %s %s window %d softcap %g nsplit %d: %zu of %zu outside tolerance, worst [%zu] %.9g (tol ratio %.3g)",
               isa < 0 ? "paged-eager" : k->isa, im == XPI_ATTN_FLASH ? "flash" : im == XPI_ATTN_SDPA ? "sdpa" : "eager",
-              what, nsplit, bad, qn, worst, out[worst], worst_r);
+              what, window, (double)softcap, nsplit, bad, qn, worst, out[worst], worst_r);
       }
   }
   free(kp);
@@ -217,9 +246,15 @@ static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, in
   free(ref);
   free(out);
   free(tol);
+  free(exact);
   free(pos);
   free(seq);
   free(order);
+}
+
+static void attn_batch(xpi_pool *pool, xpi_dtype dt, int32_t hd, int32_t grp, int nseq, const int32_t *L,
+                       const int32_t *n, int32_t bshift, int slot_major) {
+  attn_batch_w(pool, dt, hd, grp, nseq, L, n, bshift, slot_major, 0, 0, 0);
 }
 
 int main(void) {
@@ -254,6 +289,40 @@ int main(void) {
       attn_batch(pool, dts[d], 64, grps[b], 3, ml, mn, 5, d == 1);
       attn_batch(pool, dts[d], 80, grps[b], 3, ml, mn, 4, 0);
     }
+  /* Sliding windows (blocks of 16 and 32, contiguous, slot-major): smaller than the context and crossing block
+   * boundaries (20, 7), of one key, equal to and larger than the context, decode and prefill chunks continuing
+   * a cached prefix (their rows' windows start at different keys), a long context split in pieces, mixed
+   * batches; with and without the softcap. */
+  const int32_t wins[5] = {20, 7, 1, 100, 300};
+  for (int d = 0; d < 3; d++)
+    for (int w = 0; w < 5; w++) {
+      const int32_t L = 100, one = 1, n19 = 19, shifts[4] = {4, 5, 30, 4};
+      const float cap = w % 2 ? 0 : 30;
+      attn_batch_w(pool, dts[d], 64, 2, 1, &L, &one, shifts[w % 4], w % 4 == 3, wins[w], cap, 0);
+      attn_batch_w(pool, dts[d], 80, 4, 1, &L, &n19, shifts[(w + 1) % 4], (w + 1) % 4 == 3, wins[w], cap, 0);
+      attn_batch_w(pool, dts[d], 128, 1, 1, &L, &n19, 4, 0, wins[w], 0, 0);
+      /* a two-row tile of two tokens (AVX2 direct path) whose windows start at different keys: 18 tokens of
+       * group 1 leave a last tile of two, and a 2-token step */
+      const int32_t n18 = 18, n2 = 2;
+      attn_batch_w(pool, dts[d], 64, 1, 1, &L, &n18, 4, 0, wins[w], cap, 0);
+      attn_batch_w(pool, dts[d], 64, 1, 1, &L, &n2, 5, 0, wins[w], 0, 0);
+    }
+  for (int d = 0; d < 3; d++) {
+    const int32_t L = 1100, one = 1, three = 3;
+    attn_batch_w(pool, dts[d], 128, 2, 1, &L, &one, 4, 0, 512, 0, 0);
+    attn_batch_w(pool, dts[d], 80, 7, 1, &L, &three, 5, 0, 64, 50, 0);
+    attn_batch_w(pool, dts[d], 128, 2, 4, dl, dn, 4, 0, 33, 0, 0);
+    attn_batch_w(pool, dts[d], 64, 2, 3, ml, mn, 5, d == 1, 16, 30, 0);
+    attn_batch_w(pool, dts[d], 36, 4, 3, ml, mn, 4, 0, 9, 0, 0);
+  }
+  /* the softcap with large logits (|q| up to 40: raw scores far beyond the cap, capped near +-10), with and
+   * without a window, decode (direct path) and prefill (buffered) */
+  for (int d = 0; d < 3; d++) {
+    const int32_t L = 77, one = 1, n9 = 9;
+    attn_batch_w(pool, dts[d], 64, 1, 1, &L, &one, 4, 0, 0, 10, 40);
+    attn_batch_w(pool, dts[d], 64, 2, 1, &L, &n9, 4, 0, 0, 10, 40);
+    attn_batch_w(pool, dts[d], 80, 4, 3, ml, mn, 4, 0, 25, 10, 40);
+  }
   xpi_pool_free(pool);
   return xpi_test_done();
 }

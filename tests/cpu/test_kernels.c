@@ -1,6 +1,7 @@
 /* Every fast CPU kernel table (AVX2, AVX-512 where the CPU has it) against the scalar oracle at awkward
  * sizes: tails, unaligned weights and activations, row slices, ldy > rows, cols not a multiple of the
- * quantization block, n = 1, 3 (decode GEMV) and 17 (prefill GEMM). Also the Q8/Q4 formats' error bounds.
+ * quantization block, n = 1, 3 (decode GEMV) and 17 (prefill GEMM); the q8/q4 decode GEMVs at 1..16 tokens
+ * (batched decode). Also the Q8/Q4 formats' error bounds.
  *
  * Tolerances (why they are what they are):
  *  - Two f32 sums of the same m products in different orders each differ from the exact sum by at most
@@ -130,6 +131,74 @@ static void mm_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_
   free(wv); free(wbuf); free(dq); free(xbuf); free(Y); free(Yr);
 }
 
+/* The q8/q4 decode GEMV of table k called directly (as batched decode runs it, row slices over threads) over
+ * n = 1..16 tokens: passes of several tokens load each weight block once for all of them, so every pass size and
+ * its tail is checked against the scalar oracle (the tolerance of mm_case: the same integer block sums, f32
+ * rounding of the scaled sums, q4's offset terms), on odd row counts, a row slice and block tails (columns not a
+ * multiple of 8 blocks or of 32). And each token's result equals, bit for bit, the same token computed alone: the
+ * kernels sum every token in one order whatever its batch, so batched decode gives each sequence the results it
+ * would get on its own. */
+static void gemv_batch_case(const xpi_cpu_kernels *k, xpi_dtype dt, int64_t rows, int64_t cols, int32_t n) {
+  const int64_t ldy = rows + 1, r0 = rows > 2 ? 1 : 0, nb = xpi_q_nblocks(cols);
+  float *wv = malloc(sizeof(float) * (size_t)(rows * cols)), *X = malloc(sizeof(float) * (size_t)(n * cols));
+  for (int64_t i = 0; i < rows * cols; i++) wv[i] = frand() * 0.1f;
+  for (int64_t i = 0; i < n * cols; i++) X[i] = frand();
+  unsigned char *W = malloc((size_t)(rows * xpi_q_row_bytes(dt, cols)) + 1);
+  uint16_t *dq = malloc(sizeof(uint16_t) * (size_t)(rows * nb));
+  CHECK_OK(xpi_quantize_rows(dt, W, dq, wv, XPI_DT_F32, rows, cols));
+  float *Y = malloc(sizeof(float) * (size_t)(n * ldy)), *Yr = malloc(sizeof(float) * (size_t)(n * ldy));
+  float *Y1 = malloc(sizeof(float) * (size_t)ldy), *deq = malloc(sizeof(float) * (size_t)cols);
+  int8_t *xq = malloc((size_t)nb * XPI_QK);
+  float *dx = malloc(sizeof(float) * (size_t)nb), *sx = malloc(sizeof(float) * (size_t)nb);
+  for (int64_t i = 0; i < n * ldy; i++) Y[i] = Yr[i] = 12345.0f;
+  k->gemv[dt](Y, ldy, X, n, W, dq, r0, rows, cols);
+  xpi_cpu_kernels_scalar()->gemv[dt](Yr, ldy, X, n, W, dq, r0, rows, cols);
+  int bad = 0;
+  for (int32_t t = 0; t < n && !bad; t++) {
+    const float *x = X + (int64_t)t * cols;
+    k->gemv[dt](Y1, ldy, x, 1, W, dq, r0, rows, cols);
+    xpi_quantize_act_scalar(xq, dx, sx, x, cols);
+    for (int64_t r = 0; r < rows && !bad; r++) {
+      const float y = Y[t * ldy + r], yr = Yr[t * ldy + r];
+      if (r < r0) {
+        bad = y != 12345.0f;
+        CHECK(!bad, "%s %s gemv n=%d: row %lld outside the slice was written", k->isa, dt_name(dt), n, (long long)r);
+        continue;
+      }
+      xpi_dequantize_row(dt, deq, W, dq, r, cols);
+      double sabs = 0, qerr = 0, q4terms = 0;
+      for (int64_t c = 0; c < cols; c++) {
+        sabs += fabs((double)deq[c] * x[c]);
+        qerr += dx[c / XPI_QK] / 2 * fabs(deq[c]);
+        if (dt == XPI_DT_Q4) q4terms += 16 * fabs(xpi_f16_to_f32(dq[r * nb + c / XPI_QK])) * (fabs(x[c]) + dx[c / XPI_QK]);
+      }
+      const double tol = 2 * gamma_m(cols + 8) * (sabs + qerr + q4terms) + 1e-30;
+      bad = !(fabs((double)y - yr) <= tol);
+      CHECK(!bad, "%s %s gemv rows=%lld cols=%lld n=%d r=%lld t=%d: %.9g vs scalar %.9g (tol %g)", k->isa,
+            dt_name(dt), (long long)rows, (long long)cols, n, (long long)r, t, y, yr, tol);
+      if (!bad) {
+        bad = memcmp(&y, &Y1[r], sizeof y) != 0;
+        CHECK(!bad, "%s %s gemv rows=%lld cols=%lld n=%d r=%lld t=%d: %.9g in the batch, %.9g alone", k->isa,
+              dt_name(dt), (long long)rows, (long long)cols, n, (long long)r, t, y, Y1[r]);
+      }
+    }
+    for (int64_t r = rows; r < ldy; r++) CHECK(Y[t * ldy + r] == 12345.0f, "%s: padding column written", k->isa);
+  }
+  free(wv); free(X); free(W); free(dq); free(Y); free(Yr); free(Y1); free(deq); free(xq); free(dx); free(sx);
+}
+
+static void gemv_batch_cases(const xpi_cpu_kernels *k) {
+  /* 7 and 9 rows (odd); 31 / 33 columns (a ragged block), 96 (3 blocks: no group of 8), 264 (8 blocks + 8
+   * columns), 480 (15 blocks: a group of 8, then pairs and quads, an odd last block), 1056 (33 blocks) */
+  static const int64_t cols_s[] = {31, 33, 96, 264, 480, 1056};
+  for (int dt = XPI_DT_Q8; dt <= XPI_DT_Q4; dt++)
+    for (int32_t n = 1; n <= 16; n++)
+      for (size_t ci = 0; ci < sizeof cols_s / sizeof cols_s[0]; ci++)
+        gemv_batch_case(k, (xpi_dtype)dt, n & 1 ? 7 : 9, cols_s[ci], n);
+  gemv_batch_case(k, XPI_DT_Q8, 5, 4200, 11); /* two column chunks (4096) with a pass of 8 and its tail */
+  gemv_batch_case(k, XPI_DT_Q4, 5, 4200, 11);
+}
+
 /* Weight shapes for the format bounds: uniform; heavy-tailed (a ratio of uniforms, like trained weights' tails,
  * where Q4's scale search moves furthest from the max-based scale); a block-wide outlier over small values. */
 enum { W_UNIFORM, W_HEAVY, W_OUTLIER };
@@ -248,6 +317,25 @@ static void vec_cases(const xpi_cpu_kernels *k) {
     bad = 0;
     for (int64_t i = 0; i < m && !bad; i++) bad = fabs((double)y1[i] - y2[i]) > 8 * ldexp(fabs(y2[i]), -23) + 1e-37;
     CHECK(!bad, "%s swiglu m=%lld", k->isa, (long long)m);
+    /* geglu over [-20, 20] (both tails saturated): inner carries a few u relative, tanh's slope (1 - t^2) times
+     * |inner| is <= 0.45, tanhf ~2 ulp, the vector tanh ~4 u absolutely, and 1 + t passes that absolute error
+     * on, times 0.5 |g| |u|: 16 u (1 + |g|) |u| between any two tables */
+    k->geglu(y1, ua, ub, m);
+    ref->geglu(y2, ua, ub, m);
+    bad = 0;
+    for (int64_t i = 0; i < m && !bad; i++)
+      bad = !(fabs((double)y1[i] - y2[i]) <= 16 * ldexp(1.0, -24) * (1 + fabs(ua[i])) * fabs(ub[i]) + 1e-37);
+    CHECK(!bad, "%s geglu m=%lld", k->isa, (long long)m);
+    /* softcap 7 over [-20, 20] with a NaN: tanhf ~2 ulp, the vector tanh ~4 u absolutely, the division u, times
+     * the cap: 8 u cap between any two tables; the NaN stays NaN (argmax's check of broken logits) */
+    memcpy(y1, ua, sizeof(float) * (size_t)m); memcpy(y2, ua, sizeof(float) * (size_t)m);
+    y1[m / 2] = y2[m / 2] = NAN;
+    k->softcap(y1, m, 7.0f);
+    ref->softcap(y2, m, 7.0f);
+    bad = !isnan(y1[m / 2]);
+    for (int64_t i = 0; i < m && !bad; i++)
+      bad = i != m / 2 && !(fabs((double)y1[i] - y2[i]) <= 8 * ldexp(1.0, -24) * 7.0);
+    CHECK(!bad, "%s softcap m=%lld", k->isa, (long long)m);
     free(a); free(b); free(y1); free(y2);
   }
 }
@@ -432,6 +520,7 @@ int main(void) {
     mm_case(k, XPI_DT_Q8, 140, 1000, 301);
     mm_case(k, XPI_DT_Q4, 137, 1030, 299);
     split_cases(k);
+    gemv_batch_cases(k);
   }
   const xpi_cpu_kernels *best = xpi_cpu_kernels_best();
   CHECK(best != NULL && best->gemv[XPI_DT_Q8] && best->gemv[XPI_DT_Q4], "best table lacks quantized matmul");

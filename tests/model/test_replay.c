@@ -15,7 +15,7 @@
 #include "model/graph.h"
 #include "model/weights.h"
 
-enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTN, OP_SWIGLU, OP_ADD, OP_ARGMAX };
+enum { OP_EMBED, OP_RMSNORM, OP_MATMUL, OP_ROPE, OP_ATTN, OP_SWIGLU, OP_GEGLU, OP_SOFTCAP, OP_SCALE, OP_ADD, OP_ARGMAX };
 typedef struct rec {
   int kind;
   float *out, *x;
@@ -29,7 +29,7 @@ typedef struct rec {
   xpi_kv *kv;
   xpi_kv_map map;
   xpi_rope_params rp;
-  xpi_attn_impl impl;
+  xpi_attn_params ap;
 } rec;
 
 typedef struct recording {
@@ -62,15 +62,27 @@ static xpi_status w_rope(xpi_backend *be, float *q, float *k, const int32_t *pos
   return g_cpu->rope(be, q, k, pos, n, hq, hk, rp, inv, qn, kn, eps);
 }
 static xpi_status w_attn(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
-                         int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd, float scale,
-                         xpi_attn_impl impl) {
+                         int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
+                         const xpi_attn_params *ap) {
   RECORD(.kind = OP_ATTN, .out = out, .a = q, .b = k, .c = v, .kv = kv, .count = layer, .map = *map, .n = n, .i1 = hq,
-         .i2 = hk, .i3 = hd, .f = scale, .impl = impl);
-  return g_cpu->attention(be, out, q, k, v, kv, layer, map, n, hq, hk, hd, scale, impl);
+         .i2 = hk, .i3 = hd, .ap = *ap);
+  return g_cpu->attention(be, out, q, k, v, kv, layer, map, n, hq, hk, hd, ap);
 }
 static xpi_status w_swiglu(xpi_backend *be, float *out, const float *g, const float *u, int32_t n, int32_t f) {
   RECORD(.kind = OP_SWIGLU, .out = out, .a = g, .b = u, .n = n, .i1 = f);
   return g_cpu->swiglu(be, out, g, u, n, f);
+}
+static xpi_status w_geglu(xpi_backend *be, float *out, const float *g, const float *u, int32_t n, int32_t f) {
+  RECORD(.kind = OP_GEGLU, .out = out, .a = g, .b = u, .n = n, .i1 = f);
+  return g_cpu->geglu(be, out, g, u, n, f);
+}
+static xpi_status w_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
+  RECORD(.kind = OP_SOFTCAP, .x = x, .count = count, .f = cap);
+  return g_cpu->softcap(be, x, count, cap);
+}
+static xpi_status w_scale(xpi_backend *be, float *x, int64_t count, float s) {
+  RECORD(.kind = OP_SCALE, .x = x, .count = count, .f = s);
+  return g_cpu->scale(be, x, count, s);
 }
 static xpi_status w_add(xpi_backend *be, float *x, const float *y, int64_t count) {
   RECORD(.kind = OP_ADD, .x = x, .a = y, .count = count);
@@ -111,9 +123,12 @@ static xpi_status replay(xpi_backend *be, void *graph) {
       case OP_ROPE: s = g_cpu->rope(be, r->out, r->x, r->ids, r->n, r->i1, r->i2, &r->rp, r->a, r->w, r->w2, r->f); break;
       case OP_ATTN:
         s = g_cpu->attention(be, r->out, r->a, r->b, r->c, r->kv, (int32_t)r->count, &r->map, r->n, r->i1, r->i2, r->i3,
-                             r->f, r->impl);
+                             &r->ap);
         break;
       case OP_SWIGLU: s = g_cpu->swiglu(be, r->out, r->a, r->b, r->n, r->i1); break;
+      case OP_GEGLU: s = g_cpu->geglu(be, r->out, r->a, r->b, r->n, r->i1); break;
+      case OP_SOFTCAP: s = g_cpu->softcap(be, r->x, r->count, r->f); break;
+      case OP_SCALE: s = g_cpu->scale(be, r->x, r->count, r->f); break;
       case OP_ADD: s = g_cpu->add(be, r->x, r->a, r->count); break;
       case OP_ARGMAX: s = g_cpu->argmax(be, r->iout, r->a, r->n, r->i1); break;
     }
@@ -253,7 +268,8 @@ int main(void) {
   g_cpu = wrapped->ops;
   ops = *wrapped->ops;
   ops.embed = w_embed, ops.rmsnorm = w_rmsnorm, ops.matmul = w_matmul, ops.rope = w_rope, ops.attention = w_attn;
-  ops.swiglu = w_swiglu, ops.add = w_add, ops.argmax = w_argmax;
+  ops.swiglu = w_swiglu, ops.geglu = w_geglu, ops.softcap = w_softcap, ops.scale = w_scale, ops.add = w_add;
+  ops.argmax = w_argmax;
   ops.capture_begin = cap_begin, ops.capture_end = cap_end, ops.replay = replay, ops.graph_free = graph_free;
   wrapped->ops = &ops;
   enum { N = 12 };

@@ -7,8 +7,9 @@ add_test(NAME model/example_simple
 set_tests_properties(model/example_simple PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}"
   PASS_REGULAR_EXPRESSION "A computer is like a raisin, not a stain you can\\.")
 if(TARGET ze_zesim)
+  # PoCL's leak when the Intel-tuned module fails to build (tests/xpu/lsan.supp) shows under ASan here too.
   set_tests_properties(model/test_xpu_device_map.py PROPERTIES
-    ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>")
+    ENVIRONMENT "${XPI_TEST_ENV};XPI_ZESIM=$<TARGET_FILE:ze_zesim>;LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu/lsan.supp")
 endif()
 if(TARGET ze_zesim)
   set_tests_properties(model/test_cli_habits.py PROPERTIES
@@ -49,3 +50,33 @@ if(TARGET ze_zesim)
   set_tests_properties(model/test_smollm2_xpu PROPERTIES FIXTURES_REQUIRED smollm2 LABELS "model;xpu;slow"
     TIMEOUT 900 SKIP_RETURN_CODE 77 ENVIRONMENT "${XPI_SMOLLM2_ENV};ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>;ZESIM_DEVICES=0000:3a:00.0=1G;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache")
 endif()
+
+# Every model family against transformers' goldens (tests/data/arch_models): the best CPU kernel table with every
+# attention implementation, then each kernel table, q8 and q4, a device_map over two CPU backends, and xpu:0 and
+# device_map auto over two simulated XPUs (zesim).
+foreach(isa scalar avx2 avxvnni avx512 amx)
+  add_test(NAME model/test_arch_goldens_${isa} COMMAND test_arch_goldens cpu)
+  set_tests_properties(model/test_arch_goldens_${isa} PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV};XPI_CPU_ISA=${isa}")
+endforeach()
+foreach(q q8 q4)
+  add_test(NAME model/test_arch_goldens_${q} COMMAND test_arch_goldens cpu ${q})
+  set_tests_properties(model/test_arch_goldens_${q} PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}")
+endforeach()
+add_test(NAME model/test_arch_goldens_map COMMAND test_arch_goldens cpu none cpu,cpu)
+set_tests_properties(model/test_arch_goldens_map PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}")
+if(TARGET ze_zesim)
+  set(XPI_ARCH_XPU_ENV "${XPI_TEST_ENV};ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>;ZESIM_DEVICES=0000:3a:00.0=256M,0000:1a:00.0=256M;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu/lsan.supp")
+  add_test(NAME model/test_arch_goldens_xpu COMMAND test_arch_goldens xpu:0)
+  add_test(NAME model/test_arch_goldens_xpu_map COMMAND test_arch_goldens auto none auto)
+  set_tests_properties(model/test_arch_goldens_xpu model/test_arch_goldens_xpu_map
+    PROPERTIES LABELS "model;xpu" ENVIRONMENT "${XPI_ARCH_XPU_ENV}")
+endif()
+
+# mkrandmodel --arch for every family (the generator of issue 15's bench models) writes what the loader reads.
+foreach(arch mistral smollm3 granite phi3 olmo2 gemma2 gemma3_text)
+  add_test(NAME model/mkrandmodel_${arch}
+    COMMAND ${CMAKE_COMMAND} -DMKRANDMODEL=$<TARGET_FILE:mkrandmodel> -DCLI=$<TARGET_FILE:xpuinfer_cli> -DARCH=${arch}
+            -DOUT=${PROJECT_BINARY_DIR}/rand-arch -DDATA=${PROJECT_SOURCE_DIR}/tests/data
+            -P ${PROJECT_SOURCE_DIR}/tests/tools/mkrandmodel_arch.cmake)
+  set_tests_properties(model/mkrandmodel_${arch} PROPERTIES LABELS model ENVIRONMENT "${XPI_TEST_ENV}")
+endforeach()

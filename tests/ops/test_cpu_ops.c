@@ -187,13 +187,22 @@ static void test_rope(xpi_backend *be) {
 
 /* Two sequences in one paged cache (blocks of 16 in scrambled order), each step running tokens of both:
  * prefill of 7 tokens (and 4 of the other), one decode token (and 5), then 37 tokens (and 1), each impl and
- * cache dtype, vs a double reference per sequence. */
+ * cache dtype, vs a double reference per sequence; without and with sliding windows (20: crossing block
+ * boundaries, 5, 100: beyond the context) and logit softcaps (30, and 0.5 on scores of a few units: heavily
+ * capped). The tolerance (3 TOL): scores of 10 products of values <= 1, f32 sums, softmax of exp within a
+ * few ulp and a weighted mean of |v| <= 1: errors of a few 1e-7, far below TOL = 2e-5; a wrong mask or cap
+ * moves outputs by O(0.1). */
 static void test_attention(xpi_backend *be) {
   enum { HQ = 6, HK = 2, HD = 10, CTX = 45, BS = 16, MB = 3, NB = 8 };
   const xpi_attn_impl impls[] = {XPI_ATTN_SDPA, XPI_ATTN_EAGER, XPI_ATTN_FLASH};
   const int32_t tables[2][MB] = {{5, 1, 6}, {2, 7, 0}};
+  const int32_t wins[5] = {0, 20, 5, 100, 0};
+  const float caps[5] = {0, 0, 30, 0, 0.5f};
+  for (int vi = 0; vi < 5; vi++)
   for (int ci = 0; ci < 3; ci++)
     for (int ii = 0; ii < 3; ii++) {
+      const int32_t win = wins[vi];
+      const double cap = caps[vi];
       xpi_dtype kdt = k_dts[ci];
       xpi_kv *kv = NULL;
       CHECK_OK(be->ops->kv_create(be, 2, NB, BS, HK, HD, kdt, &kv));
@@ -207,6 +216,7 @@ static void test_attention(xpi_backend *be) {
         rnd(Q[sq], CTX * HQ * HD, XPI_DT_F32);
       }
       float scale = 1.0f / sqrtf((float)HD);
+      const xpi_attn_params ap = {scale, caps[vi], win, impls[ii]};
       /* steps: (first position, tokens) of sequence 0, then of sequence 1 */
       int steps[3][2][2] = {{{0, 7}, {0, 4}}, {{7, 1}, {4, 5}}, {{8, 37}, {9, 1}}};
       for (int st = 0; st < 3; st++) {
@@ -221,35 +231,56 @@ static void test_attention(xpi_backend *be) {
             memcpy(vs + n * HK * HD, Vv[1 - sq] + p * HK * HD, sizeof(float) * HK * HD);
           }
         const xpi_kv_map map = {pos, seq, &tables[0][0], MB};
-        CHECK_OK(be->ops->attention(be, O, qs, ks, vs, kv, 1, &map, n, HQ, HK, HD, scale, impls[ii]));
+        CHECK_OK(be->ops->attention(be, O, qs, ks, vs, kv, 1, &map, n, HQ, HK, HD, &ap));
         for (int t = 0; t < n; t++)
           for (int h = 0; h < HQ; h++) {
             const int sq = seq[t], g = h / (HQ / HK), L = pos[t] + 1;
+            const int j0 = win > 0 && L > win ? L - win : 0; /* transformers: kv_idx > q_idx - window */
             double sc[CTX], m = -1e300, sum = 0;
-            for (int s2 = 0; s2 < L; s2++) {
+            for (int s2 = j0; s2 < L; s2++) {
               double a = 0;
               for (int i = 0; i < HD; i++) a += (double)Q[sq][(pos[t] * HQ + h) * HD + i] * K[sq][(s2 * HK + g) * HD + i];
               sc[s2] = a * scale;
+              if (cap > 0) sc[s2] = cap * tanh(sc[s2] / cap);
               m = sc[s2] > m ? sc[s2] : m;
             }
-            for (int s2 = 0; s2 < L; s2++) sum += (sc[s2] = exp(sc[s2] - m));
+            for (int s2 = j0; s2 < L; s2++) sum += (sc[s2] = exp(sc[s2] - m));
             for (int i = 0; i < HD; i++) {
               double o = 0;
-              for (int s2 = 0; s2 < L; s2++) o += sc[s2] / sum * Vv[sq][(s2 * HK + g) * HD + i];
+              for (int s2 = j0; s2 < L; s2++) o += sc[s2] / sum * Vv[sq][(s2 * HK + g) * HD + i];
               CHECK(close_to(O[(t * HQ + h) * HD + i], o, 3),
-                    "attention impl %d kv %s step %d seq %d pos %d h=%d i=%d: %g vs %g", ii, xpi_dtype_name(kdt), st, sq,
-                    pos[t], h, i, O[(t * HQ + h) * HD + i], o);
+                    "attention impl %d kv %s window %d softcap %g step %d seq %d pos %d h=%d i=%d: %g vs %g", ii,
+                    xpi_dtype_name(kdt), win, cap, st, sq, pos[t], h, i, O[(t * HQ + h) * HD + i], o);
             }
           }
       }
+      if (win > 0 && win <= BS) { /* the entries before the window's block are never read: -1 there is fine */
+        int32_t p44 = CTX - 1, s0 = 0;
+        const int32_t stale[MB] = {-1, -1, tables[0][2]};
+        const xpi_kv_map full = {&p44, &s0, &tables[0][0], MB}, cut = {&p44, &s0, stale, MB};
+        static float O2[HQ * HD];
+        memcpy(qs, Q[0] + p44 * HQ * HD, sizeof(float) * HQ * HD);
+        memcpy(ks, K[0] + p44 * HK * HD, sizeof(float) * HK * HD);
+        memcpy(vs, Vv[0] + p44 * HK * HD, sizeof(float) * HK * HD);
+        CHECK_OK(be->ops->attention(be, O, qs, ks, vs, kv, 1, &full, 1, HQ, HK, HD, &ap));
+        CHECK_OK(be->ops->attention(be, O2, qs, ks, vs, kv, 1, &cut, 1, HQ, HK, HD, &ap));
+        CHECK(memcmp(O, O2, sizeof O2) == 0, "window %d: stale table entries before the window changed the output",
+              win);
+      }
       int32_t far = MB * BS, zero = 0;
       const xpi_kv_map bad = {&far, &zero, &tables[0][0], MB};
-      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad, 1, HQ, HK, HD, scale, impls[ii]),
+      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad, 1, HQ, HK, HD, &ap),
                 XPI_ERR_CONTEXT_LENGTH, "outside the KV block table");
       const int32_t wild[MB] = {1, 9, 2}, p20 = 20;
       const xpi_kv_map bad2 = {&p20, &zero, wild, MB};
-      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad2, 1, HQ, HK, HD, scale, impls[ii]),
+      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &bad2, 1, HQ, HK, HD, &ap),
                 XPI_ERR_INTERNAL, "outside the pool");
+      const xpi_attn_params neg = {scale, 0, -1, impls[ii]}, negcap = {scale, -1, 0, impls[ii]};
+      const xpi_kv_map one = {&zero, &zero, &tables[0][0], MB};
+      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &one, 1, HQ, HK, HD, &neg), XPI_ERR_INVALID_ARGUMENT,
+                "window");
+      CHECK_ERR(be->ops->attention(be, O, qs, ks, vs, kv, 1, &one, 1, HQ, HK, HD, &negcap), XPI_ERR_INVALID_ARGUMENT,
+                "softcap");
       be->ops->kv_free(be, kv);
     }
 }
@@ -263,6 +294,33 @@ static void test_elementwise(xpi_backend *be) {
     double want = g[i] / (1 + exp(-(double)g[i])) * u[i];
     CHECK(close_to(o[i], want, 1), "swiglu %d: %g vs %g", i, o[i], want);
   }
+  /* geglu over [-8, 8] and the saturated tails (+-20, where 1 + tanh rounds to 0 or 2), against double. Error:
+   * inner has a few u relative error, tanh moves it by (1 - t^2) <= 1 times that (and (1 - t^2) |inner| <= 0.45)
+   * plus its own ~2 u, 1 + t then carries that absolute error, times 0.5 |g| |u|: 16 u (1 + |g|) |u| bounds it. */
+  for (int i = 0; i < 7 * 37; i++) a[i] = g[i] * 8;
+  a[0] = 20, a[1] = -20, a[2] = 0;
+  CHECK_OK(be->ops->geglu(be, o, a, u, 7, 37));
+  for (int i = 0; i < 7 * 37; i++) {
+    const double x = a[i], want = 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
+    CHECK(fabs(o[i] - want) <= 16 * 0x1p-24 * (1 + fabs(x)) * fabs(u[i]), "geglu %d (g %g): %.9g vs %.9g", i, x, o[i],
+          want);
+  }
+  /* softcap 30 over [-200, 200] and +-inf: cap * tanh(x / cap), the division and tanh a few u each, times cap */
+  const float cap = 30;
+  for (int i = 0; i < 7 * 37; i++) o[i] = a[i] = g[i] * 200;
+  o[3] = a[3] = INFINITY, o[4] = a[4] = -INFINITY, o[5] = a[5] = NAN;
+  CHECK_OK(be->ops->softcap(be, o, 7 * 37, cap));
+  CHECK(isnan(o[5]), "softcap of NaN: %g (broken logits must stay visible to argmax)", o[5]);
+  for (int i = 0; i < 7 * 37; i++) {
+    if (i == 5) continue;
+    const double want = cap * tanh((double)a[i] / cap);
+    CHECK(fabs(o[i] - want) <= 8 * 0x1p-24 * cap, "softcap %d (x %g): %.9g vs %.9g", i, a[i], o[i], want);
+  }
+  CHECK_ERR(be->ops->softcap(be, o, 1, 0.0f), XPI_ERR_INVALID_ARGUMENT, "softcap");
+  /* scale: one f32 product, exact */
+  memcpy(o, g, sizeof g);
+  CHECK_OK(be->ops->scale(be, o, 7 * 37, 0.37f));
+  for (int i = 0; i < 7 * 37; i++) CHECK(o[i] == g[i] * 0.37f, "scale %d", i);
   memcpy(a, g, sizeof g);
   CHECK_OK(be->ops->add(be, a, u, 7 * 37));
   for (int i = 0; i < 7 * 37; i++) CHECK(a[i] == g[i] + u[i], "add %d", i);

@@ -5,6 +5,7 @@
 
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
+#include "ops/xpu/xpu_internal.h"
 #include "runtime/ze/ze_devices.h"
 #include "xpu_test_util.h"
 
@@ -191,6 +192,12 @@ static void test_attention(void) {
   for (int i = 0; i < 20; i++) pos2[i] = i, seq2[i] = 2;
   pos2[20] = 7, seq2[20] = 0, pos2[21] = 3, seq2[21] = 1;
   bpair btab = bp(tables, sizeof tables);
+  /* sliding windows (5 and 7: smaller than the 20-token prefill, crossing its block boundary at 16, and the
+   * decode of sequence 0 at position 7 over its cached prefix; 100: larger than every context) and logit
+   * softcaps (0.5 and 2 on q scaled by 8: scores of several units, heavily capped) */
+  const int32_t wins[5] = {0, 5, 100, 7, 0};
+  const float caps[5] = {0, 0, 0, 0.5f, 2.0f}, qms[5] = {1, 1, 1, 8, 8};
+  for (int vi = 0; vi < 5; vi++)
   for (int hi = 0; hi < 2; hi++)
     for (int ki = 0; ki < 2; ki++)
       for (int ii = 0; ii < 3; ii++) {
@@ -203,18 +210,34 @@ static void test_attention(void) {
           const int n = step == 0 ? 10 : 22;
           const int32_t *pos = step == 0 ? pos1 : pos2, *seq = step == 0 ? seq1 : seq2;
           float *q = xt_randv((size_t)n * hq * hd), *k = xt_randv((size_t)n * hk * hd), *v = xt_randv((size_t)n * hk * hd);
+          for (size_t e = 0; e < (size_t)n * hq * hd; e++) q[e] *= qms[vi];
+          if (step == 1 && wins[vi] > 0 && wins[vi] < 8) {
+            /* NaN over the rows of sequence 0 (block 4, positions 0..6 stored by step 0) before the window of its
+             * token at position 7: reading them would make its output NaN */
+            const size_t esz = xpi_dtype_size(kv_dts[ki]), row = (size_t)hk * hd * esz;
+            const size_t off = ((size_t)(1 * NB + 4) * 16) * row, len = (size_t)(8 - wins[vi]) * row;
+            unsigned char *nan = malloc(len);
+            memset(nan, 0xff, len); /* all-ones: a NaN in f32, f16 and bf16 */
+            CHECK_OK(xpu->ops->write(xpu, (unsigned char *)kvx->k + off, nan, len));
+            CHECK_OK(xpu->ops->write(xpu, (unsigned char *)kvx->v + off, nan, len));
+            free(nan);
+          }
           bpair bq = bp(q, (size_t)n * hq * hd * 4), bk = bp(k, (size_t)n * hk * hd * 4), bv = bp(v, (size_t)n * hk * hd * 4);
           bpair bpos = bp(pos, (size_t)n * 4), bseq = bp(seq, (size_t)n * 4), out = bp(NULL, (size_t)n * hq * hd * 4);
           const xpi_kv_map mc = {bpos.c, bseq.c, btab.c, MB}, mx = {bpos.x, bseq.x, btab.x, MB};
-          CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, &mc, n, hq, hk, hd, scale, XPI_ATTN_EAGER));
-          CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, &mx, n, hq, hk, hd, scale, impls[ii]));
+          const xpi_attn_params apc = {scale, caps[vi], wins[vi], XPI_ATTN_EAGER};
+          const xpi_attn_params apx = {scale, caps[vi], wins[vi], impls[ii]};
+          CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 1, &mc, n, hq, hk, hd, &apc));
+          CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 1, &mx, n, hq, hk, hd, &apx));
           float *hc, *hx;
           bp_get(&out, &hc, &hx);
           /* scores: |q.k| <= hd, error <= 2 hd u hd * scale; softmax is 1-Lipschitz in the max-norm of the
            * scores to its weights' sum, and outputs are convex combinations of |v| <= 1 values: the output
-           * error is about the score error plus a few u. */
-          float tol = 2.0f * (float)hd * U * (float)hd * scale + 64 * U;
-          char *what = xpi_test_strf("attention %s hd=%d kv=%s step %d", names[ii], hd, xpi_dtype_name(kv_dts[ki]), step);
+           * error is about the score error plus a few u. q scaled by qm scales the score error; the softcap
+           * carries it with slope <= 1 and adds its own (division and tanh, <= 5 ulp in OpenCL): 16 u cap. */
+          float tol = 2.0f * (float)hd * U * (float)hd * scale * qms[vi] + 64 * U + 16 * U * caps[vi];
+          char *what = xpi_test_strf("attention %s hd=%d kv=%s step %d window %d softcap %g", names[ii], hd,
+                                     xpi_dtype_name(kv_dts[ki]), step, wins[vi], (double)caps[vi]);
           xt_close(what, hx, hc, (size_t)n * hq * hd, tol, 0);
           free(what), free(hc), free(hx), free(q), free(k), free(v);
           bp_free(&bq), bp_free(&bk), bp_free(&bv), bp_free(&bpos), bp_free(&bseq), bp_free(&out);
@@ -227,7 +250,8 @@ static void test_attention(void) {
   xpi_kv *kv = NULL;
   CHECK_OK(xpu->ops->kv_create(xpu, 1, 1, 4, 1, 512, XPI_DT_F32, &kv));
   const xpi_kv_map none = {NULL, NULL, NULL, 1};
-  CHECK_ERR(xpu->ops->attention(xpu, NULL, NULL, NULL, NULL, kv, 0, &none, 1, 1, 1, 512, 1.0f, XPI_ATTN_SDPA),
+  const xpi_attn_params ap1 = {1.0f, 0, 0, XPI_ATTN_SDPA};
+  CHECK_ERR(xpu->ops->attention(xpu, NULL, NULL, NULL, NULL, kv, 0, &none, 1, 1, 1, 512, &ap1),
             XPI_ERR_UNSUPPORTED, "head_dim 512");
   xpu->ops->kv_free(xpu, kv);
 }
@@ -245,6 +269,30 @@ static void test_elementwise(void) {
   /* exp within 3 ulp (OpenCL spec) plus a division and two products: relative error < 8 u + a bit */
   xt_close("swiglu", hx, hc, cnt, 1e-7f, 16 * U);
   free(hc), free(hx);
+  /* geglu, g in [-8, 8]: both sides within ~16 u (1 + |g|) |u| of the exact value (test_cpu_ops.c says why;
+   * OpenCL's tanh is allowed 5 ulp, hence 32), |g| <= 8 and |u| <= 1: 32 * 9 u absolute */
+  CHECK_OK(cpu->ops->geglu(cpu, out.c, bg.c, bu.c, n, f));
+  CHECK_OK(xpu->ops->geglu(xpu, out.x, bg.x, bu.x, n, f));
+  bp_get(&out, &hc, &hx);
+  xt_close("geglu", hx, hc, cnt, 32 * 9 * U, 0);
+  free(hc), free(hx);
+  /* softcap 5 over g in [-8, 8]: cap * tanh(x / cap), a division and tanh (<= 5 ulp) each side: 16 u * cap */
+  bpair bs = bp(g, cnt * 4);
+  CHECK_OK(cpu->ops->softcap(cpu, bs.c, (int64_t)cnt, 5.0f));
+  CHECK_OK(xpu->ops->softcap(xpu, bs.x, (int64_t)cnt, 5.0f));
+  bp_get(&bs, &hc, &hx);
+  xt_close("softcap", hx, hc, cnt, 16 * 5 * U, 0);
+  free(hc), free(hx);
+  CHECK_ERR(xpu->ops->softcap(xpu, bs.x, 1, -1.0f), XPI_ERR_INVALID_ARGUMENT, "softcap");
+  /* scale: one f32 product, exact (on the same inputs: the softcapped values differ by rounding) */
+  bp_free(&bs);
+  bs = bp(g, cnt * 4);
+  CHECK_OK(cpu->ops->scale(cpu, bs.c, (int64_t)cnt, 0.37f));
+  CHECK_OK(xpu->ops->scale(xpu, bs.x, (int64_t)cnt, 0.37f));
+  bp_get(&bs, &hc, &hx);
+  xt_close("scale", hx, hc, cnt, 0, 0);
+  free(hc), free(hx);
+  bp_free(&bs);
   CHECK_OK(cpu->ops->add(cpu, bg.c, bu.c, (int64_t)cnt));
   CHECK_OK(xpu->ops->add(xpu, bg.x, bu.x, (int64_t)cnt));
   bp_get(&bg, &hc, &hx);
@@ -454,8 +502,8 @@ static void step_ops(step_t *s) {
   CHECK_OK(xpu->ops->matmul(xpu, s->v, s->h, &s->wv, NULL, 1));
   CHECK_OK(xpu->ops->rope(xpu, s->q, s->k, s->pos, 1, S_HQ, S_HK, &rp, s->inv, NULL, NULL, 1e-6f));
   const xpi_kv_map map = {s->pos, s->seq, s->table, 1};
-  CHECK_OK(xpu->ops->attention(xpu, s->att, s->q, s->k, s->v, s->kv, 0, &map, 1, S_HQ, S_HK, S_HD, 0.25f,
-                               XPI_ATTN_FLASH));
+  const xpi_attn_params ap = {0.25f, 0, 0, XPI_ATTN_FLASH};
+  CHECK_OK(xpu->ops->attention(xpu, s->att, s->q, s->k, s->v, s->kv, 0, &map, 1, S_HQ, S_HK, S_HD, &ap));
   CHECK_OK(xpu->ops->argmax(xpu, s->tok, s->att, 1, S_HQ * S_HD));
 }
 

@@ -1,8 +1,15 @@
 # XPU tests run through Debian's Level Zero loader on the software device (tools/zesim, target ze_zesim):
 # ZE_ENABLE_ALT_DRIVERS points the stock loader at it, ZESIM_DEVICES lists the software devices' PCI BDFs,
 # POCL_CACHE_DIR keeps PoCL's compiled kernels between runs (the first build of a module takes ~1 s).
-set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
-                   xpu/test_xpu_numeric xpu/test_xpu_engine)
+# ZESIM_OUT_OF_ORDER=1: zesim runs the launches of a list without the in-order flag out of order (reversed between
+# ordering points), so an op order that the backend does not enforce fails here. The backend's lists are in order
+# (Level Zero 1.7, which zesim reports); xpu/test_xpu_ops_barriers runs the ops against an API 1.4 driver
+# (ZESIM_IN_ORDER=0), where the backend falls back to a barrier after each launch.
+add_test(NAME xpu/test_xpu_ops_barriers COMMAND test_xpu_ops)
+set_tests_properties(xpu/test_xpu_ops_barriers PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_IN_ORDER=0" LABELS xpu
+                     TIMEOUT 900)
+set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_ops_barriers xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
+                   xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_large_alloc)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
@@ -12,13 +19,15 @@ foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
     set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
+  elseif(t STREQUAL "xpu/test_xpu_large_alloc")
+    set(devices "0000:1a:00.0=64M/maxalloc=1M,0000:3a:00.0=64M") # xpu:0's limit below tinyfortunes' 2 MiB embedding
   elseif(t STREQUAL "xpu/test_xpu_quant_model")
     set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices (issue 17)
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
       "ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>"
-      "ZESIM_DEVICES=${devices}"
+      "ZESIM_DEVICES=${devices}" "ZESIM_OUT_OF_ORDER=1"
       "POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache"
       "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp")
   else()

@@ -5,12 +5,17 @@
 # runs it. test_xpu_intel_tier fails unless the tuned tier was really selected (xpi_xpu_tier + its kernels), and
 # the op test fails if it prints "kernel tier: portable". Without the runtime every test here is skipped (77)
 # with the reason.
-set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_tier_dpas
+set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_dpas_emu xpu_intel/test_xpu_intel_tier_dpas
     xpu_intel/test_xpu_intel_tier_dpas_dg2 xpu_intel/test_xpu_ops xpu_intel/test_xpu_tinyfortunes xpu_intel/test_xpu_model)
+# The DPAS kernels with the matrix builtin emulated (kernels/CMakeLists.txt builds them for tests only).
+target_link_libraries(test_xpu_intel_dpas_emu PRIVATE xpi_kernels_test)
 add_test(NAME xpu_intel/test_xpu_intel_tier_dpas COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_intel_tier_dpas_dg2 COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_ops COMMAND test_xpu_ops)
 add_test(NAME xpu_intel/test_xpu_tinyfortunes COMMAND test_xpu_tinyfortunes)
+# every model family's goldens on the tuned tier (tests/model/test_arch_goldens.c)
+add_test(NAME xpu_intel/test_arch_goldens COMMAND test_arch_goldens xpu:0)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_arch_goldens)
 if(TARGET test_xpu_model)
   add_test(NAME xpu_intel/test_xpu_model COMMAND test_xpu_model)
 else()
@@ -47,18 +52,18 @@ foreach(t ${XPI_XPU_INTEL_TESTS})
                        SKIP_RETURN_CODE 77)
 endforeach()
 set_property(TEST xpu_intel/test_xpu_intel_tier APPEND PROPERTY ENVIRONMENT "XPI_EXPECT_TIER=tuned")
-# Devices that report DPAS (ZESIM_DPAS=1). PVC-like (sub-groups 16/32): the DPAS tier is selected and its module
-# tried; no CPU OpenCL runtime has the matrix builtins (Intel's fails with "Symbols not found:
-# intel_sub_group_bf16_bf16_matrix_mad_k16"), so the backend must log that and keep the tuned tier rather than
-# fail. DG2-like (8/16/32, zesim's default): the sub-group-16 builtin is undefined where 8 is the natural size, so
-# the DPAS tier is not even tried (tests/xpu/test_xpu_tier_select checks the rule itself).
+# Devices that report DPAS (ZESIM_DPAS=1): the DPAS tier is selected in the variant of the device's smallest
+# sub-group size and its module tried; no CPU OpenCL runtime has the matrix builtins (Intel's fails with "Symbols
+# not found: intel_sub_group_bf16_bf16_matrix_mad_k16"), so the backend must log that and keep the tuned tier
+# rather than fail. PVC-like (sub-groups 16/32) tries the sub-group-16 variant, DG2-like (8/16/32, zesim's
+# default) the sub-group-8 one (the sub-group-16 builtin is undefined where 8 is the natural size).
+# test_xpu_intel_dpas_emu runs both variants' code with the builtin emulated; tests/isa checks them in IGC.
 set_property(TEST xpu_intel/test_xpu_intel_tier_dpas APPEND PROPERTY ENVIRONMENT
              "ZESIM_DEVICES=0000:3a:00.0=512M/sg=16.32" "ZESIM_DPAS=1" "XPI_EXPECT_TIER=tuned"
-             "XPI_EXPECT_LOG=DPAS GEMM unavailable" "XPI_EXPECT_NO_LOG=DPAS tier not selected")
+             "XPI_EXPECT_LOG=DPAS GEMM (sub-group 16) unavailable" "XPI_EXPECT_NO_LOG=DPAS tier not selected")
 set_property(TEST xpu_intel/test_xpu_intel_tier_dpas_dg2 APPEND PROPERTY ENVIRONMENT
              "ZESIM_DEVICES=0000:3a:00.0=512M/sg=8.16.32" "ZESIM_DPAS=1" "XPI_EXPECT_TIER=tuned"
-             "XPI_EXPECT_LOG=DPAS tier not selected: the DPAS kernel's sub-group size 16 is not the device's smallest (8)"
-             "XPI_EXPECT_NO_LOG=DPAS GEMM unavailable")
+             "XPI_EXPECT_LOG=DPAS GEMM (sub-group 8) unavailable" "XPI_EXPECT_NO_LOG=DPAS tier not selected")
 set_tests_properties(xpu_intel/test_xpu_ops PROPERTIES FAIL_REGULAR_EXPRESSION "kernel tier: portable")
 if(TEST xpu_intel/test_xpu_model)
   set_tests_properties(xpu_intel/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu_intel;slow")

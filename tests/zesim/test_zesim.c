@@ -1,7 +1,8 @@
 /* zesim conformance: through the stock Level Zero loader with zesim as the driver (ZE_ENABLE_ALT_DRIVERS,
  * set by tests.cmake), runs SPIR-V kernels and checks every behaviour libxpuinfer relies on: argument
  * kinds, regular-list replay with device data changed between replays, immediate lists, events, fences,
- * copies, fills, allocation limits, unsupported entry points. Results are exact: the kernels do integer
+ * copies, fills, allocation limits, launch ordering (in-order flags, the out-of-order mode), unsupported entry
+ * points. Results are exact: the kernels do integer
  * work or float work whose values are exactly representable. */
 #include <stdint.h>
 #include <level_zero/ze_api.h>
@@ -249,6 +250,141 @@ static void test_regular_replay(void) {
   ZE_OK(zeMemFree(ctx, other));
 }
 
+/* A kernel given a buffer over maxMemAllocSize (p: 40M, relaxed) is refused unless its module was built with
+ * -ze-opt-greater-than-4GB-buffer-required (on Intel GPUs it would address the buffer with 32-bit offsets);
+ * with the flag it runs. */
+static void test_large_buffer_launch(float *p) {
+  ze_command_list_handle_t l = immediate_list();
+  float x[64], out[64];
+  for (int i = 0; i < 64; i++) x[i] = (float)i;
+  float *xd = dev_alloc(sizeof x), *y = p + (10u << 20) / sizeof *p; /* 10M into the big buffer */
+  ZE_OK(zeCommandListAppendMemoryCopy(l, xd, x, sizeof x, NULL, 0, NULL));
+  ZE_OK(zeCommandListAppendMemoryFill(l, y, &(float){1.0f}, sizeof(float), sizeof out, NULL, 0, NULL));
+  size_t spv_len = 0;
+  unsigned char *spv = read_file(xpi_test_env("ZESIM_TEST_SPV"), &spv_len);
+  ze_module_desc_t md = {ZE_STRUCTURE_TYPE_MODULE_DESC, NULL, ZE_MODULE_FORMAT_IL_SPIRV, spv_len, spv,
+                         "-ze-opt-greater-than-4GB-buffer-required", NULL};
+  ze_module_handle_t big = NULL;
+  ZE_OK(zeModuleCreate(ctx, dev, &md, &big, NULL));
+  ze_module_handle_t mods[2] = {mod, big};
+  for (int m = 0; m < 2 && big; m++) {
+    ze_kernel_desc_t kd = {ZE_STRUCTURE_TYPE_KERNEL_DESC, NULL, 0, "axpy"};
+    ze_kernel_handle_t k = NULL;
+    ZE_OK(zeKernelCreate(mods[m], &kd, &k));
+    float a = 2.0f;
+    int n = 64;
+    ZE_OK(zeKernelSetArgumentValue(k, 0, sizeof y, &y));
+    ZE_OK(zeKernelSetArgumentValue(k, 1, sizeof xd, &xd));
+    ZE_OK(zeKernelSetArgumentValue(k, 2, sizeof a, &a));
+    ZE_OK(zeKernelSetArgumentValue(k, 3, sizeof n, &n));
+    ZE_OK(zeKernelSetGroupSize(k, 64, 1, 1));
+    ze_group_count_t gc = {1, 1, 1};
+    ze_result_t r = zeCommandListAppendLaunchKernel(l, k, &gc, NULL, 0, NULL);
+    if (m == 0) {
+      CHECK(r == ZE_RESULT_ERROR_INVALID_ARGUMENT, "a 40M buffer (maxMemAllocSize 32M) given to a kernel built "
+            "without -ze-opt-greater-than-4GB-buffer-required: 0x%x, expected refused", (unsigned)r);
+    } else {
+      CHECK(r == ZE_RESULT_SUCCESS, "the same launch with the flag: 0x%x", (unsigned)r);
+      ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+      ze_event_pool_handle_t pool = NULL;
+      ZE_OK(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+      ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST, ZE_EVENT_SCOPE_FLAG_HOST};
+      ze_event_handle_t done = NULL;
+      ZE_OK(zeEventCreate(pool, &ed, &done));
+      ZE_OK(zeCommandListAppendMemoryCopy(l, out, y, sizeof out, done, 0, NULL));
+      ZE_OK(zeEventHostSynchronize(done, TIMEOUT_NS));
+      ZE_OK(zeEventDestroy(done));
+      ZE_OK(zeEventPoolDestroy(pool));
+      int bad = 0;
+      for (int i = 0; i < 64; i++) bad += out[i] != 2.0f * (float)i + 1.0f;
+      CHECK(bad == 0, "axpy into the 40M buffer: %d wrong", bad);
+    }
+    ZE_OK(zeKernelDestroy(k));
+  }
+  if (big) ZE_OK(zeModuleDestroy(big));
+  free(spv);
+  ZE_OK(zeMemFree(ctx, xd));
+  ZE_OK(zeCommandListDestroy(l));
+}
+
+/* Two dependent launches, A: y = 2x + y, then B: x = y + x (x = 5, y = 1): in order x = 16, y = 11; B before A
+ * gives x = 6, y = 13. Where ZESIM_OUT_OF_ORDER=1 (tests.cmake runs this test a second time so), a list without
+ * the in-order flag and no barrier between them runs B first; a barrier, or the in-order flag (Level Zero 1.7),
+ * restores the order. Without the mode every list is in order. Immediate and regular lists. */
+static void test_ordering(void) {
+  int ooo = getenv("ZESIM_OUT_OF_ORDER") && atoi(getenv("ZESIM_OUT_OF_ORDER"));
+  ze_command_queue_desc_t qd = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 0, 0, 0,
+                                ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS, ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_queue_handle_t q = NULL;
+  ZE_OK(zeCommandQueueCreate(ctx, dev, &qd, &q));
+  float *x = dev_alloc(sizeof(float)), *y = dev_alloc(sizeof(float));
+  ze_kernel_handle_t ka = kernel("axpy"), kb = kernel("axpy");
+  float two = 2.0f, one = 1.0f;
+  int n = 1;
+  ZE_OK(zeKernelSetArgumentValue(ka, 0, sizeof y, &y));
+  ZE_OK(zeKernelSetArgumentValue(ka, 1, sizeof x, &x));
+  ZE_OK(zeKernelSetArgumentValue(ka, 2, sizeof two, &two));
+  ZE_OK(zeKernelSetArgumentValue(ka, 3, sizeof n, &n));
+  ZE_OK(zeKernelSetArgumentValue(kb, 0, sizeof x, &x));
+  ZE_OK(zeKernelSetArgumentValue(kb, 1, sizeof y, &y));
+  ZE_OK(zeKernelSetArgumentValue(kb, 2, sizeof one, &one));
+  ZE_OK(zeKernelSetArgumentValue(kb, 3, sizeof n, &n));
+  ZE_OK(zeKernelSetGroupSize(ka, 1, 1, 1));
+  ZE_OK(zeKernelSetGroupSize(kb, 1, 1, 1));
+  ze_group_count_t gc = {1, 1, 1};
+  const char *names[3] = {"no flag, no barrier", "barrier between", "in-order flag"};
+  /* Loader 1.8's validation layer checks flags against Level Zero 1.4, which has no in-order flag. */
+  int modes = getenv("ZE_ENABLE_VALIDATION_LAYER") && atoi(getenv("ZE_ENABLE_VALIDATION_LAYER")) ? 2 : 3;
+  for (int immediate = 0; immediate < 2; immediate++)
+    for (int mode = 0; mode < modes; mode++) {
+      float x0 = 5.0f, y0 = 1.0f, hx = 0, hy = 0;
+      ze_command_list_handle_t l = NULL;
+      if (immediate) {
+        ze_command_queue_desc_t id = qd;
+        id.flags = mode == 2 ? 1u << 1 : 0; /* ZE_COMMAND_QUEUE_FLAG_IN_ORDER (1.7) */
+        ZE_OK(zeCommandListCreateImmediate(ctx, dev, &id, &l));
+      } else {
+        ze_command_list_desc_t ld = {ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 0, mode == 2 ? 1u << 3 : 0};
+        ZE_OK(zeCommandListCreate(ctx, dev, &ld, &l)); /* 1u << 3: ZE_COMMAND_LIST_FLAG_IN_ORDER (1.7) */
+      }
+      ze_command_list_handle_t init = immediate_list();
+      ZE_OK(zeCommandListAppendMemoryCopy(init, x, &x0, sizeof x0, NULL, 0, NULL));
+      ZE_OK(zeCommandListAppendMemoryCopy(init, y, &y0, sizeof y0, NULL, 0, NULL));
+      ZE_OK(zeCommandListAppendLaunchKernel(l, ka, &gc, NULL, 0, NULL));
+      if (mode == 1) ZE_OK(zeCommandListAppendBarrier(l, NULL, 0, NULL));
+      ZE_OK(zeCommandListAppendLaunchKernel(l, kb, &gc, NULL, 0, NULL));
+      if (!immediate) {
+        ZE_OK(zeCommandListClose(l));
+        ZE_OK(zeCommandQueueExecuteCommandLists(q, 1, &l, NULL));
+        ZE_OK(zeCommandQueueSynchronize(q, TIMEOUT_NS));
+      }
+      ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 1};
+      ze_event_pool_handle_t pool = NULL;
+      ZE_OK(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+      ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST, ZE_EVENT_SCOPE_FLAG_HOST};
+      ze_event_handle_t done = NULL;
+      ZE_OK(zeEventCreate(pool, &ed, &done));
+      ze_command_list_handle_t rd = immediate ? l : init; /* reads after the launches */
+      ZE_OK(zeCommandListAppendBarrier(rd, NULL, 0, NULL));
+      ZE_OK(zeCommandListAppendMemoryCopy(rd, &hx, x, sizeof hx, NULL, 0, NULL));
+      ZE_OK(zeCommandListAppendMemoryCopy(rd, &hy, y, sizeof hy, done, 0, NULL));
+      ZE_OK(zeEventHostSynchronize(done, TIMEOUT_NS));
+      int reversed = ooo && mode == 0;
+      CHECK(hx == (reversed ? 6.0f : 16.0f) && hy == (reversed ? 13.0f : 11.0f),
+            "%s list, %s%s: x %g y %g, expected %s", immediate ? "immediate" : "regular", names[mode],
+            ooo ? " (out-of-order mode)" : "", (double)hx, (double)hy, reversed ? "B before A (6, 13)" : "in order (16, 11)");
+      ZE_OK(zeEventDestroy(done));
+      ZE_OK(zeEventPoolDestroy(pool));
+      ZE_OK(zeCommandListDestroy(init));
+      ZE_OK(zeCommandListDestroy(l));
+    }
+  ZE_OK(zeKernelDestroy(ka));
+  ZE_OK(zeKernelDestroy(kb));
+  ZE_OK(zeMemFree(ctx, x));
+  ZE_OK(zeMemFree(ctx, y));
+  ZE_OK(zeCommandQueueDestroy(q));
+}
+
 static void test_memory(void) {
   /* 64M device, maxMemAllocSize 32M: 40M needs the relaxed-limits descriptor; 80M exceeds the device. */
   ze_device_mem_alloc_desc_t d = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
@@ -267,6 +403,7 @@ static void test_memory(void) {
   ze_device_handle_t owner = NULL;
   ZE_OK(zeMemGetAllocProperties(ctx, (char *)p + 100, &ap, &owner));
   CHECK(ap.type == ZE_MEMORY_TYPE_DEVICE && owner == dev, "alloc props type %d", ap.type);
+  test_large_buffer_launch(p);
   ZE_OK(zeMemFree(ctx, p));
   ze_host_mem_alloc_desc_t hd = {ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC, NULL, 0};
   void *h = NULL, *s = NULL;
@@ -408,6 +545,7 @@ int main(void) {
   test_args_and_immediate();
   test_regular_replay();
   test_memory();
+  test_ordering();
   test_errors();
   if (getenv("ZESIM_TEST_INTEL_SPV")) test_intel_subgroups(getenv("ZESIM_TEST_INTEL_SPV"));
   ZE_OK(zeModuleDestroy(mod));

@@ -24,6 +24,10 @@ if(TARGET test_zesim)
   endif()
 endif()
 if(TARGET test_zesim)
+  # zesim's out-of-order mode: launches of lists without the in-order flag run in reverse between ordering points.
+  add_test(NAME zesim/test_zesim_ooo COMMAND test_zesim)
+  set_tests_properties(zesim/test_zesim_ooo PROPERTIES ENVIRONMENT "${ZESIM_ENV};ZESIM_OUT_OF_ORDER=1" LABELS zesim
+                       TIMEOUT 900)
   # With the loader's intercept layer every handle is wrapped by the loader, as with several drivers.
   add_test(NAME zesim/test_zesim_intercept COMMAND test_zesim)
   set_tests_properties(zesim/test_zesim_intercept PROPERTIES

@@ -38,7 +38,13 @@ typedef struct zs_driver {
   int bf16_conversions; /* advertise ZE_extension_bfloat16_conversions */
   int dpas;             /* report DPAS in the Intel module dot-product properties */
   int fp16, fp64;
+  int out_of_order;     /* ZESIM_OUT_OF_ORDER=1: lists without the in-order flag run launches out of order */
+  int in_order_api;     /* ZESIM_IN_ORDER=0 reports API 1.4 (before the in-order flags) instead of 1.7 */
 } zs_driver;
+
+/* The in-order flags of Level Zero 1.7 (ze_api.h 1.7+; the Debian 12 header is 1.4). */
+#define ZS_COMMAND_QUEUE_FLAG_IN_ORDER (1u << 1) /* immediate command lists */
+#define ZS_COMMAND_LIST_FLAG_IN_ORDER (1u << 3)  /* regular command lists */
 
 /* One driver, one OpenCL engine for the whole process. */
 extern zs_driver zs_drv;
@@ -100,6 +106,8 @@ typedef struct zs_module {
   char *names;            /* kernel names, filled at the first zeModuleGetKernelNames */
   const char **name_ptrs;
   uint32_t n_names;
+  int large_buffers;      /* built with -ze-opt-greater-than-4GB-buffer-required: kernels may take buffers over
+                             maxMemAllocSize (zesim's stand-in for Intel's 4 GiB stateful-addressing limit) */
 } zs_module;
 
 /* quals[i] for the n_args parameters of kernel in the SPIR-V module; 0 on success, -1 if it cannot tell. */

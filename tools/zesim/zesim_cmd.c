@@ -4,17 +4,22 @@
  * are enqueued asynchronously; copies and fills finish the queue first and run on the host. Signals are
  * recorded as pending and become visible at the next flush (any host wait or query flushes), which is
  * always after the work before them completed. A regular command list is a recorded array of commands with
- * their own kernel-argument snapshots, replayable any number of times. */
+ * their own kernel-argument snapshots, replayable any number of times.
+ * Out-of-order mode (ZESIM_OUT_OF_ORDER=1): in a list created without the in-order flag, the launches between two
+ * ordering points (a barrier, a copy, fill, signal or event reset, a host wait) run in reverse order, as a GPU may
+ * overlap or reorder them, so that a missing barrier shows up as a wrong result. Immediate lists hold such
+ * launches until the next ordering point. */
 #include "zesim.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 zs_kernel *zs_kernel_of(ze_kernel_handle_t h);
 
-enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_SIGNAL, OP_RESET_EVENT };
+enum { OP_LAUNCH, OP_COPY, OP_FILL, OP_SIGNAL, OP_RESET_EVENT, OP_BARRIER };
 
 typedef struct zs_cmd {
   int op;
@@ -33,7 +38,8 @@ typedef struct zs_cmd {
 typedef struct zs_list {
   uint32_t magic;
   int immediate, synchronous;
-  zs_cmd *cmds;
+  int reorder;  /* out-of-order mode and no in-order flag: launches between ordering points run reversed */
+  zs_cmd *cmds; /* regular: the recording; immediate with reorder: launches held until the next ordering point */
   size_t n, cap;
 } zs_list;
 
@@ -54,6 +60,9 @@ static size_t g_n_pend_ev, g_cap_pend_ev;
 static zs_fence **g_pend_fence;
 static size_t g_n_pend_fence, g_cap_pend_fence;
 static int g_engine_dirty; /* kernels enqueued since the last clFinish */
+/* Immediate lists holding launches (out-of-order mode), run at the next host wait at the latest. */
+static struct zs_list **g_held;
+static size_t g_n_held, g_cap_held;
 
 static int push_ptr(void ***arr, size_t *n, size_t *cap, void *p) {
   if (*n == *cap) {
@@ -67,8 +76,15 @@ static int push_ptr(void ***arr, size_t *n, size_t *cap, void *p) {
   return 0;
 }
 
+static ze_result_t run_held(struct zs_list *l);
+
 ze_result_t zs_flush(void) {
   ze_result_t r = ZE_RESULT_SUCCESS;
+  for (size_t i = 0; i < g_n_held; i++) {
+    ze_result_t h = run_held(g_held[i]);
+    if (r == ZE_RESULT_SUCCESS) r = h;
+  }
+  g_n_held = 0;
   if (g_engine_dirty) {
     cl_int e = clFinish(zs_cl.queue);
     g_engine_dirty = 0;
@@ -137,6 +153,7 @@ static ze_result_t exec_cmd(const zs_cmd *c) {
       c->event->signaled = 0;
       return r;
     case OP_SIGNAL:
+    case OP_BARRIER:
     default:
       break;
   }
@@ -161,12 +178,68 @@ static zs_event *ev_of(ze_event_handle_t h) {
   return e && e->magic == ZS_MAGIC_EVENT ? e : NULL;
 }
 
-/* Immediate lists run the command now; regular lists record it (taking ownership of its resources). */
+/* Runs cmds[0, n): launches between ordering points reversed where reorder is set (zs_lock held). */
+static ze_result_t exec_cmds(const zs_cmd *cmds, size_t n, int reorder) {
+  ze_result_t r = ZE_RESULT_SUCCESS;
+  for (size_t j = 0; j < n && r == ZE_RESULT_SUCCESS;) {
+    size_t end = j;
+    while (reorder && end < n && cmds[end].op == OP_LAUNCH) end++;
+    if (end - j > 1) {
+      for (size_t i = end; i-- > j && r == ZE_RESULT_SUCCESS;) r = exec_cmd(&cmds[i]);
+      j = end;
+    } else {
+      r = exec_cmd(&cmds[j++]);
+    }
+  }
+  return r;
+}
+
+/* An immediate list's held launches, run and released (zs_lock held). */
+static ze_result_t run_held(zs_list *l) {
+  ze_result_t r = exec_cmds(l->cmds, l->n, 1);
+  for (size_t i = 0; i < l->n; i++) free_cmd(&l->cmds[i]);
+  l->n = 0;
+  return r;
+}
+
+static int push_cmd(zs_list *l, const zs_cmd *c) {
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 16;
+    zs_cmd *na = realloc(l->cmds, nc * sizeof *na);
+    if (!na) return -1;
+    l->cmds = na;
+    l->cap = nc;
+  }
+  l->cmds[l->n++] = *c;
+  return 0;
+}
+
+/* Immediate lists run the command now (holding launches in out-of-order mode); regular lists record it (taking
+ * ownership of its resources). */
 static ze_result_t submit(zs_list *l, zs_cmd *c) {
   ze_result_t r = ZE_RESULT_SUCCESS;
   if (l->immediate) {
     pthread_mutex_lock(&zs_lock);
-    r = exec_cmd(c);
+    if (l->reorder && c->op == OP_LAUNCH && !l->synchronous) {
+      int first = l->n == 0; /* not yet in g_held */
+      if (push_cmd(l, c)) r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+      else if (first && push_ptr((void ***)&g_held, &g_n_held, &g_cap_held, l)) {
+        l->n--;
+        r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+      }
+      if (r != ZE_RESULT_SUCCESS) free_cmd(c);
+      pthread_mutex_unlock(&zs_lock);
+      return r;
+    }
+    if (l->n) { /* an ordering point: the held launches first */
+      r = run_held(l);
+      for (size_t i = 0; i < g_n_held; i++)
+        if (g_held[i] == l) {
+          g_held[i] = g_held[--g_n_held];
+          break;
+        }
+    }
+    if (r == ZE_RESULT_SUCCESS) r = exec_cmd(c);
     if (r == ZE_RESULT_SUCCESS && l->synchronous) r = zs_flush();
     pthread_mutex_unlock(&zs_lock);
     free_cmd(c);
@@ -194,13 +267,14 @@ static ze_result_t check_waits(uint32_t n, ze_event_handle_t *w) {
 }
 
 /* ------------------------------------------------------------------ command lists */
-static ze_result_t new_list(int immediate, int synchronous, ze_command_list_handle_t *ph) {
+static ze_result_t new_list(int immediate, int synchronous, int in_order, ze_command_list_handle_t *ph) {
   if (!ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   zs_list *l = calloc(1, sizeof *l);
   if (!l) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   l->magic = ZS_MAGIC_LIST;
   l->immediate = immediate;
   l->synchronous = synchronous;
+  l->reorder = zs_drv.out_of_order && !(in_order && zs_drv.in_order_api);
   *ph = (ze_command_list_handle_t)l;
   return ZE_RESULT_SUCCESS;
 }
@@ -209,21 +283,22 @@ ze_result_t zs_zeCommandListCreate(ze_context_handle_t hc, ze_device_handle_t hd
                                    ze_command_list_handle_t *ph) {
   if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  return new_list(0, 0, ph);
+  return new_list(0, 0, (desc->flags & ZS_COMMAND_LIST_FLAG_IN_ORDER) != 0, ph);
 }
 
 ze_result_t zs_zeCommandListCreateImmediate(ze_context_handle_t hc, ze_device_handle_t hd,
                                             const ze_command_queue_desc_t *desc, ze_command_list_handle_t *ph) {
   if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  return new_list(1, desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, ph);
+  return new_list(1, desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, (desc->flags & ZS_COMMAND_QUEUE_FLAG_IN_ORDER) != 0,
+                  ph);
 }
 
 ze_result_t zs_zeCommandListReset(ze_command_list_handle_t h) {
   zs_list *l = list_of(h);
   if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   pthread_mutex_lock(&zs_lock);
-  zs_flush();
+  zs_flush(); /* runs an immediate list's held launches too */
   pthread_mutex_unlock(&zs_lock);
   for (size_t i = 0; i < l->n; i++) free_cmd(&l->cmds[i]);
   l->n = 0;
@@ -268,12 +343,27 @@ static ze_result_t append_launch(ze_command_list_handle_t hl, ze_kernel_handle_t
     return submit(l, &c);
   }
   pthread_mutex_lock(&zs_lock);
-  for (uint32_t i = 0; i < k->n_args; i++)
+  for (uint32_t i = 0; i < k->n_args; i++) {
     if (k->args[i].kind == ZS_ARG_UNSET) {
       pthread_mutex_unlock(&zs_lock);
       zs_debug("kernel %s: argument %u not set", k->name, i);
       return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     }
+    /* Intel's compiler addresses buffers statefully (32-bit offsets) unless the module was built with
+     * -ze-opt-greater-than-4GB-buffer-required, so a kernel given a buffer of more than 4 GiB reads the wrong
+     * bytes, silently. zesim refuses such a launch instead, with maxMemAllocSize standing in for 4 GiB: only
+     * relaxed-limits allocations exceed it. */
+    void *p = NULL;
+    const zs_alloc *a = NULL;
+    if (k->args[i].kind == ZS_ARG_PTR) memcpy(&p, k->args[i].value, sizeof p);
+    if (p && !k->module->large_buffers && (a = zs_alloc_find(p)) && a->device && a->size > a->device->max_alloc) {
+      pthread_mutex_unlock(&zs_lock);
+      fprintf(stderr, "zesim: kernel %s: argument %u is a buffer of %zu bytes, over maxMemAllocSize (%llu), and "
+              "its module was built without -ze-opt-greater-than-4GB-buffer-required\n", k->name, i, a->size,
+              (unsigned long long)a->device->max_alloc);
+      return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
+  }
   c.n_args = k->n_args;
   c.args = k->n_args ? calloc(k->n_args, sizeof *c.args) : NULL;
   if ((k->n_args && !c.args) || zs_args_copy(c.args, k->args, k->n_args)) {
@@ -282,6 +372,16 @@ static ze_result_t append_launch(ze_command_list_handle_t hl, ze_kernel_handle_t
     return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   }
   pthread_mutex_unlock(&zs_lock);
+  if (nw && l->reorder) { /* waiting on events orders the launch after the work that signals them */
+    zs_cmd b;
+    memset(&b, 0, sizeof b);
+    b.op = OP_BARRIER;
+    r = submit(l, &b);
+    if (r != ZE_RESULT_SUCCESS) {
+      zs_args_free(c.args, c.n_args);
+      return r;
+    }
+  }
   clRetainKernel(k->k);
   c.k = k->k;
   return submit(l, &c);
@@ -342,10 +442,11 @@ ze_result_t zs_zeCommandListAppendBarrier(ze_command_list_handle_t hl, ze_event_
   if (!l || (sig && !ev_of(sig))) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   ze_result_t r = check_waits(nw, w);
   if (r != ZE_RESULT_SUCCESS) return r;
-  if (!sig) return ZE_RESULT_SUCCESS; /* the single in-order engine queue is a barrier already */
+  /* The single in-order engine queue is a barrier already, except between the launches a reordering list holds */
+  if (!sig && !l->reorder) return ZE_RESULT_SUCCESS;
   zs_cmd c;
   memset(&c, 0, sizeof c);
-  c.op = OP_SIGNAL;
+  c.op = sig ? OP_SIGNAL : OP_BARRIER;
   c.event = ev_of(sig);
   return submit(l, &c);
 }
@@ -447,7 +548,7 @@ ze_result_t zs_zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t hq, u
   pthread_mutex_lock(&zs_lock);
   for (uint32_t i = 0; i < n && r == ZE_RESULT_SUCCESS; i++) {
     zs_list *l = list_of(lists[i]);
-    for (size_t j = 0; j < l->n && r == ZE_RESULT_SUCCESS; j++) r = exec_cmd(&l->cmds[j]);
+    r = exec_cmds(l->cmds, l->n, l->reorder);
   }
   zs_fence *f = fence_of(hf);
   if (r == ZE_RESULT_SUCCESS && f && !f->pending) {
@@ -475,7 +576,7 @@ ze_result_t zs_zeCommandQueueSynchronize(ze_command_queue_handle_t hq, uint64_t 
 /* ------------------------------------------------------------------ waiting */
 /* Waits (zs_lock held) until *flag is set, up to timeout ns (UINT64_MAX: forever). */
 static ze_result_t wait_flag(const int *flag, int pending, uint64_t timeout) {
-  if (!*flag && pending) {
+  if (!*flag && (pending || g_n_held)) { /* held launches may be what signals it */
     ze_result_t r = zs_flush();
     if (r != ZE_RESULT_SUCCESS) return r;
   }

@@ -342,6 +342,8 @@ static void init_once(void) {
   }
   zs_drv.bf16_conversions = env_flag("ZESIM_BF16", 1);
   zs_drv.dpas = env_flag("ZESIM_DPAS", 0);
+  zs_drv.out_of_order = env_flag("ZESIM_OUT_OF_ORDER", 0);
+  zs_drv.in_order_api = env_flag("ZESIM_IN_ORDER", 1);
   char why[512] = "";
   if (zs_engine_start(why, sizeof why) != ZE_RESULT_SUCCESS) {
     zs_config_error("OpenCL engine unavailable: %s", why);
@@ -391,7 +393,8 @@ ze_result_t zs_zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDrivers) {
 ze_result_t zs_zeDriverGetApiVersion(ze_driver_handle_t h, ze_api_version_t *v) {
   if (!drv(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!v) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  *v = ZE_API_VERSION_1_4;
+  /* 1.7 brings the in-order command list flags, which zesim honours (also in its out-of-order mode) */
+  *v = zs_drv.in_order_api ? ZE_MAKE_VERSION(1, 7) : ZE_API_VERSION_1_4;
   return ZE_RESULT_SUCCESS;
 }
 

@@ -168,6 +168,14 @@ static void build_options(const char *flags, char *out, size_t cap) {
   free(copy);
 }
 
+/* flag is one of the space-separated words of flags. */
+static int has_flag(const char *flags, const char *flag) {
+  size_t n = strlen(flag);
+  for (const char *p = flags; p && (p = strstr(p, flag)); p += n)
+    if ((p == flags || p[-1] == ' ' || p[-1] == '\t') && (p[n] == 0 || p[n] == ' ' || p[n] == '\t')) return 1;
+  return 0;
+}
+
 ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, const ze_module_desc_t *desc,
                               ze_module_handle_t *ph, ze_module_build_log_handle_t *plog) {
   if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
@@ -247,6 +255,7 @@ ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, con
   m->spirv_size = desc->inputSize;
   m->magic = ZS_MAGIC_MODULE;
   m->prog = prog;
+  m->large_buffers = has_flag(desc->pBuildFlags, "-ze-opt-greater-than-4GB-buffer-required");
   *ph = (ze_module_handle_t)m;
   return ZE_RESULT_SUCCESS;
 }

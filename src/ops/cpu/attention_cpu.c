@@ -8,7 +8,10 @@
  * tiles (hk of them), so the key range of each may be split in nsplit pieces whose partial (max, sum, acc)
  * are merged at the end. Units are taken from a shared counter, the most expensive (longest key range)
  * first, which balances causal prefill, sequences of different lengths and a machine shared with other work.
- * eager: the reference of transformers' eager_attention_forward, kept plain on purpose. */
+ * A sliding window shrinks a tile's key range to [first key of its rows' windows, last position + 1): the keys
+ * before it (their blocks) are never read, so a windowed decode costs the window, not the depth.
+ * eager: the reference of transformers' eager_attention_forward (softcap after the scaling, then the causal
+ * and sliding-window masks), kept plain on purpose. */
 #include "ops/cpu/attention_cpu.h"
 
 #include <math.h>
@@ -22,9 +25,9 @@
 /* ------------------------------------------------------------------ tiled (sdpa, flash) */
 
 /* Query tile: rows [r0, r0 + nq) of one sequence run's rows (row rho: token t0 + rho / grp, q head
- * g * grp + rho % grp of KV head g), seeing keys [0, len) of its sequence. */
+ * g * grp + rho % grp of KV head g), seeing keys [lo, len) of its sequence (lo > 0: a sliding window). */
 typedef struct {
-  int32_t t0, r0, nq, len, seq;
+  int32_t t0, r0, nq, lo, len, seq;
 } qtile;
 
 typedef struct {
@@ -34,14 +37,17 @@ typedef struct {
   const xpi_cpu_kv_layer *kv;
   const xpi_cpu_attn_batch *b;
   const qtile *tiles;  /* longest key range first */
-  int32_t hq, grp, ntiles, nsplit;
+  int32_t hq, grp, ntiles, nsplit, window;
   int64_t hdp, units;
-  float scale;
+  float scale, softcap;
   atomic_llong next;   /* next unit to take */
   float *part;         /* nsplit > 1: per unit XPI_CPU_ATTN_ROWS x (hdp + 2): acc rows, then m[], l[] */
   float *scratch;      /* per thread: scratch_per floats (tile scratch, m, l, acc) */
   size_t scratch_per;
 } tiled_job;
+
+/* The first key position p attends to: p - window + 1 (transformers: kv_idx > q_idx - window), or 0. */
+static int32_t first_key(int32_t p, int32_t window) { return window > 0 && p >= window ? p - window + 1 : 0; }
 
 static size_t part_per(const tiled_job *j) { return (size_t)XPI_CPU_ATTN_ROWS * (size_t)(j->hdp + 2); }
 
@@ -82,6 +88,7 @@ static void tiled_run(void *ctx, int ith, int nth) {
     for (int32_t r = 0; r < t.nq; r++) {
       t.q[r] = j->q + row_off(j, tl, g, tl->r0 + r);
       t.last[r] = j->b->pos[tl->t0 + (tl->r0 + r) / j->grp];
+      t.first[r] = first_key(t.last[r], j->window);
       m[r] = -INFINITY;
       l[r] = 0;
     }
@@ -94,9 +101,10 @@ static void tiled_run(void *ctx, int ith, int nth) {
     t.bshift = kv->block_shift;
     t.bstride = kv->block_stride;
     t.dt = kv->dtype;
-    t.s0 = (int32_t)((int64_t)tl->len * sp / j->nsplit);
-    t.s1 = (int32_t)((int64_t)tl->len * (sp + 1) / j->nsplit);
+    t.s0 = tl->lo + (int32_t)((int64_t)(tl->len - tl->lo) * sp / j->nsplit);
+    t.s1 = tl->lo + (int32_t)((int64_t)(tl->len - tl->lo) * (sp + 1) / j->nsplit);
     t.scale = j->scale;
+    t.softcap = j->softcap;
     t.m = m;
     t.l = l;
     t.acc = acc;
@@ -161,13 +169,14 @@ static int32_t choose_nsplit(int64_t base_units, int32_t max_len, int nth) {
 
 static int cmp_tile_len_desc(const void *a, const void *b) {
   const qtile *x = a, *y = b;
-  if (x->len != y->len) return x->len > y->len ? -1 : 1;
+  if (x->len - x->lo != y->len - y->lo) return x->len - x->lo > y->len - y->lo ? -1 : 1;
   return x->t0 != y->t0 ? (x->t0 < y->t0 ? -1 : 1) : (x->r0 > y->r0) - (x->r0 < y->r0);
 }
 
-/* The tiles of every run of consecutive tokens of one sequence, the longest key ranges first. */
-static xpi_status make_tiles(const xpi_cpu_attn_batch *b, int32_t n, int32_t grp, qtile **out, int32_t *ntiles,
-                             int32_t *max_len) {
+/* The tiles of every run of consecutive tokens of one sequence, the longest key ranges first; max_len: the
+ * longest key range. */
+static xpi_status make_tiles(const xpi_cpu_attn_batch *b, int32_t n, int32_t grp, int32_t window, qtile **out,
+                             int32_t *ntiles, int32_t *max_len) {
   int64_t count = 0;
   for (int32_t a = 0, e; a < n; a = e) {
     for (e = a + 1; e < n && b->seq[e] == b->seq[a]; e++) {}
@@ -186,11 +195,13 @@ static xpi_status make_tiles(const xpi_cpu_attn_batch *b, int32_t n, int32_t grp
       t->nq = rows - r0 < XPI_CPU_ATTN_ROWS ? rows - r0 : XPI_CPU_ATTN_ROWS;
       t->seq = b->seq[a];
       t->len = 0;
+      t->lo = INT32_MAX;
       for (int32_t r = r0; r < r0 + t->nq; r++) {
-        const int32_t p = b->pos[a + r / grp] + 1;
-        t->len = p > t->len ? p : t->len;
+        const int32_t p = b->pos[a + r / grp], f = first_key(p, window);
+        t->len = p + 1 > t->len ? p + 1 : t->len;
+        t->lo = f < t->lo ? f : t->lo;
       }
-      mx = t->len > mx ? t->len : mx;
+      mx = t->len - t->lo > mx ? t->len - t->lo : mx;
     }
   }
   qsort(tiles, (size_t)nt, sizeof *tiles, cmp_tile_len_desc); /* units taken longest first balance the pool */
@@ -201,14 +212,14 @@ static xpi_status make_tiles(const xpi_cpu_attn_batch *b, int32_t n, int32_t grp
 }
 
 static xpi_status tiled(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
-                        const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq, float scale,
-                        int32_t nsplit) {
+                        const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq,
+                        const xpi_attn_params *ap, int32_t nsplit) {
   const int nth = xpi_pool_size(pool);
   tiled_job j = {.k = k, .out = out, .q = q, .kv = kv, .b = b, .hq = hq, .grp = hq / kv->hk,
-                 .hdp = XPI_CPU_ATTN_HDP(kv->hd), .scale = scale};
+                 .hdp = XPI_CPU_ATTN_HDP(kv->hd), .scale = ap->scale, .softcap = ap->softcap, .window = ap->window};
   qtile *tiles = NULL;
   int32_t max_len = 0;
-  XPI_TRY(make_tiles(b, n, j.grp, &tiles, &j.ntiles, &max_len));
+  XPI_TRY(make_tiles(b, n, j.grp, ap->window, &tiles, &j.ntiles, &max_len));
   j.tiles = tiles;
   const int64_t base = (int64_t)j.ntiles * kv->hk;
   j.nsplit = nsplit > 0 ? nsplit : choose_nsplit(base, max_len, nth);
@@ -246,8 +257,8 @@ typedef struct {
   float *out;
   const float *q;
   const int32_t *pos;
-  int32_t n, hq, hd, L;
-  float scale;
+  int32_t n, hq, hd, L, window, w0; /* the L positions w0.. of the run's keys */
+  float scale, softcap;
   const float *kx, *vx; /* [hq, L, hd]: each q head's own copy of its KV head */
   float *scores;        /* [n, hq, L] */
 } eager_job;
@@ -264,7 +275,12 @@ static void eager_run(void *ctx, int ith, int nth) {
     for (int32_t s = 0; s < L; s++) {
       float accf = 0; /* plain reference: f32 products summed in order */
       for (int32_t i = 0; i < hd; i++) accf += q[i] * ej->kx[((size_t)h * L + s) * hd + i];
-      row[s] = s <= ej->pos[t] ? accf * ej->scale : -INFINITY;
+      float sc = accf * ej->scale;
+      if (ej->softcap > 0) sc = ej->softcap * tanhf(sc / ej->softcap); /* Gemma 2: after scaling, before the mask */
+      /* the causal mask and the sliding window's (transformers: kv_idx > q_idx - window) */
+      const int32_t p = ej->w0 + s;
+      const int seen = p <= ej->pos[t] && (ej->window <= 0 || p > ej->pos[t] - ej->window);
+      row[s] = seen ? sc : -INFINITY;
     }
     float m = -INFINITY, sum = 0;
     for (int32_t s = 0; s < L; s++) m = row[s] > m ? row[s] : m;
@@ -280,11 +296,19 @@ static void eager_run(void *ctx, int ith, int nth) {
 }
 
 /* One run of consecutive tokens [a, e) of one sequence, as transformers' eager attention: its positions
- * 0..L-1 gathered through the block table and repeated per q head, full score rows, softmax, P @ V. */
+ * gathered through the block table and repeated per q head, full score rows, softmax, P @ V. The positions
+ * are 0..max pos, or with a sliding window from the first any of the run's windows holds (the scores before
+ * it would all be masked: leaving them out changes nothing and keeps the op from reading them). */
 static xpi_status eager_run_of(xpi_pool *pool, float *out, const float *q, const xpi_cpu_kv_layer *kv,
-                               const xpi_cpu_attn_batch *b, int32_t a, int32_t e, int32_t hq, float scale) {
+                               const xpi_cpu_attn_batch *b, int32_t a, int32_t e, int32_t hq,
+                               const xpi_attn_params *ap) {
   int32_t L = 0;
-  for (int32_t t = a; t < e; t++) L = b->pos[t] + 1 > L ? b->pos[t] + 1 : L;
+  int32_t w0 = INT32_MAX;
+  for (int32_t t = a; t < e; t++) {
+    L = b->pos[t] + 1 > L ? b->pos[t] + 1 : L;
+    w0 = first_key(b->pos[t], ap->window) < w0 ? first_key(b->pos[t], ap->window) : w0;
+  }
+  L -= w0;
   const int32_t hd = kv->hd, grp = hq / kv->hk, n = e - a;
   const int32_t *tbl = b->tables + (size_t)b->seq[a] * (size_t)b->max_blocks;
   size_t kvn = (size_t)hq * (size_t)L * (size_t)hd, scn = (size_t)n * (size_t)hq * (size_t)L;
@@ -298,7 +322,8 @@ static xpi_status eager_run_of(xpi_pool *pool, float *out, const float *q, const
   const int32_t mask = (1 << kv->block_shift) - 1;
   for (int32_t h = 0; h < hq; h++) /* repeat_kv: each query head gets its own copy of its KV head */
     for (int32_t s = 0; s < L; s++) {
-      const int64_t src = (int64_t)tbl[s >> kv->block_shift] * kv->block_stride + (int64_t)(s & mask) * kv->slot_stride +
+      const int32_t p = w0 + s;
+      const int64_t src = (int64_t)tbl[p >> kv->block_shift] * kv->block_stride + (int64_t)(p & mask) * kv->slot_stride +
                           (int64_t)(h / grp) * kv->head_stride;
       float *kd = kx + ((size_t)h * L + s) * hd, *vd = vx + ((size_t)h * L + s) * hd;
       for (int32_t i = 0; i < hd; i++) {
@@ -306,7 +331,8 @@ static xpi_status eager_run_of(xpi_pool *pool, float *out, const float *q, const
         vd[i] = xpi_cpu_load_elem(kv->v, kv->dtype, src + i);
       }
     }
-  eager_job ej = {out + (size_t)a * hq * hd, q + (size_t)a * hq * hd, b->pos + a, n, hq, hd, L, scale, kx, vx, scores};
+  eager_job ej = {out + (size_t)a * hq * hd, q + (size_t)a * hq * hd, b->pos + a, n, hq, hd, L, ap->window, w0,
+                  ap->scale, ap->softcap, kx, vx, scores};
   xpi_pool_run(pool, eager_run, &ej);
   free(kx);
   free(vx);
@@ -316,12 +342,15 @@ static xpi_status eager_run_of(xpi_pool *pool, float *out, const float *q, const
 
 xpi_status xpi_cpu_attention(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
                              const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq,
-                             float scale, xpi_attn_impl impl, int32_t nsplit) {
+                             const xpi_attn_params *ap, int32_t nsplit) {
+  if (ap->window < 0 || !(ap->softcap >= 0))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: window %d / softcap %g must be >= 0", ap->window,
+                   (double)ap->softcap);
   if (n <= 0) return XPI_OK;
-  if (impl != XPI_ATTN_EAGER) return tiled(pool, k, out, q, kv, b, n, hq, scale, nsplit);
+  if (ap->impl != XPI_ATTN_EAGER) return tiled(pool, k, out, q, kv, b, n, hq, ap, nsplit);
   for (int32_t a = 0, e; a < n; a = e) {
     for (e = a + 1; e < n && b->seq[e] == b->seq[a]; e++) {}
-    XPI_TRY(eager_run_of(pool, out, q, kv, b, a, e, hq, scale));
+    XPI_TRY(eager_run_of(pool, out, q, kv, b, a, e, hq, ap));
   }
   return XPI_OK;
 }

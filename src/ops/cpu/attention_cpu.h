@@ -30,14 +30,16 @@ typedef struct xpi_cpu_attn_batch {
   int32_t max_blocks;
 } xpi_cpu_attn_batch;
 
-/* out[n, hq, hd] = softmax(q[n, hq, hd] . K_s[0..pos[i], h/(hq/hk)] * scale) @ V_s[...] (causal, GQA, per
- * sequence). sdpa and flash run the tiled online-softmax kernel k->attn_tile, each KV row read once per tile
+/* out[n, hq, hd] = softmax(cap(q[n, hq, hd] . K_s[w0..pos[i], h/(hq/hk)] * ap->scale)) @ V_s[...] (causal,
+ * GQA, per sequence; w0 = 0, or pos[i] - ap->window + 1 for a sliding window; cap the ap->softcap of
+ * ops.h). A query tile's key range starts at the first key of its rows' windows: a windowed decode reads
+ * the window's blocks only, whatever the depth. sdpa and flash run the tiled online-softmax kernel k->attn_tile, each KV row read once per tile
  * for all the q rows of its group; the units of work (query tile x KV head x key range) of every sequence run
  * in parallel, prefill and decode alike. eager is the plain reference (KV heads copied per q head, full score
  * rows). nsplit: key-range pieces per tile, merged at the end (0 = chosen from the shape and the pool size;
  * tests force other values). Errors: out of memory for scratch. */
 xpi_status xpi_cpu_attention(xpi_pool *pool, const xpi_cpu_kernels *k, float *out, const float *q,
                              const xpi_cpu_kv_layer *kv, const xpi_cpu_attn_batch *b, int32_t n, int32_t hq,
-                             float scale, xpi_attn_impl impl, int32_t nsplit);
+                             const xpi_attn_params *ap, int32_t nsplit);
 
 #endif

@@ -10,8 +10,10 @@
  *    (twelve FMA chains, the four dot products reduced together by a hadd tree; leftover rows in a pair
  *    or alone), then the V rows likewise (three rows x 32 floats). Three rows measured ~10% less CPU
  *    time than two on a prefill chunk.
- * Both: per row and block, masked block max, one expf for the rescale factor, vector exp of the scores, and
- * the accumulators rescaled as they are loaded for the P.V update. */
+ * Both: start at the first key any row's window holds (blocks before it are never touched); per row and
+ * block the optional softcap (vector tanh), the block max over the row's keys [first, last], one expf for the
+ * rescale factor, vector exp of the scores, and the accumulators rescaled as they are loaded for the P.V
+ * update. */
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
@@ -282,21 +284,31 @@ static void pv3(float *acca, float *accb, float *accc, const float *pa, const fl
   }
 }
 
-/* Row r's scores s[0..nk8) -> probabilities for keys j <= lim (others exactly 0); updates m, l; returns the
- * factor the row's accumulator must be rescaled by. */
-static float softmax_block(float *s, int32_t nk8, int32_t lim, float *m, float *l) {
+/* Row r's scores s[0..nk8) -> probabilities for keys lo <= j <= lim (others exactly 0; at least one key is in
+ * range), after the softcap when cap > 0; updates m, l; returns the factor the row's accumulator must be
+ * rescaled by. */
+static float softmax_block(float *s, int32_t nk8, int32_t lo, int32_t lim, float cap, float *m, float *l) {
   const __m256i step = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), end = _mm256_set1_epi32(lim + 1);
+  const __m256i beg = _mm256_set1_epi32(lo - 1);
   const __m256 ninf = _mm256_set1_ps(-INFINITY);
+  if (cap > 0) {
+    const __m256 vc = _mm256_set1_ps(cap);
+    for (int32_t j = 0; j < nk8; j += 8)
+      _mm256_storeu_ps(s + j, _mm256_mul_ps(vc, xpi_tanh8(_mm256_div_ps(_mm256_loadu_ps(s + j), vc))));
+  }
+#define IN_RANGE(j)                                                                                            \
+  _mm256_castsi256_ps(_mm256_and_si256(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))), \
+                                       _mm256_cmpgt_epi32(_mm256_add_epi32(step, _mm256_set1_epi32(j)), beg)))
   __m256 vm = ninf;
   for (int32_t j = 0; j < nk8; j += 8) {
-    const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))));
+    const __m256 ok = IN_RANGE(j);
     vm = _mm256_max_ps(vm, _mm256_blendv_ps(ninf, _mm256_loadu_ps(s + j), ok));
   }
   const float bm = xpi_hmax8(vm), mn = bm > *m ? bm : *m, corr = expf(*m - mn);
   const __m256 vmn = _mm256_set1_ps(mn);
   __m256 vl = _mm256_setzero_ps();
   for (int32_t j = 0; j < nk8; j += 8) {
-    const __m256 ok = _mm256_castsi256_ps(_mm256_cmpgt_epi32(end, _mm256_add_epi32(step, _mm256_set1_epi32(j))));
+    const __m256 ok = IN_RANGE(j);
     const __m256 p = _mm256_and_ps(ok, xpi_exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), vmn)));
     vl = _mm256_add_ps(vl, p);
     _mm256_storeu_ps(s + j, p);
@@ -305,6 +317,7 @@ static float softmax_block(float *s, int32_t nk8, int32_t lim, float *m, float *
   *m = mn;
   return corr;
 }
+#undef IN_RANGE
 
 /* ---- direct path (one or two query rows, hd a multiple of 8: decode): K and V rows are converted in
  * registers as the FMAs consume them, so loads from memory interleave with the arithmetic and nothing is
@@ -434,7 +447,7 @@ static ALWAYS_INLINE void pv2_direct(float *acca, float *accb, const float *pa, 
  * runs as a pair with itself into a dummy row (memory-bound: the duplicate FMAs cost nothing measurable). */
 #define DKEYS (XPI_CPU_ATTN_ROWS * XPI_CPU_ATTN_KEYS / 2) /* scratch: 2*DKEYS scores + one hdp row fit in
                                                            * xpi_cpu_attn_scratch_floats() for any hd */
-static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, xpi_dtype dt) {
+static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t start, int32_t end, xpi_dtype dt) {
   const int64_t hdp = XPI_CPU_ATTN_HDP(t->hd);
   const size_t esz = dt == XPI_DT_F32 ? 4 : 2;
   float *sc = t->scratch, *dummy_acc = sc + 2 * DKEYS, dummy_m = -INFINITY, dummy_l = 0;
@@ -443,27 +456,29 @@ static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, x
   float *acca = t->acc, *accb = two ? t->acc + hdp : dummy_acc;
   float *ma = &t->m[0], *la = &t->l[0], *mb = two ? &t->m[1] : &dummy_m, *lb = two ? &t->l[1] : &dummy_l;
   const int32_t lasta = t->last[0], lastb = two ? t->last[1] : t->last[0];
+  const int32_t firsta = t->first[0], firstb = two ? t->first[1] : t->first[0];
   /* the rows of this step's keys (K, V) and of the next step's K, found through the block table once */
   const unsigned char *rows[3][DKEYS], **kr = rows[0], **vr = rows[1], **kn = rows[2];
   if (!two) memset(dummy_acc, 0, (size_t)hdp * sizeof *dummy_acc);
-  int32_t nk = end - t->s0 < DKEYS ? end - t->s0 : DKEYS;
-  for (int32_t j = 0; j < nk; j++) kr[j] = (const unsigned char *)t->k + (size_t)xpi_cpu_attn_row(t, t->s0 + j) * esz;
-  for (int32_t b0 = t->s0; b0 < end; b0 += DKEYS) {
+  int32_t nk = end - start < DKEYS ? end - start : DKEYS;
+  for (int32_t j = 0; j < nk; j++) kr[j] = (const unsigned char *)t->k + (size_t)xpi_cpu_attn_row(t, start + j) * esz;
+  for (int32_t b0 = start; b0 < end; b0 += DKEYS) {
     const int32_t nk8 = (nk + 7) & ~7;
     const int32_t nnk = end - b0 - nk < DKEYS ? end - b0 - nk : DKEYS; /* keys of the next step */
     for (int32_t j = 0; j < nk; j++) vr[j] = (const unsigned char *)t->v + (size_t)xpi_cpu_attn_row(t, b0 + j) * esz;
     for (int32_t j = 0; j < nnk; j++)
       kn[j] = (const unsigned char *)t->k + (size_t)xpi_cpu_attn_row(t, b0 + nk + j) * esz;
-    const int acta = lasta >= b0, actb = lastb >= b0;
+    const int acta = lasta >= b0 && firsta < b0 + nk, actb = lastb >= b0 && firstb < b0 + nk;
     scores2_direct(sc, sc + DKEYS, qa, qb, kr, nk, t->hd, t->scale, vr, nk, dt);
     if (nk8 > nk) {
       memset(sc + nk, 0, (size_t)(nk8 - nk) * sizeof *sc);
       memset(sc + DKEYS + nk, 0, (size_t)(nk8 - nk) * sizeof *sc);
     }
     float ca = 1, cb = 1;
-    if (acta) ca = softmax_block(sc, nk8, lasta - b0 < nk - 1 ? lasta - b0 : nk - 1, ma, la);
+    if (acta) ca = softmax_block(sc, nk8, firsta - b0, lasta - b0 < nk - 1 ? lasta - b0 : nk - 1, t->softcap, ma, la);
     else memset(sc, 0, (size_t)nk8 * sizeof *sc);
-    if (actb) cb = softmax_block(sc + DKEYS, nk8, lastb - b0 < nk - 1 ? lastb - b0 : nk - 1, mb, lb);
+    if (actb)
+      cb = softmax_block(sc + DKEYS, nk8, firstb - b0, lastb - b0 < nk - 1 ? lastb - b0 : nk - 1, t->softcap, mb, lb);
     else memset(sc + DKEYS, 0, (size_t)nk8 * sizeof *sc);
     pv2_direct(acca, accb, sc, sc + DKEYS, ca, cb, vr, nk, t->hd, kn, nnk, dt);
     const unsigned char **sw = kr; /* the next step's K rows become this step's */
@@ -473,34 +488,39 @@ static ALWAYS_INLINE void tile_direct(const xpi_cpu_attn_tile *t, int32_t end, x
   }
 }
 
-static void tile_direct_f16(const xpi_cpu_attn_tile *t, int32_t end) { tile_direct(t, end, XPI_DT_F16); }
-static void tile_direct_bf16(const xpi_cpu_attn_tile *t, int32_t end) { tile_direct(t, end, XPI_DT_BF16); }
-static void tile_direct_f32(const xpi_cpu_attn_tile *t, int32_t end) { tile_direct(t, end, XPI_DT_F32); }
+static void tile_direct_f16(const xpi_cpu_attn_tile *t, int32_t s, int32_t e) { tile_direct(t, s, e, XPI_DT_F16); }
+static void tile_direct_bf16(const xpi_cpu_attn_tile *t, int32_t s, int32_t e) { tile_direct(t, s, e, XPI_DT_BF16); }
+static void tile_direct_f32(const xpi_cpu_attn_tile *t, int32_t s, int32_t e) { tile_direct(t, s, e, XPI_DT_F32); }
 
 void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
   const int64_t hdp = XPI_CPU_ATTN_HDP(t->hd);
   float *qbuf = t->scratch, *kv = qbuf + XPI_CPU_ATTN_ROWS * hdp, *sc = kv + KEYS * hdp;
-  int32_t end = t->s0; /* keys past every row's last are not read at all */
+  /* keys past every row's last, and before every row's first (a sliding window), are not read at all */
+  int32_t end = t->s0, start = t->s1;
   for (int32_t r = 0; r < t->nq; r++) {
     const int32_t e = t->last[r] + 1 < t->s1 ? t->last[r] + 1 : t->s1;
     end = e > end ? e : end;
+    start = t->first[r] < start ? t->first[r] : start;
   }
+  start = start > t->s0 ? start : t->s0;
+  if (start >= end) return;
   if (t->nq <= 2 && t->hd % 8 == 0) {
-    if (t->dt == XPI_DT_F16) tile_direct_f16(t, end);
-    else if (t->dt == XPI_DT_BF16) tile_direct_bf16(t, end);
-    else tile_direct_f32(t, end);
+    if (t->dt == XPI_DT_F16) tile_direct_f16(t, start, end);
+    else if (t->dt == XPI_DT_BF16) tile_direct_bf16(t, start, end);
+    else tile_direct_f32(t, start, end);
     return;
   }
   for (int32_t r = 0; r < t->nq; r++) {
     memcpy(qbuf + r * hdp, t->q[r], (size_t)t->hd * sizeof(float));
     memset(qbuf + r * hdp + t->hd, 0, (size_t)(hdp - t->hd) * sizeof(float));
   }
-  for (int32_t b0 = t->s0; b0 < end; b0 += KEYS) {
+  for (int32_t b0 = start; b0 < end; b0 += KEYS) {
     const int32_t nk = end - b0 < KEYS ? end - b0 : KEYS, nk4 = (nk + 3) & ~3, nk8 = (nk + 7) & ~7;
     int32_t act[XPI_CPU_ATTN_ROWS], na = 0;
     float corr[XPI_CPU_ATTN_ROWS];
-    for (int32_t r = 0; r < t->nq; r++)
-      if (t->last[r] >= b0) act[na++] = r;
+    for (int32_t r = 0; r < t->nq; r++) /* rows with a key in this block */
+      if (t->last[r] >= b0 && t->first[r] < b0 + nk) act[na++] = r;
+    if (na == 0) continue;
     load_rows(kv, t, t->k, t->dt, b0, nk, t->hd, hdp, end);
     memset(kv + nk * hdp, 0, (size_t)(nk4 - nk) * (size_t)hdp * sizeof(float)); /* keys scored but masked */
     int32_t i = 0;
@@ -514,7 +534,7 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t) {
     for (i = 0; i < na; i++) {
       const int32_t r = act[i], lim = t->last[r] - b0 < nk - 1 ? t->last[r] - b0 : nk - 1;
       if (nk8 > nk4) memset(sc + r * KEYS + nk4, 0, (size_t)(nk8 - nk4) * sizeof(float));
-      corr[i] = softmax_block(sc + r * KEYS, nk8, lim, &t->m[r], &t->l[r]);
+      corr[i] = softmax_block(sc + r * KEYS, nk8, t->first[r] - b0, lim, t->softcap, &t->m[r], &t->l[r]);
     }
     load_rows(kv, t, t->v, t->dt, b0, nk, t->hd, hdp, end);
     for (i = 0; i + 3 <= na; i += 3)

@@ -1,6 +1,7 @@
 /* The scalar attention tile (cpu_kernels.h): plain C, the oracle the vector tiles are tested against and
  * the kernel of the reference path (use_kernels = 0). Rows are found through the block table one key at a
- * time. Per row and block of XPI_CPU_ATTN_KEYS keys: scores,
+ * time; each row walks only its own keys [max(first, s0), min(last + 1, s1)). Per row and block of
+ * XPI_CPU_ATTN_KEYS keys: scores (capped with tanhf),
  * block max, rescale of the running sum and output, then exp-weighted sum of V rows, all in key order. */
 #include <math.h>
 #include <stdint.h>
@@ -27,12 +28,15 @@ void xpi_cpu_attn_tile_scalar(const xpi_cpu_attn_tile *t) {
   for (int32_t r = 0; r < t->nq; r++) {
     float *acc = t->acc + r * hdp, m = t->m[r], l = t->l[r];
     const int32_t end = t->last[r] + 1 < t->s1 ? t->last[r] + 1 : t->s1;
-    for (int32_t b0 = t->s0; b0 < end; b0 += XPI_CPU_ATTN_KEYS) {
+    const int32_t start = t->first[r] > t->s0 ? t->first[r] : t->s0;
+    for (int32_t b0 = start; b0 < end; b0 += XPI_CPU_ATTN_KEYS) {
       const int32_t b1 = b0 + XPI_CPU_ATTN_KEYS < end ? b0 + XPI_CPU_ATTN_KEYS : end;
       float bm = -INFINITY;
       for (int32_t j = b0; j < b1; j++) {
-        sc[j - b0] = dot_row(t->q[r], t->k, t->dt, xpi_cpu_attn_row(t, j), t->hd) * t->scale;
-        bm = sc[j - b0] > bm ? sc[j - b0] : bm;
+        float s = dot_row(t->q[r], t->k, t->dt, xpi_cpu_attn_row(t, j), t->hd) * t->scale;
+        if (t->softcap > 0) s = t->softcap * tanhf(s / t->softcap);
+        sc[j - b0] = s;
+        bm = s > bm ? s : bm;
       }
       const float mn = bm > m ? bm : m;
       const float corr = expf(m - mn); /* 0 on the first block (m = -inf) */

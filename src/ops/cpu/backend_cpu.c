@@ -15,6 +15,7 @@
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/matmul_cpu.h"
 #include "ops/cpu/quant_weight.h"
+#include "ops/cpu/weight_arena.h"
 #include "ops/half.h"
 #include "ops/ops.h"
 
@@ -139,7 +140,8 @@ static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
 
 static void cpu_weight_free(xpi_backend *be, xpi_weight *w) {
   if (!w) return;
-  cpu_free(be, w->owned);
+  if (w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4) xpi_cpu_wfree(w->owned); /* quant_weight.c: the arena */
+  else cpu_free(be, w->owned);
   memset(w, 0, sizeof *w);
 }
 
@@ -337,17 +339,22 @@ static size_t kv_off(const xpi_kv *kv, int32_t layer, int32_t block, int32_t h, 
               (size_t)kv->block_size + (size_t)r) * (size_t)kv->hd;
 }
 
-/* The map is built by the engine; check it anyway (a bad block id would write outside the pool). */
-static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) {
+/* The map is built by the engine; check it anyway (a bad block id would write outside the pool). Only the
+ * blocks the step reads: with a sliding window, the entries before a token's window may be stale. */
+static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n, int32_t window) {
   const int64_t max_pos = (int64_t)map->max_blocks * kv->block_size;
+  int32_t run_first = 0; /* the first key of the run's first token (positions rise along a run) */
   for (int32_t t = 0; t < n; t++) {
     if (map->pos[t] < 0 || map->pos[t] >= max_pos || map->seq[t] < 0)
       return xpi_err(XPI_ERR_CONTEXT_LENGTH, "position %d is outside the KV block table (%lld positions)", map->pos[t],
                      (long long)max_pos);
-    /* the blocks token t reads: all of its sequence's up to its position (checked once per run of tokens) */
+    if (t == 0 || map->seq[t - 1] != map->seq[t] || map->pos[t - 1] > map->pos[t])
+      run_first = window > 0 && map->pos[t] >= window ? map->pos[t] - window + 1 : 0;
+    /* the blocks token t reads: its sequence's from its window's first up to its position (checked once per run
+     * of tokens) */
     if (t + 1 < n && map->seq[t + 1] == map->seq[t] && map->pos[t + 1] >= map->pos[t]) continue;
     const int32_t *tbl = map->tables + (size_t)map->seq[t] * (size_t)map->max_blocks;
-    for (int32_t b = 0; b <= map->pos[t] >> kv->block_shift; b++)
+    for (int32_t b = run_first >> kv->block_shift; b <= map->pos[t] >> kv->block_shift; b++)
       if (tbl[b] < 0 || tbl[b] >= kv->n_blocks)
         return xpi_err(XPI_ERR_INTERNAL, "attention: block %d of sequence row %d is %d, outside the pool of %d", b,
                        map->seq[t], tbl[b], kv->n_blocks);
@@ -357,11 +364,14 @@ static xpi_status check_map(const xpi_kv *kv, const xpi_kv_map *map, int32_t n) 
 
 static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                                 int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
-                                float scale, xpi_attn_impl impl) {
+                                const xpi_attn_params *ap) {
+  if (ap->window < 0 || !(ap->softcap >= 0)) /* before anything is stored */
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "attention: window %d / softcap %g must be >= 0", ap->window,
+                   (double)ap->softcap);
   if (hk <= 0 || hq % hk || hk != kv->hk || hd != kv->hd || layer < 0 || layer >= kv->n_layers)
     return xpi_err(XPI_ERR_INTERNAL, "attention: shape (hq %d, hk %d, hd %d, layer %d) does not match the KV cache", hq,
                    hk, hd, layer);
-  XPI_TRY(check_map(kv, map, n));
+  XPI_TRY(check_map(kv, map, n, ap->window));
   const xpi_cpu_kernels *ks = impl_of(be)->k;
   const size_t esz = xpi_dtype_size(kv->dtype);
   const int32_t mask = kv->block_size - 1;
@@ -378,7 +388,7 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
                                      (int64_t)kv->block_size * hd, hd, (int64_t)hk * kv->block_size * hd,
                                      kv->block_shift};
   const xpi_cpu_attn_batch batch = {map->pos, map->seq, map->tables, map->max_blocks};
-  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, &batch, n, hq, scale, impl, 0);
+  return xpi_cpu_attention(impl_of(be)->pool, impl_of(be)->k, out, q, &layer_kv, &batch, n, hq, ap, 0);
 }
 
 /* ------------------------------------------------------------------ elementwise */
@@ -401,6 +411,57 @@ static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, con
   ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
   /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
   xpi_pool_run_n(impl_of(be)->pool, swiglu_run, &j, (int)(j.count / 2048 + 1));
+  return XPI_OK;
+}
+
+static void geglu_run(void *ctx, int ith, int nth) {
+  ew_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->geglu(j->out + b, j->a + b, j->b + b, e - b);
+}
+
+static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
+  if (n <= 0 || f <= 0) return XPI_OK;
+  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
+  xpi_pool_run_n(impl_of(be)->pool, geglu_run, &j, (int)(j.count / 2048 + 1)); /* as swiglu */
+  return XPI_OK;
+}
+
+typedef struct {
+  const xpi_cpu_kernels *k;
+  float *x;
+  int64_t count;
+  float a;
+} inplace_job;
+
+static void softcap_run(void *ctx, int ith, int nth) {
+  inplace_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->softcap(j->x + b, e - b, j->a);
+}
+
+static void scale_run(void *ctx, int ith, int nth) {
+  inplace_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
+  if (b < e) j->k->scale(j->x + b, j->a, e - b);
+}
+
+/* Over the logits once a step (a Gemma vocabulary is 256k: worth the vector tanh and the pool). */
+static xpi_status cpu_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
+  if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "softcap %g must be > 0", (double)cap);
+  if (count <= 0) return XPI_OK;
+  inplace_job j = {impl_of(be)->k, x, count, cap};
+  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as swiglu */
+  return XPI_OK;
+}
+
+static xpi_status cpu_scale(xpi_backend *be, float *x, int64_t count, float s) {
+  if (count <= 0) return XPI_OK;
+  inplace_job j = {impl_of(be)->k, x, count, s};
+  xpi_pool_run_n(impl_of(be)->pool, scale_run, &j, (int)(count / 8192 + 1)); /* one multiply an element */
   return XPI_OK;
 }
 
@@ -526,6 +587,9 @@ static const xpi_backend_ops k_cpu_ops = {
   .rope = cpu_rope,
   .attention = cpu_attention,
   .swiglu = cpu_swiglu,
+  .geglu = cpu_geglu,
+  .softcap = cpu_softcap,
+  .scale = cpu_scale,
   .add = cpu_add,
   .argmax = cpu_argmax,
   .topk = cpu_topk,

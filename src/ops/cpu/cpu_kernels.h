@@ -19,12 +19,14 @@ typedef void (*xpi_cpu_mm_fn)(float *Y, int64_t ldy, const float *X, int32_t n, 
 /* ---- attention tile (attention_cpu.c drives it; attn_tile_scalar.c is the oracle, attn_tile_avx2.c).
  * Causal attention of up to XPI_CPU_ATTN_ROWS query rows that share one KV head (the q heads of a GQA group,
  * for one or more tokens) against keys [s0, s1) of that head, as one step of an online softmax: per row r,
- *   s_j = scale * q_r . K_j  for s0 <= j < s1 and j <= last[r] (later keys are masked),
+ *   s_j = cap(scale * q_r . K_j)  for s0 <= j < s1 and first[r] <= j <= last[r] (other keys are masked;
+ *         first[r] > 0 is a sliding window), cap(x) = softcap * tanh(x / softcap), or x when softcap is 0,
  *   m' = max(m, max_j s_j),  l' = l*exp(m - m') + sum_j exp(s_j - m'),
  *   acc' = acc*exp(m - m') + sum_j exp(s_j - m') V_j.
  * Start from m = -INFINITY, l = 0, acc = 0; the attention output is acc / l. Tiles over disjoint key ranges
  * of the same rows merge exactly like two steps (attention_cpu.c). Each K/V row is read once per tile for
- * all its rows, which is what makes decode stream the cache at memory bandwidth. */
+ * all its rows, which is what makes decode stream the cache at memory bandwidth. A row none of whose keys
+ * lie in [s0, s1) keeps its state (m, l, acc untouched). Keys before every row's first are not read. */
 #define XPI_CPU_ATTN_ROWS 16 /* query rows per tile */
 #define XPI_CPU_ATTN_KEYS 32 /* keys per block inside a tile (scores and converted K/V rows stay in L1) */
 #define XPI_CPU_ATTN_HDP(hd) (((int64_t)(hd) + 7) & ~(int64_t)7) /* acc row stride: hd rounded up to 8 */
@@ -32,6 +34,7 @@ typedef void (*xpi_cpu_mm_fn)(float *Y, int64_t ldy, const float *X, int32_t n, 
 typedef struct xpi_cpu_attn_tile {
   const float *q[XPI_CPU_ATTN_ROWS]; /* query rows, hd floats each */
   int32_t last[XPI_CPU_ATTN_ROWS];   /* row r sees keys j <= last[r] (its position) */
+  int32_t first[XPI_CPU_ATTN_ROWS];  /* ... and j >= first[r] (0, or the start of its sliding window) */
   int32_t nq, hd;                    /* 1 <= nq <= XPI_CPU_ATTN_ROWS */
   const void *k, *v;                 /* element 0 of this KV head's row 0 in block 0, in dt (f32/bf16/f16) */
   int64_t ld;                        /* elements from a row to the next inside a block */
@@ -41,6 +44,7 @@ typedef struct xpi_cpu_attn_tile {
   xpi_dtype dt;
   int32_t s0, s1;                    /* keys [s0, s1) */
   float scale;
+  float softcap;                     /* > 0: scores capped (see above); 0: not */
   float *m, *l;                      /* [nq] running max and sum, updated in place */
   float *acc;                        /* [nq][XPI_CPU_ATTN_HDP(hd)] running output, updated in place */
   float *scratch;                    /* xpi_cpu_attn_scratch_floats(hd) floats, 32-byte aligned */
@@ -109,6 +113,9 @@ typedef struct xpi_cpu_kernels {
   /* out = x * rsqrt(mean(x^2)+eps) * w, w in wdt (f32/bf16/f16) */
   void (*rmsnorm_row)(float *out, const float *x, const void *w, xpi_dtype wdt, int64_t d, float eps);
   void (*swiglu)(float *out, const float *gate, const float *up, int64_t n);
+  /* out = gelu_tanh(gate) * up: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) u, torch's approximate="tanh" */
+  void (*geglu)(float *out, const float *gate, const float *up, int64_t n);
+  void (*softcap)(float *x, int64_t n, float cap);                      /* x = cap * tanh(x / cap); NaN stays */
   /* dst[i] = src[i] in dt (XPI_DT_F16 or XPI_DT_BF16), bit for bit as xpi_f32_to_f16 / xpi_f32_to_bf16 (NaN
    * payloads aside): the KV cache store */
   void (*to_half)(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt);

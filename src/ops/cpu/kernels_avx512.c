@@ -3,7 +3,8 @@
  *  - the q8/q4 prefill GEMM's microkernels with vpdpbusd (q256.h, EVEX-encoded on ymm),
  *  - the bf16 prefill GEMM with vdpbf16ps (below: this table's; "auto" prefers the AVX2 f32 GEMM, measured 1.9x
  *    faster on a Xeon, dispatch.c), and the AVX-512 packers of its and the AMX GEMMs' activations,
- *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c).
+ *  - f32/f16/bf16 weights times 4..64 tokens (batched decode): the small-n kernel (mm_smalln_avx512.c); q8/q4
+ *    weights: the decode GEMV (mm_smalln.h says up to how many tokens).
  * Everything else (the f32/f16 GEMM and GEMV, the bf16 GEMV, vector kernels) is the AVX2 table's, which every
  * AVX-512 CPU also runs: bf16 decode is bound by memory, and the AVX2 GEMV's four-stream reading is what sets
  * its speed (kernels_avx2.c).
@@ -22,6 +23,8 @@
 #include <string.h>
 
 #define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_epi32(acc, u8, s8)
+#define Q256_PF_BYTES 2048 /* measured on Xeon (q256.h) */
+#define Q256_STREAMS 2      /* measured on Xeon (q256.h) */
 #include "ops/cpu/q256.h"
 #include "ops/cpu/mm_smalln.h"
 #include "ops/cpu/amx_layout.h"
@@ -29,6 +32,10 @@
 
 
 /* ------------------------------------------------------------------ q8/q4 decode GEMV, 512-bit */
+/* Tokens per row kernel call (q4_rows, q8_rows): their accumulators and scales stay in registers; a pass of
+ * Q256_NT tokens runs the row kernel per group while the weight row sits in L1. */
+#define ROWS_NG 4
+#define Q8_NG 8 /* q8_rows: 8 tokens share each transposed weight group (8 zmm) */
 /* Activations of a q4 dot in quad order: for blocks 4p..4p+3 the 128 bytes are [elements 0-15 of each of the
  * four blocks | elements 16-31 of each], matching one 64-byte load of four q4 blocks split into low and high
  * nibbles (each 128-bit lane one block). Blocks after the last full quad keep block order. */
@@ -59,14 +66,14 @@ static inline __attribute__((always_inline)) void q4_rows(const uint8_t *q, cons
   const __m512i m4 = _mm512_set1_epi8(0x0f);
   const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const __m512i i1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
-  __m512 acc0[Q256_NT], acc1[Q256_NT];
-  __m256 corr[Q256_NT];
+  __m512 acc0[ROWS_NG], acc1[ROWS_NG];
+  __m256 corr[ROWS_NG];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm512_setzero_ps(), corr[t] = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 8 <= nb; b += 8) {
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
-    __m512 sc[Q256_NT];
+    __m512 sc[ROWS_NG];
 #pragma GCC unroll 4
     for (int t = 0; t < NT; t++) {
       sc[t] = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(A->dx[t0 + t] + b)));
@@ -106,26 +113,88 @@ static inline __attribute__((always_inline)) void q4_rows(const uint8_t *q, cons
   }
 }
 
-/* One q8 row: |x| (unsigned) times w carrying x's sign; AVX-512 has no vpsignb, so w is negated under a mask
- * of x's sign bits (xn: one bit per byte of x, made once per call). Exact, as |x|, |w| <= 127. */
-static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa, const uint64_t *xn,
-                           const float *dx, int64_t nb) {
+/* q8 blocks, 16 at a time, transposed: 16 blocks of 8 dwords (512 bytes, 8 zmm in block order) become 8 zmm
+ * where lane L holds dword j of one block in all of them, so that 8 vpdpbusd sum each block in one int32 lane and
+ * one conversion and one FMA scale 16 blocks, where block order needs a conversion, a scale permute and an FMA
+ * per 2 blocks, per token. The weights are transposed per row (24 permutes shared by the pass's tokens), the
+ * activations once per call (prep). Three stages, each swapping bit s of the vector index with bit s of the
+ * lane: a dword at (vector b3 b2 b1, lane b0 j2 j1 j0) ends at (vector j2 j1 j0, lane b0 b3 b2 b1). */
+#define TR_E(L, c, x) ((((L) >> (c)) & 1) << 4 | ((L) & ~(1 << (c))) | ((x) << (c)))
+#define TR_IDX(c, x)                                                                                           \
+  _mm512_setr_epi32(TR_E(0, c, x), TR_E(1, c, x), TR_E(2, c, x), TR_E(3, c, x), TR_E(4, c, x), TR_E(5, c, x),    \
+                    TR_E(6, c, x), TR_E(7, c, x), TR_E(8, c, x), TR_E(9, c, x), TR_E(10, c, x), TR_E(11, c, x),  \
+                    TR_E(12, c, x), TR_E(13, c, x), TR_E(14, c, x), TR_E(15, c, x))
+static inline __attribute__((always_inline)) void tr_stage(__m512i v[8], const int s, __m512i i0, __m512i i1) {
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+    if (!((i >> s) & 1)) {
+      const __m512i a = v[i], b = v[i | 1 << s];
+      v[i] = _mm512_permutex2var_epi32(a, i0, b);
+      v[i | 1 << s] = _mm512_permutex2var_epi32(a, i1, b);
+    }
+}
+static inline __attribute__((always_inline)) void tr16x8(__m512i v[8]) {
+  tr_stage(v, 2, TR_IDX(2, 0), TR_IDX(2, 1));
+  tr_stage(v, 1, TR_IDX(1, 0), TR_IDX(1, 1));
+  tr_stage(v, 0, TR_IDX(0, 0), TR_IDX(0, 1));
+}
+/* lane L of a transposed group holds block (L2 L1 L0 L3): the per-block vectors (scales, sums) are permuted so */
+#define TR_B(L) ((((L) >> 2) & 1) << 3 | (((L) >> 1) & 1) << 2 | ((L) & 1) << 1 | (((L) >> 3) & 1))
+#define TR_BIDX                                                                                                \
+  _mm512_setr_epi32(TR_B(0), TR_B(1), TR_B(2), TR_B(3), TR_B(4), TR_B(5), TR_B(6), TR_B(7), TR_B(8), TR_B(9),   \
+                    TR_B(10), TR_B(11), TR_B(12), TR_B(13), TR_B(14), TR_B(15))
+
+/* q8 rows for NT <= ROWS_NG tokens at once (tokens t0..t0+NT-1 of A). Groups of 16 blocks, transposed (above):
+ * the weights offset to unsigned (w + 128, vpdpbusd's unsigned operand) times the signed quants of x, from a sum
+ * that starts at -128 * sum(x) of the block (prep), so each block's int32 sum is exactly sum(w x). The blocks
+ * after the last group: |x| (unsigned) times w carrying x's sign (AVX-512 has no vpsignb, so w is negated under a
+ * mask of x's sign bits, xn, made once per call), two blocks per vpdpbusd. Exact, as |x|, |w| <= 127. Each
+ * weight vector is loaded once for all the tokens (batched decode), and each token's sum runs in the same order
+ * whatever NT is, so a token's result does not depend on its batch. */
+static inline __attribute__((always_inline)) void q8_rows(const int8_t *q, const uint16_t *d, const q256_acts *A,
+                                                          int t0, const int NT, int64_t nb, float *v) {
   const __m512i i0 = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const __m512i i1 = _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
   const __m512i i2 = _mm512_setr_epi32(4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5);
   const __m512i i3 = _mm512_setr_epi32(6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7);
   const __m512i zero = _mm512_setzero_si512();
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  __m512 acc0[Q8_NG], acc1[Q8_NG], accg[Q8_NG];
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = accg[t] = _mm512_setzero_ps();
   int64_t b = 0;
+  for (; b + 16 <= nb; b += 16) {
+    const __m512i off = _mm512_set1_epi8((char)0x80);
+    __m512i u[8];
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; k++) u[k] = _mm512_xor_si512(_mm512_loadu_si512((const void *)(q + b * 32 + 64 * k)), off);
+    tr16x8(u);
+    const __m512 dws = _mm512_permutexvar_ps(TR_BIDX, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(d + b))));
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++) {
+      const int8_t *x = (const int8_t *)A->xa[t0 + t] + b * 32;
+      __m512i c0 = _mm512_load_si512((const void *)(A->xb[t0 + t] + b)), c1 = zero;
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; j += 2) {
+        c0 = _mm512_dpbusd_epi32(c0, u[j], _mm512_load_si512((const void *)(x + 64 * j)));
+        c1 = _mm512_dpbusd_epi32(c1, u[j + 1], _mm512_load_si512((const void *)(x + 64 * j + 64)));
+      }
+      accg[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(c0, c1)),
+                                _mm512_mul_ps(dws, _mm512_load_ps(A->dxt[t0 + t] + b)), accg[t]);
+    }
+  }
   for (; b + 8 <= nb; b += 8) {
-    const __m512 sc = _mm512_castps256_ps512(
-        _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b))), _mm256_loadu_ps(dx + b)));
-#define Q8_PAIR(k, idx, acc)                                                                                \
-  do {                                                                                                      \
-    const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                \
-    const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(xn[(b + (k)) / 2]), zero, w);                   \
-    const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(xa + (b + (k)) * 32)), ws); \
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc), acc);                       \
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+    __m512 sc[Q8_NG];
+#pragma GCC unroll 8
+    for (int t = 0; t < NT; t++) sc[t] = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(A->dx[t0 + t] + b)));
+#define Q8_PAIR(k, idx, acc)                                                                                  \
+  do {                                                                                                        \
+    const __m512i w = _mm512_loadu_si512((const void *)(q + (b + (k)) * 32));                                  \
+    _Pragma("GCC unroll 8") for (int t = 0; t < NT; t++) {                                                     \
+      const __m512i ws = _mm512_mask_sub_epi8(w, _cvtu64_mask64(A->xn[t0 + t][(b + (k)) / 2]), zero, w);        \
+      const __m512i c = _mm512_dpbusd_epi32(zero, _mm512_loadu_si512((const void *)(A->xa[t0 + t] + (b + (k)) * 32)), ws); \
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), _mm512_permutexvar_ps(idx, sc[t]), acc[t]);               \
+    }                                                                                                         \
   } while (0)
     Q8_PAIR(0, i0, acc0);
     Q8_PAIR(2, i1, acc1);
@@ -133,21 +202,42 @@ static inline float q8_row(const int8_t *q, const uint16_t *d, const uint8_t *xa
     Q8_PAIR(6, i3, acc1);
 #undef Q8_PAIR
   }
-  float r = _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-  for (; b < nb; b++) {
-    const __m256i w = _mm256_loadu_si256((const __m256i *)(q + b * 32));
-    const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[b / 2] >> (32 * (b & 1))), _mm256_setzero_si256(), w);
-    const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + b * 32)), ws);
-    r += _cvtsh_ss(d[b]) * dx[b] * (float)hsum_epi32(c);
+#pragma GCC unroll 8
+  for (int t = 0; t < NT; t++) {
+    const uint8_t *xa = A->xa[t0 + t];
+    const uint64_t *xn = A->xn[t0 + t];
+    const float *dx = A->dx[t0 + t];
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(accg[t], _mm512_add_ps(acc0[t], acc1[t])));
+    for (int64_t k = b; k < nb; k++) {
+      const __m256i w = _mm256_loadu_si256((const __m256i *)(q + k * 32));
+      const __m256i ws = _mm256_mask_sub_epi8(w, (__mmask32)(xn[k / 2] >> (32 * (k & 1))), _mm256_setzero_si256(), w);
+      const __m256i c = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_loadu_si256((const __m256i *)(xa + k * 32)), ws);
+      r += _cvtsh_ss(d[k]) * dx[k] * (float)hsum_epi32(c);
+    }
+    v[t] = r;
   }
-  return r;
 }
 
-/* q4 activations in quad order; q8's sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32) */
+/* q4 activations in quad order. q8: the sign bits, one per byte of xq (nbc * 32 bytes: the last group may be 32);
+ * then per group of 16 blocks the quants transposed (over |x| in xa, which only the blocks after the last group
+ * read), -128 * each block's sum and the block scales in the transposed lane order (q8_rows). */
 static inline void prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
   if (dt == XPI_DT_Q4) {
     q4_quad_order((int8_t *)A->xa[t], A->xq[t], nbc);
     return;
+  }
+  const __m512i off = _mm512_set1_epi8((char)0x80);
+  for (int64_t b = 0; b + 16 <= nbc; b += 16) {
+    __m512i x[8];
+    __m512i s = _mm512_setzero_si512();
+    for (int k = 0; k < 8; k++) x[k] = _mm512_load_si512((const void *)(A->xq[t] + b * 32 + 64 * k));
+    tr16x8(x);
+    for (int k = 0; k < 8; k++) {
+      _mm512_store_si512((void *)(A->xa[t] + b * 32 + 64 * k), x[k]);
+      s = _mm512_dpbusd_epi32(s, off, x[k]); /* 128 * sum of the lane's quants */
+    }
+    _mm512_store_si512((void *)(A->xb[t] + b), _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    _mm512_store_ps(A->dxt[t] + b, _mm512_permutexvar_ps(TR_BIDX, _mm512_loadu_ps(A->dx[t] + b)));
   }
   for (int64_t o = 0; o < nbc * XPI_QK; o += 64)
     A->xn[t][o / 64] = o + 64 <= nbc * XPI_QK
@@ -155,21 +245,36 @@ static inline void prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
                            : (uint64_t)_cvtmask32_u32(_mm256_movepi8_mask(_mm256_load_si256((const __m256i *)(A->xq[t] + o))));
 }
 static inline float row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t, int64_t nbc) {
-  if (dt == XPI_DT_Q8) return q8_row((const int8_t *)q, d, A->xa[t], A->xn[t], A->dx[t], nbc);
   float v;
-  q4_rows(q, d, A, t, 1, nbc, &v);
+  if (dt == XPI_DT_Q8) q8_rows((const int8_t *)q, d, A, t, 1, nbc, &v);
+  else q4_rows(q, d, A, t, 1, nbc, &v);
   return v;
 }
-/* q4: all the pass's tokens per weight row (q8's rows stay per token: its weights need no unpacking) */
-_Static_assert(Q256_NT == 4, "rows() instantiates q4_rows for 1..4 tokens");
+/* All the pass's tokens per weight row, Q8_NG (q8) or ROWS_NG (q4) at a time (the row stays in L1 between). */
+_Static_assert(ROWS_NG == 4 && Q8_NG == 8 && Q256_NT == 8, "rows() instantiates q4_rows for 1..4, q8_rows for 1..8 tokens");
 static inline int rows(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int nt, int64_t nbc,
                        float *v) {
-  if (dt != XPI_DT_Q4) return 0;
-  switch (nt) {
-    case 1: q4_rows(q, d, A, 0, 1, nbc, v); break;
-    case 2: q4_rows(q, d, A, 0, 2, nbc, v); break;
-    case 3: q4_rows(q, d, A, 0, 3, nbc, v); break;
-    default: q4_rows(q, d, A, 0, 4, nbc, v); break;
+  if (dt == XPI_DT_Q8) {
+    const int8_t *w = (const int8_t *)q;
+    switch (nt) {
+      case 1: q8_rows(w, d, A, 0, 1, nbc, v); break;
+      case 2: q8_rows(w, d, A, 0, 2, nbc, v); break;
+      case 3: q8_rows(w, d, A, 0, 3, nbc, v); break;
+      case 4: q8_rows(w, d, A, 0, 4, nbc, v); break;
+      case 5: q8_rows(w, d, A, 0, 5, nbc, v); break;
+      case 6: q8_rows(w, d, A, 0, 6, nbc, v); break;
+      case 7: q8_rows(w, d, A, 0, 7, nbc, v); break;
+      default: q8_rows(w, d, A, 0, 8, nbc, v); break;
+    }
+    return 1;
+  }
+  for (int t0 = 0; t0 < nt; t0 += ROWS_NG) {
+    switch (nt - t0 < ROWS_NG ? nt - t0 : ROWS_NG) {
+      case 1: q4_rows(q, d, A, t0, 1, nbc, v + t0); break;
+      case 2: q4_rows(q, d, A, t0, 2, nbc, v + t0); break;
+      case 3: q4_rows(q, d, A, t0, 3, nbc, v + t0); break;
+      default: q4_rows(q, d, A, t0, 4, nbc, v + t0); break;
+    }
   }
   return 1;
 }
@@ -317,6 +422,9 @@ static void build_table(void) {
   k_avx512.smalln[XPI_DT_F16] = smalln_f16;
   k_avx512.smalln[XPI_DT_BF16] = smalln_bf16;
   for (int dt = XPI_DT_F32; dt <= XPI_DT_BF16; dt++) k_avx512.smalln_max[dt] = XPI_CPU_SMALLN_MAX;
+  /* q8/q4 batched decode: the GEMV, up to where the VNNI GEMM wins (mm_smalln.h) */
+  k_avx512.smalln[XPI_DT_Q8] = gemv_q8, k_avx512.smalln_max[XPI_DT_Q8] = XPI_CPU_GEMV_MAX_AVX512_Q8;
+  k_avx512.smalln[XPI_DT_Q4] = gemv_q4, k_avx512.smalln_max[XPI_DT_Q4] = XPI_CPU_GEMV_MAX_AVX512_Q4;
   k_avx512.smalln_isa = "avx512";
 }
 

@@ -7,7 +7,7 @@
 #define Q256_DPBUSD(acc, u8, s8) _mm256_dpbusd_avx_epi32(acc, u8, s8)
 #include "ops/cpu/q256.h"
 
-Q256_GEMV(gemv, q256_prep, q256_row, NULL)
+Q256_GEMV(gemv, q256_prep, q256_row, q256_rows)
 XPI_GQ_GEMM(gemm_vnni, "avxvnni-int8", q256_ukr_q8, q256_ukr_q4)
 
 static xpi_cpu_kernels k_avxvnni;

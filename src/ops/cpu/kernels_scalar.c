@@ -112,6 +112,17 @@ static void swiglu(float *out, const float *gate, const float *up, int64_t n) {
   }
 }
 
+static void geglu(float *out, const float *gate, const float *up, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i], inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+    out[i] = 0.5f * g * (1.0f + tanhf(inner)) * up[i];
+  }
+}
+
+static void softcap(float *x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] / cap);
+}
+
 static void to_half(uint16_t *dst, const float *src, int64_t n, xpi_dtype dt) {
   for (int64_t i = 0; i < n; i++) dst[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(src[i]) : xpi_f32_to_f16(src[i]);
 }
@@ -128,6 +139,8 @@ static const xpi_cpu_kernels k_scalar = {
   .scale = scale_f32,
   .rmsnorm_row = rmsnorm_row,
   .swiglu = swiglu,
+  .geglu = geglu,
+  .softcap = softcap,
   .attn_tile = xpi_cpu_attn_tile_scalar,
   .to_half = to_half,
 };

@@ -20,13 +20,18 @@
  * 30.8 vs 60.1 at 32, 33.9 vs 83.4 at 64). */
 #define XPI_CPU_SMALLN_MAX_AMX_BF16 16
 /* q8/q4 weights: the AMX int8 GEMM converts every weight panel it touches on each call, which a few tokens do not
- * repay; the decode GEMV (weights read once per 4 tokens, kept in L1 between them; AVX-512 q4 unpacks a block
- * once for the 4) is faster up to here. 16-core Xeon host, 2 threads, kernel_bench GMAC/s, GEMV vs AMX GEMM:
- * q4 128.3 vs 32.7 at 4 tokens, 138.2 vs 65.6 at 8, 140.4 vs 89.8 at 12, 145.3 vs 127.2 at 16; q8 46.7 vs 23.9
- * at 4, 44.6 vs 45.6 at 8, 44.7 vs 66.5 at 12. A GEMV of 8 tokens per pass was no faster (and slowed one-token
- * decode: 14.2 vs 18.8 GB/s). */
+ * repay; the decode GEMV (weights read once per pass of 8 tokens, kept in L1 between them; AVX-512 q4 unpacks a
+ * block once for 4 tokens, q8 transposes 16 blocks once for 8) is faster up to here. 16-core Xeon host, 2 threads,
+ * kernel_bench GMAC/s, GEMV vs AMX GEMM: q4 128.3 vs 32.7 at 4 tokens, 138.2 vs 65.6 at 8, 140.4 vs 89.8 at 12,
+ * 145.3 vs 127.2 at 16. q8 with the transposed blocks (kernel_bench, CPU time of one thread, weights in L3, the
+ * 2-core Xeon; bench/2026-12-01-q8-gemv-xeon.md): GEMV 72-91 vs AMX 44.5 at 12 tokens, 69.5 at 16, 94.9 at 24. */
 #define XPI_CPU_GEMV_MAX_AMX_Q4 16
-#define XPI_CPU_GEMV_MAX_AMX_Q8 8
+#define XPI_CPU_GEMV_MAX_AMX_Q8 16
+/* Without AMX, the AVX-512 table's GEMV against its VNNI int8 GEMM (same measurement): q8 86.6 vs 43.8 at 16
+ * tokens, 90.6 vs 52.3 at 32, 76.4 vs 63.3 at 64 (from memory the GEMV reads the weights once per 8 tokens: kept
+ * to 32); q4 67.6 vs 61.5 at 16, 63.6 vs 79.0 at 32. */
+#define XPI_CPU_GEMV_MAX_AVX512_Q4 16
+#define XPI_CPU_GEMV_MAX_AVX512_Q8 32
 
 /* Y[t*ldy + r] = sum_c X[t*cols + c] * W[r, c] for t < n, r0 <= r < r1; W in dt (f32, f16, bf16) rows of cols
  * elements, f32 accumulation. AVX-512 F/BW/VL (call only where the CPU has them). */

@@ -1,9 +1,10 @@
 /* 256-bit integer kernels of q8/q4 weights (quant.h), one source for two instruction sets:
  *  - AVX2 (kernels_avx2.c): int8 products with maddubs, widened with madd;
  *  - AVX-VNNI (kernels_avxvnni.c, VEX) and AVX-512 VNNI (kernels_avx512.c, EVEX on ymm): one vpdpbusd.
- * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2, then includes this once.
+ * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2 (and may set Q256_PF_BYTES
+ * and Q256_STREAMS), then includes this once.
  * It gets:
- *   Q256_GEMV(NAME, q256_prep, q256_row, NULL)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
+ *   Q256_GEMV(NAME, q256_prep, q256_row, q256_rows)   the decode GEMV (xpi_cpu_mm_fn NAME_q8 / NAME_q4, any n), over a
  *                       driver that kernels_avx512.c's 512-bit rows share,
  *   q256_ukr_q8/_q4     with VNNI only: the int8 prefill GEMM's microkernels (gemm_q.h's contract).
  * Include only from files compiled with AVX2 (and the VNNI flavour's flags). */
@@ -15,7 +16,20 @@
 #include "ops/cpu/quant.h"
 
 #define Q256_CC 4096 /* decode: activation columns quantized per chunk (stack buffers) */
-#define Q256_NT 4    /* decode: tokens per pass over the rows (stack buffers) */
+#ifndef Q256_PF_BYTES
+/* decode: how far ahead the GEMV prefetches the weight rows. 4 KiB measured best on Zen 3 (AVX2); on Xeon
+ * (kernels_avx512.c) 2 KiB was 10-22% faster than 4 KiB for q8 and q4 from memory, with and without huge pages
+ * (bench/2026-12-01-q8-gemv-xeon.md). */
+#define Q256_PF_BYTES 4096
+#endif
+#ifndef Q256_STREAMS
+/* decode: the row slice is read as this many streams in lock step (the bf16 GEMV's idea, kernels_avx2.c: a core
+ * keeps more lines coming from several far-apart streams than from one). On Xeon (kernels_avx512.c) two streams
+ * were 15-22% faster than one for q8 and q4 weights in huge pages; 1 elsewhere (not measured there). */
+#define Q256_STREAMS 1
+#endif
+#define Q256_NT 8    /* decode: tokens per pass over the rows (stack buffers): batched decode of 8 sequences
+                      * reads the weights from memory once per step */
 
 static inline float q256_hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -38,29 +52,64 @@ static inline float q256_hsum(__m256 v) {
 #endif
 
 /* ------------------------------------------------------------------ decode GEMV */
-/* One q8 row over nb blocks: sum_b d[b]*dx[b]*(int dot of block b). Scales are formed 8 blocks at a time (one
- * half->f32 conversion), two accumulators hide FMA latency. */
-static inline float q256_q8_row(const int8_t *q, const uint16_t *d, const int8_t *xq, const uint8_t *xa,
-                                const float *dx, int64_t nb) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = acc0;
+/* A pass's activations, quantized per Q256_CC-column chunk (quant.h's int8 blocks), one token after another */
+typedef struct {
+  _Alignas(64) int8_t xq[Q256_NT][Q256_CC];
+  _Alignas(64) uint8_t xa[Q256_NT][Q256_CC]; /* q8: |xq|; q4: xq in the row kernel's order */
+  uint64_t xn[Q256_NT][Q256_CC / 64];        /* q8 (512-bit rows): the sign bits of xq */
+  float dx[Q256_NT][Q256_CC / XPI_QK], sx[Q256_NT][Q256_CC / XPI_QK];
+  /* q8, 512-bit rows (kernels_avx512.c): per 16 blocks, 128 * the sum of each block's quants (negated) and dx,
+   * in the lane order of its transposed blocks */
+  _Alignas(64) int32_t xb[Q256_NT][Q256_CC / XPI_QK];
+  _Alignas(64) float dxt[Q256_NT][Q256_CC / XPI_QK];
+} q256_acts;
+
+/* q8 rows over NT <= Q256_NG tokens at once (tokens t0..t0+NT-1 of A), v[t] = sum_b d[b]*dx[b]*(int dot of
+ * block b): each weight block is loaded once for all the tokens (batched decode) and each token's sum runs in
+ * the same order whatever NT is (even blocks into acc0, odd into acc1), so a token's result does not depend on
+ * its batch. Scales are formed 8 blocks at a time (one half->f32 conversion per 8 blocks, shared by the tokens);
+ * two accumulators per token hide FMA latency for one token. */
+#define Q256_NG 4 /* tokens per row kernel call: 2 accumulators each stay in the 16 ymm registers */
+static inline __attribute__((always_inline)) void q256_q8_rows(const int8_t *q, const uint16_t *d, const q256_acts *A,
+                                                               int t0, const int NT, int64_t nb, float *v) {
+  const int8_t *xq[Q256_NG];
+  const uint8_t *xa[Q256_NG];
+  const float *dx[Q256_NG];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; t++) xq[t] = A->xq[t0 + t], xa[t] = A->xa[t0 + t], dx[t] = A->dx[t0 + t];
+  __m256 acc0[Q256_NG], acc1[Q256_NG];
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; t++) acc0[t] = acc1[t] = _mm256_setzero_ps();
+#define Q8_BLK(t, i, w)                                                                                   \
+  Q256_DOT(_mm256_loadu_si256((const __m256i *)(xa[t] + (i) * XPI_QK)),                                   \
+           _mm256_sign_epi8(w, _mm256_loadu_si256((const __m256i *)(xq[t] + (i) * XPI_QK))))
   int64_t b = 0;
-#define Q8_BLK(i)                                                                                  \
-  Q256_DOT(_mm256_loadu_si256((const __m256i *)(xa + (i) * XPI_QK)),                               \
-           _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(q + (i) * XPI_QK)),                \
-                            _mm256_loadu_si256((const __m256i *)(xq + (i) * XPI_QK))))
   for (; b + 8 <= nb; b += 8) {
-    _Alignas(32) float sc[8];
-    _mm256_store_ps(sc, _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b))),
-                                      _mm256_loadu_ps(dx + b)));
+    _Alignas(32) float sc[Q256_NG][8];
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + b)));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++) _mm256_store_ps(sc[t], _mm256_mul_ps(dw, _mm256_loadu_ps(dx[t] + b)));
+#pragma GCC unroll 8
     for (int k = 0; k < 8; k += 2) {
-      acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Q8_BLK(b + k)), _mm256_broadcast_ss(&sc[k]), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Q8_BLK(b + k + 1)), _mm256_broadcast_ss(&sc[k + 1]), acc1);
+      const __m256i w0 = _mm256_loadu_si256((const __m256i *)(q + (b + k) * XPI_QK));
+      const __m256i w1 = _mm256_loadu_si256((const __m256i *)(q + (b + k + 1) * XPI_QK));
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; t++) {
+        acc0[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Q8_BLK(t, b + k, w0)), _mm256_broadcast_ss(&sc[t][k]), acc0[t]);
+        acc1[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Q8_BLK(t, b + k + 1, w1)), _mm256_broadcast_ss(&sc[t][k + 1]), acc1[t]);
+      }
     }
   }
-  for (; b < nb; b++)
-    acc0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Q8_BLK(b)), _mm256_set1_ps(_cvtsh_ss(d[b]) * dx[b]), acc0);
+  for (; b < nb; b++) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(q + b * XPI_QK));
+    const float db = _cvtsh_ss(d[b]);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; t++)
+      acc0[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(Q8_BLK(t, b, w)), _mm256_set1_ps(db * dx[t][b]), acc0[t]);
+  }
 #undef Q8_BLK
-  return q256_hsum(_mm256_add_ps(acc0, acc1));
+#pragma GCC unroll 4
+  for (int t = 0; t < NT; t++) v[t] = q256_hsum(_mm256_add_ps(acc0[t], acc1[t]));
 }
 
 /* Activations of a q4 dot in pair order: for blocks 2p, 2p+1 the 64 bytes are [2p: 0-15 | 2p+1: 0-15 |
@@ -134,12 +183,6 @@ static inline float q256_q4_row(const uint8_t *q, const uint16_t *d, const int8_
  * the tokens are quantized (xq, |xq| in xa, dx, sx), PREP lays them out for the row kernel, and ROW computes one
  * row's dot for one token. Each row is read once per pass and used for all its tokens while it sits in L1. PREP
  * and ROW are constants at every call site, so this always-inlined driver calls them directly. */
-typedef struct {
-  _Alignas(64) int8_t xq[Q256_NT][Q256_CC];
-  _Alignas(64) uint8_t xa[Q256_NT][Q256_CC]; /* q8: |xq|; q4: xq in the row kernel's order */
-  uint64_t xn[Q256_NT][Q256_CC / 64];        /* q8 (512-bit rows): the sign bits of xq */
-  float dx[Q256_NT][Q256_CC / XPI_QK], sx[Q256_NT][Q256_CC / XPI_QK];
-} q256_acts;
 typedef void (*q256_prep_fn)(xpi_dtype dt, q256_acts *A, int t, int64_t nbc);
 typedef float (*q256_row_fn)(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t,
                              int64_t nbc);
@@ -163,28 +206,34 @@ static inline __attribute__((always_inline)) void q256_gemv_driver(q256_prep_fn 
     /* column chunks keep the quantized activations on the stack for any width */
     for (int64_t c0 = 0; c0 < cols; c0 += Q256_CC) {
       const int64_t cw = cols - c0 < Q256_CC ? cols - c0 : Q256_CC, cb = c0 / XPI_QK, nbc = xpi_q_nblocks(cw);
-      const int64_t ahead = (4096 + nbc * bs - 1) / (nbc * bs);
+      const int64_t ahead = (Q256_PF_BYTES + nbc * bs - 1) / (nbc * bs);
       for (int32_t t = 0; t < nt; t++) {
         xpi_quant_act_avx2(A.xq[t], A.xa[t], A.dx[t], A.sx[t], X + (int64_t)(t0 + t) * cols + c0, cw);
         prep(dt, &A, t, nbc);
       }
-      for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *q = qs + r * rb + cb * bs;
-        const uint16_t *dr = d + r * nb + cb;
-        if (r + ahead < r1) { /* the row ~4 KiB ahead: quants and scales are two streams the hardware
-                               * prefetcher follows late (measured: +15-20% tokens/s for q4, ~+10% for q8) */
-          const char *qn = (const char *)(q + ahead * rb);
-          for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
-          _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
+      /* the slice as Q256_STREAMS parts read in lock step (row i of each part in turn), each its own stream */
+      const int64_t h = (r1 - r0 + Q256_STREAMS - 1) / Q256_STREAMS;
+      for (int64_t i = 0; i < h; i++)
+        for (int64_t st = 0; st < Q256_STREAMS; st++) {
+          const int64_t r = r0 + st * h + i, re = r0 + (st + 1) * h < r1 ? r0 + (st + 1) * h : r1;
+          if (r >= re) continue;
+          const uint8_t *q = qs + r * rb + cb * bs;
+          const uint16_t *dr = d + r * nb + cb;
+          if (r + ahead < re) { /* the row ~Q256_PF_BYTES ahead in this stream: quants and scales are two streams
+                                 * the hardware prefetcher follows late (measured: +15-20% tokens/s for q4, ~+10%
+                                 * for q8) */
+            const char *qn = (const char *)(q + ahead * rb);
+            for (int64_t o = 0; o < nbc * bs; o += 64) _mm_prefetch(qn + o, _MM_HINT_T0);
+            _mm_prefetch((const char *)(dr + ahead * nb), _MM_HINT_T0);
+          }
+          float v[Q256_NT];
+          if (!rows || !rows(dt, q, dr, &A, nt, nbc, v))
+            for (int32_t t = 0; t < nt; t++) v[t] = row(dt, q, dr, &A, t, nbc);
+          for (int32_t t = 0; t < nt; t++) {
+            float *y = Y + (int64_t)(t0 + t) * ldy + r;
+            *y = c0 == 0 ? v[t] : *y + v[t];
+          }
         }
-        float v[Q256_NT];
-        if (!rows || !rows(dt, q, dr, &A, nt, nbc, v))
-          for (int32_t t = 0; t < nt; t++) v[t] = row(dt, q, dr, &A, t, nbc);
-        for (int32_t t = 0; t < nt; t++) {
-          float *y = Y + (int64_t)(t0 + t) * ldy + r;
-          *y = c0 == 0 ? v[t] : *y + v[t];
-        }
-      }
     }
   }
 }
@@ -206,8 +255,25 @@ static inline void q256_prep(xpi_dtype dt, q256_acts *A, int t, int64_t nbc) {
 }
 static inline float q256_row(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int t,
                              int64_t nbc) {
-  return dt == XPI_DT_Q8 ? q256_q8_row((const int8_t *)q, d, A->xq[t], A->xa[t], A->dx[t], nbc)
-                         : q256_q4_row(q, d, (const int8_t *)A->xa[t], A->dx[t], A->sx[t], nbc);
+  float v;
+  if (dt == XPI_DT_Q8) q256_q8_rows((const int8_t *)q, d, A, t, 1, nbc, &v);
+  else v = q256_q4_row(q, d, (const int8_t *)A->xa[t], A->dx[t], A->sx[t], nbc);
+  return v;
+}
+/* q8: the pass's tokens Q256_NG at a time per weight row (the row stays in L1 between groups) */
+static inline int q256_rows(xpi_dtype dt, const uint8_t *q, const uint16_t *d, const q256_acts *A, int nt, int64_t nbc,
+                            float *v) {
+  if (dt != XPI_DT_Q8) return 0;
+  const int8_t *w = (const int8_t *)q;
+  for (int t0 = 0; t0 < nt; t0 += Q256_NG) {
+    switch (nt - t0) {
+      case 1: q256_q8_rows(w, d, A, t0, 1, nbc, v + t0); break;
+      case 2: q256_q8_rows(w, d, A, t0, 2, nbc, v + t0); break;
+      case 3: q256_q8_rows(w, d, A, t0, 3, nbc, v + t0); break;
+      default: q256_q8_rows(w, d, A, t0, 4, nbc, v + t0); break;
+    }
+  }
+  return 1;
 }
 
 /* Builds a table from base with the q8/q4 kernels replaced (the AVX-VNNI and AVX-512 tables). */

@@ -1,5 +1,6 @@
-/* Places a weight on the CPU backend as XPI_DT_Q8/Q4 (formats in quant.h): one 64-byte aligned allocation
- * holding the quants then the half scales, filled by all pool threads (rows split evenly). */
+/* Places a weight on the CPU backend as XPI_DT_Q8/Q4 (formats in quant.h): one 64-byte aligned block of the
+ * weight arena (weight_arena.h: free it with xpi_cpu_wfree) holding the quants then the half scales, filled by
+ * all pool threads (rows split evenly). */
 #include "ops/cpu/quant_weight.h"
 
 #include <stdint.h>
@@ -8,6 +9,7 @@
 
 #include "core/status.h"
 #include "ops/cpu/quant.h"
+#include "ops/cpu/weight_arena.h"
 
 typedef struct {
   xpi_dtype dt, src_dtype;
@@ -44,14 +46,14 @@ xpi_status xpi_cpu_quantize_weight(xpi_pool *pool, xpi_weight *w, const void *sr
   if (total > SIZE_MAX / 2)
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: quantized weight [%lld, %lld] is too large", (long long)rows,
                    (long long)cols);
-  unsigned char *buf = aligned_alloc(64, (size_t)total);
+  unsigned char *buf = xpi_cpu_walloc((size_t)total); /* huge pages: decode streams it (weight_arena.h) */
   if (!buf) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: out of memory quantizing a [%lld, %lld] weight (%llu bytes)",
                            (long long)rows, (long long)cols, (unsigned long long)total);
   qjob j = {want, src_dtype, buf, (uint16_t *)(buf + qpad), src, rows, cols, rb, nb, xpi_dtype_size(src_dtype), {0}};
   xpi_pool_run(pool, q_run, &j);
   for (int i = 0; i < 64; i++) {
     if (j.status[i] != XPI_OK) {
-      free(buf);
+      xpi_cpu_wfree(buf);
       /* the worker's message was recorded on its own thread: say what failed here */
       return xpi_err(j.status[i], "cpu: quantizing a [%lld, %lld] weight to %s failed (a weight is not finite "
                      "or beyond the half-precision scale range)", (long long)rows, (long long)cols,

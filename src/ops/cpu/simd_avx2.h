@@ -54,4 +54,16 @@ static inline __m256 xpi_exp8(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+/* tanh(x) for 8 floats as sign(x) (1 - e) / (1 + e), e = exp(-2|x|) (never overflows): within ~4 u of tanh
+ * absolutely (e's 2 ulp, the division and 1 - e), which is all the logit softcap needs (its error is then
+ * ~4 u times the cap, like a score's rounding). A NaN stays NaN (exp8's clamp would turn it into +-1, hiding
+ * broken logits from argmax's check). */
+static inline __m256 xpi_tanh8(__m256 x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f), one = _mm256_set1_ps(1.0f);
+  const __m256 a = _mm256_andnot_ps(sign, x);
+  const __m256 e = xpi_exp8(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+  const __m256 r = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+  return _mm256_blendv_ps(_mm256_or_ps(r, _mm256_and_ps(sign, x)), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
 #endif

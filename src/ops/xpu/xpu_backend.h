@@ -6,7 +6,7 @@
 #include "ops/ops.h"
 #include "runtime/xpu.h" /* the seam: free memory, fit checks, the constructor */
 
-/* Which kernel tier the backend's device uses: "portable", "tuned" or "tuned+dpas". */
+/* Which kernel tier the backend's device uses: "portable", "tuned", "tuned+dpas" or "tuned+dpas8" (sub-group 8). */
 const char *xpi_xpu_tier(const xpi_backend *be);
 
 

@@ -13,7 +13,7 @@
 
 /* Every kernel the backend launches; names and tiers in xpu_kernels.c. */
 typedef enum xpu_kid {
-  XK_EMBED, XK_ADD, XK_SWIGLU, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
+  XK_EMBED, XK_ADD, XK_SWIGLU, XK_GEGLU, XK_SOFTCAP, XK_SCALE, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
   XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
   XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
   /* tuned tier (NULL when the device or driver cannot take it) */
@@ -35,16 +35,17 @@ typedef struct xpu_device {
   ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
-  int dpas;              /* DPAS GEMM usable */
+  int dpas;              /* DPAS GEMM usable: its sub-group size (8 or 16), 0 if not */
   pthread_mutex_t lock;
 } xpu_device;
 
 /* The kernel tiers a device may use, decided from what it reports before any module is built (a tier whose
  * module then fails to build falls back to the one below). tuned: the device has sub-group size 16 (the tuned
- * kernels' reqd_sub_group_size). dpas: tuned, the device reports DPAS, and 16 is its smallest sub-group size:
- * the DPAS kernel calls the sub-group-16 form of the matrix builtin, which cl_intel_subgroup_matrix_multiply_
- * accumulate leaves undefined where the minimum sub-group size is 8 (Arc A-series, DG2: compiled without a dpas
- * instruction, it returns zeros). why_not_dpas says why a DPAS device does not get the tier ("" otherwise). */
+ * kernels' reqd_sub_group_size). dpas: tuned, the device reports DPAS, and its smallest sub-group size is 8 or
+ * 16; the value is that size, the DPAS kernel variant to build (kernels/dpas8 or kernels/dpas).
+ * cl_intel_subgroup_matrix_multiply_accumulate defines each form of the builtin only where its sub-group size
+ * is the device's natural (smallest) one: the sub-group-16 form on Arc A-series (DG2, 8/16/32) compiles
+ * without a dpas instruction and returns zeros. why_not_dpas says why a DPAS device does not get the tier. */
 typedef struct xpu_tier_plan {
   int tuned, dpas;
   char why_not_dpas[160];
@@ -66,6 +67,7 @@ typedef struct xpu_impl {
   const xpi_ze_api *ze;
   ze_command_queue_handle_t queue;       /* runs recorded graphs */
   uint32_t ordinal;                      /* compute queue group */
+  int in_order;                          /* immediate and recorded lists are in order: no barrier per launch */
   ze_command_list_handle_t imm;          /* immediate list: ordinary ops, copies */
   ze_command_list_handle_t rec;          /* regular list being recorded by rec_owner, or NULL */
   pthread_t rec_owner;
@@ -106,7 +108,8 @@ typedef struct xpu_arg {
 #define XA(v) ((xpu_arg){sizeof(v), &(v)})
 
 /* Appends kernel kid with groups (gx, gy, gz) of (lx, ly, lz) work-items to the current list (the recording
- * if capturing, else the immediate list), then a barrier, so ops run in order. */
+ * if capturing, else the immediate list). The lists are in order where the driver offers it; elsewhere a barrier
+ * follows each launch, so ops run in order either way. */
 xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly,
                       uint32_t lz, const xpu_arg *args, int nargs);
 /* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
@@ -144,8 +147,11 @@ xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int
                     const xpi_weight *k_norm, float eps);
 xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                          int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
-                         float scale, xpi_attn_impl impl);
+                         const xpi_attn_params *ap);
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+xpi_status xpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f);
+xpi_status xpu_softcap(xpi_backend *be, float *x, int64_t count, float cap);
+xpi_status xpu_scale(xpi_backend *be, float *x, int64_t count, float s);
 xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,

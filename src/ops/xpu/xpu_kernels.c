@@ -1,6 +1,6 @@
 /* Per-device Level Zero state: context, modules from the embedded SPIR-V (built once per device) and the
  * kernels (created once). The tiers are chosen by xpu_tier_select (the tuned tier where the device reports
- * sub-group size 16, DPAS GEMM where it reports a matrix engine and 16 is its natural sub-group size) and
+ * sub-group size 16, DPAS GEMM where it reports a matrix engine, in the variant of its natural sub-group size) and
  * kept where their modules build. XPI_XPU_TIER=portable forces the portable tier. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,8 @@ static const struct {
 } k_kernels[XK_COUNT] = {
   [XK_EMBED] = {"xpi_embed", 0},           [XK_ADD] = {"xpi_add", 0},
   [XK_SWIGLU] = {"xpi_swiglu", 0},         [XK_CONVERT] = {"xpi_convert", 0},
+  [XK_GEGLU] = {"xpi_geglu", 0},           [XK_SOFTCAP] = {"xpi_softcap", 0},
+  [XK_SCALE] = {"xpi_scale", 0},
   [XK_ARGMAX] = {"xpi_argmax", 0},         [XK_TOPK] = {"xpi_topk", 0},
   [XK_RMSNORM] = {"xpi_rmsnorm", 0},       [XK_ROPE] = {"xpi_rope", 0},
   [XK_GEMV_F32] = {"xpi_gemv_f32", 0},     [XK_GEMV_F16] = {"xpi_gemv_f16", 0},
@@ -71,12 +73,12 @@ void xpu_tier_select(const xpi_device_info *info, int portable_only, xpu_tier_pl
   if (!out->tuned)
     snprintf(out->why_not_dpas, sizeof out->why_not_dpas, "%s",
              portable_only ? "" : "the device has no sub-group size 16 (needed by the tuned tier)");
-  else if (min_sg != 16)
+  else if (min_sg != 16 && min_sg != 8)
     snprintf(out->why_not_dpas, sizeof out->why_not_dpas,
-             "the DPAS kernel's sub-group size 16 is not the device's smallest (%u): the sub-group-16 matrix builtin "
-             "is undefined there (Arc A-series / DG2)", min_sg);
+             "the device's smallest sub-group size (%u) is neither 8 nor 16, the sizes of the DPAS kernel variants",
+             min_sg);
   else
-    out->dpas = 1;
+    out->dpas = (int)min_sg;
 }
 
 static void device_destroy(xpu_device *d) {
@@ -138,7 +140,8 @@ static xpi_status device_create(int index, xpu_device **out) {
     device_destroy(d);
     return xpi_err(XPI_ERR_DEVICE, "xpu:%d: zeContextCreate failed (%s)", index, xpu_ze_result_name(r));
   }
-  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, "portable", xpi_spv_portable, xpi_spv_portable_size, NULL,
+  const char *flags = xpi_ze_module_flags(d->dev); /* stateless addressing where buffers may pass the limit */
+  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, "portable", xpi_spv_portable, xpi_spv_portable_size, flags,
                                           &d->mod_portable);
   if (s == XPI_OK) s = create_kernels(d, d->mod_portable, 0);
   if (s != XPI_OK) {
@@ -150,7 +153,7 @@ static xpi_status device_create(int index, xpu_device **out) {
   xpu_tier_plan plan;
   xpu_tier_select(&d->dev->info, tier && strcmp(tier, "portable") == 0, &plan);
   if (plan.tuned) {
-    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, NULL, &d->mod_tuned) ==
+    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "tuned", xpi_spv_tuned, xpi_spv_tuned_size, flags, &d->mod_tuned) ==
             XPI_OK &&
         create_kernels(d, d->mod_tuned, 1) == XPI_OK)
       d->tuned = 1;
@@ -160,12 +163,13 @@ static xpi_status device_create(int index, xpu_device **out) {
     }
   }
   if (plan.dpas && d->tuned) {
-    if (xpi_ze_module_from_spirv(d->ctx, d->dev, "dpas", xpi_spv_dpas, xpi_spv_dpas_size, NULL, &d->mod_dpas) ==
-            XPI_OK &&
+    int sg8 = plan.dpas == 8;
+    if (xpi_ze_module_from_spirv(d->ctx, d->dev, sg8 ? "dpas8" : "dpas", sg8 ? xpi_spv_dpas8 : xpi_spv_dpas,
+                                 sg8 ? xpi_spv_dpas8_size : xpi_spv_dpas_size, flags, &d->mod_dpas) == XPI_OK &&
         create_kernels(d, d->mod_dpas, 2) == XPI_OK)
-      d->dpas = 1;
+      d->dpas = plan.dpas;
     else {
-      xpi_log(2, "xpu:%d: DPAS GEMM unavailable (%s)", index, xpi_last_error());
+      xpi_log(2, "xpu:%d: DPAS GEMM (sub-group %d) unavailable (%s)", index, plan.dpas, xpi_last_error());
       drop_tier(d, 2, &d->mod_dpas);
     }
   } else if (plan.why_not_dpas[0]) {

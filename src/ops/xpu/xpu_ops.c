@@ -83,8 +83,10 @@ xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_we
       return xpu_launch(be, sg[di], ceil_div((uint64_t)rows, 4), 1, 1, 64, 1, 1, a, 8);
     return xpu_launch(be, pk[di], (uint32_t)rows, 1, 1, XPU_WG, 1, 1, a, 8);
   }
-  if (w->dtype == XPI_DT_BF16 && cols % 16 == 0 && tuned_ok(be, XK_GEMM_DPAS_BF16))
-    return xpu_launch(be, XK_GEMM_DPAS_BF16, ceil_div((uint64_t)rows, 16), ceil_div((uint64_t)n, 8), 1, 16, 1, 1, a, 9);
+  if (w->dtype == XPI_DT_BF16 && cols % 16 == 0 && tuned_ok(be, XK_GEMM_DPAS_BF16)) {
+    uint32_t sg = (uint32_t)im_of(be)->d->dpas; /* one sub-group per group, one weight row per lane, 8 tokens */
+    return xpu_launch(be, XK_GEMM_DPAS_BF16, ceil_div((uint64_t)rows, sg), ceil_div((uint64_t)n, 8), 1, sg, 1, 1, a, 9);
+  }
   static const xpu_kid gk[3] = {XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16};
   return xpu_launch(be, gk[di], ceil_div((uint64_t)rows, 16), ceil_div((uint64_t)n, 16), 1, 16, 16, 1, a, 9);
 }
@@ -110,7 +112,7 @@ xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int
 
 xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,
                          int32_t layer, const xpi_kv_map *map, int32_t n, int32_t hq, int32_t hk, int32_t hd,
-                         float scale, xpi_attn_impl impl) {
+                         const xpi_attn_params *ap) {
   if (!kv || layer < 0 || layer >= kv->n_layers || hk != kv->hk || hd != kv->hd)
     return xpi_err(XPI_ERR_INTERNAL, "%s: attention: layer %d / shape (hk %d, hd %d) does not match the KV cache",
                    be->device, layer, hk, hd);
@@ -122,7 +124,13 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
                    XPU_MAX_HD);
   if (map->max_blocks <= 0 || (int64_t)map->max_blocks << kv->block_shift > INT32_MAX)
     return xpi_err(XPI_ERR_INTERNAL, "%s: attention: %d blocks a sequence", be->device, map->max_blocks);
+  if (ap->window < 0 || !(ap->softcap >= 0))
+    return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: attention: window %d / softcap %g must be >= 0", be->device,
+                   ap->window, (double)ap->softcap);
   if (n <= 0) return XPI_OK;
+  const float scale = ap->scale, softcap = ap->softcap;
+  const int window = ap->window;
+  const xpi_attn_impl impl = ap->impl;
   size_t esz = xpi_dtype_size(kv->dtype);
   size_t layer_off = (size_t)layer * (size_t)kv->n_blocks * (size_t)kv->block_size * (size_t)hk * (size_t)hd * esz;
   void *kc = (unsigned char *)kv->k + layer_off, *vc = (unsigned char *)kv->v + layer_off;
@@ -136,17 +144,17 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
     void *scores = NULL;
     XPI_TRY(xpu_scratch(be, (size_t)rows * ((size_t)mb << bshift) * sizeof(float), &scores));
     xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                   XA(hk), XA(hd), XA(scale), XA(scores)};
-    return xpu_launch(be, XK_EAGER, rows, 1, 1, 64, 1, 1, a, 15);
+                   XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(scores)};
+    return xpu_launch(be, XK_EAGER, rows, 1, 1, 64, 1, 1, a, 17);
   }
   if (impl == XPI_ATTN_FLASH) {
     xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(n),
-                   XA(hq), XA(hk), XA(hd), XA(scale)};
-    return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 15);
+                   XA(hq), XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
+    return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 17);
   }
   xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                 XA(hk), XA(hd), XA(scale)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 14);
+                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
+  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 16);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
@@ -154,6 +162,28 @@ xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const floa
   uint64_t count = (uint64_t)n * (uint64_t)f;
   xpu_arg a[] = {XA(out), XA(gate), XA(up), XA(count)};
   return launch_1d(be, XK_SWIGLU, count, a, 4);
+}
+
+xpi_status xpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
+  if (n <= 0 || f <= 0) return XPI_OK;
+  uint64_t count = (uint64_t)n * (uint64_t)f;
+  xpu_arg a[] = {XA(out), XA(gate), XA(up), XA(count)};
+  return launch_1d(be, XK_GEGLU, count, a, 4);
+}
+
+xpi_status xpu_softcap(xpi_backend *be, float *x, int64_t count, float cap) {
+  if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: softcap %g must be > 0", be->device, (double)cap);
+  if (count <= 0) return XPI_OK;
+  uint64_t c = (uint64_t)count;
+  xpu_arg a[] = {XA(x), XA(c), XA(cap)};
+  return launch_1d(be, XK_SOFTCAP, c, a, 3);
+}
+
+xpi_status xpu_scale(xpi_backend *be, float *x, int64_t count, float s) {
+  if (count <= 0) return XPI_OK;
+  uint64_t c = (uint64_t)count;
+  xpu_arg a[] = {XA(x), XA(c), XA(s)};
+  return launch_1d(be, XK_SCALE, c, a, 3);
 }
 
 xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count) {

@@ -167,6 +167,7 @@ static void discover(void) {
         e->order = n;
         xpi_ze_fill_info(ze, drivers[di], devs[i], &e->d.info, &e->pci_known, e->pci);
         e->d.relaxed_alloc = driver_has_ext(ze, drivers[di], ZE_RELAXED_ALLOCATION_LIMITS_EXP_NAME);
+        e->d.in_order_lists = ver >= ZE_MAKE_VERSION(1, 7);
         n++;
       }
     }

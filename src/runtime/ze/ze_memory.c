@@ -34,6 +34,13 @@ xpi_status xpi_ze_alloc_device(ze_context_handle_t ctx, const xpi_ze_device *dev
   return XPI_OK;
 }
 
+const char *xpi_ze_module_flags(const xpi_ze_device *dev) {
+  uint64_t limit = dev ? dev->info.max_alloc_size : 0;
+  return dev && dev->relaxed_alloc && limit && dev->info.total_memory > limit
+             ? "-ze-opt-greater-than-4GB-buffer-required"
+             : "";
+}
+
 xpi_status xpi_ze_module_from_spirv(ze_context_handle_t ctx, const xpi_ze_device *dev, const char *name,
                                     const void *spirv, size_t size, const char *flags, ze_module_handle_t *out) {
   if (!dev || !out || !ctx || !spirv) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_ze_module_from_spirv: NULL argument");

@@ -11,6 +11,12 @@
  * the size and the limit in the message when it cannot be done. */
 xpi_status xpi_ze_alloc_device(ze_context_handle_t ctx, const xpi_ze_device *dev, size_t size, size_t align, void **out);
 
+/* The build flags every module for dev needs: "-ze-opt-greater-than-4GB-buffer-required" where
+ * xpi_ze_alloc_device may create a buffer over maxMemAllocSize (relaxed limits, device memory above the limit),
+ * because Intel's compiler otherwise addresses buffers statefully with 32-bit offsets (wrong past 4 GiB);
+ * "" elsewhere, keeping the faster stateful addressing. */
+const char *xpi_ze_module_flags(const xpi_ze_device *dev);
+
 /* zeModuleCreate from SPIR-V; name is used in messages (e.g. the kernel file). On failure the message holds the
  * driver's build log. flags may be NULL. */
 xpi_status xpi_ze_module_from_spirv(ze_context_handle_t ctx, const xpi_ze_device *dev, const char *name,

@@ -1,0 +1,115 @@
+/* The DPAS GEMM's indexing and operand layouts without a GPU: kernels/common/xpi_gemm_dpas.h built with the
+ * matrix builtin replaced by an emulation written with sub-group shuffles (the dpas_emu / dpas8_emu modules of
+ * kernels/CMakeLists.txt, same A/B/C layouts as the builtin) runs on zesim over Intel's CPU OpenCL runtime, which
+ * honours the sub-group sizes 16 and 8. Each variant is put in the device's DPAS slot, so the backend's own
+ * dispatch (grid, work-group = sub-group size) launches it, and compared with the portable GEMM on the same
+ * device at shapes with edge tiles: rows % 16 and rows % 8 not 0, n % 8 not 0, fewer rows than one tile. */
+#include "ops/half.h"
+#include "ops/xpu/xpu_backend.h"
+#include "ops/xpu/xpu_internal.h"
+#include "ops/xpu/xpu_spirv.h"
+#include "runtime/ze/ze_memory.h"
+#include "../xpu/xpu_test_util.h"
+
+extern const unsigned char xpi_spv_dpas_emu[], xpi_spv_dpas8_emu[];
+extern const size_t xpi_spv_dpas_emu_size, xpi_spv_dpas8_emu_size;
+
+#define U 5.96e-8 /* unit roundoff of f32 */
+
+static xpi_backend *xpu;
+
+/* out = in @ W^T (+ bias) through xpu_matmul: the DPAS kernel when installed (n > 1, bf16, cols % 16 == 0),
+ * else the portable tiled GEMM. */
+static float *run(const xpi_weight *w, const xpi_weight *b, const float *x, int n, int rows, int cols) {
+  void *xd = xt_up(xpu, x, (size_t)n * cols * 4), *od = xt_up(xpu, NULL, (size_t)n * rows * 4);
+  CHECK_OK(xpu->ops->matmul(xpu, od, xd, w, b, n));
+  float *h = malloc((size_t)n * rows * 4);
+  xt_down(xpu, h, od, (size_t)n * rows * 4);
+  xpu->ops->free(xpu, xd), xpu->ops->free(xpu, od);
+  return h;
+}
+
+static void check_shape(int sg, int rows, int cols, int n, xpi_dtype bias_dt) {
+  xpu_device *d = im_of(xpu)->d;
+  float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)n * cols), *bv = xt_randv((size_t)rows);
+  uint16_t *wb = malloc((size_t)rows * cols * 2), *bb = malloc((size_t)rows * 2);
+  for (size_t i = 0; i < (size_t)rows * cols; i++) wb[i] = xpi_f32_to_bf16(wv[i]);
+  for (int i = 0; i < rows; i++) bb[i] = xpi_f32_to_bf16(bv[i]);
+  xpi_weight w, b;
+  CHECK_OK(xpu->ops->weight_create(xpu, &w, wb, XPI_DT_BF16, rows, cols, XPI_DT_BF16));
+  const void *bsrc = bias_dt == XPI_DT_BF16 ? (const void *)bb : (const void *)bv;
+  int has_bias = bias_dt != (xpi_dtype)-1;
+  if (has_bias) CHECK_OK(xpu->ops->weight_create(xpu, &b, bsrc, bias_dt, 1, rows, bias_dt));
+  float *dp = run(&w, has_bias ? &b : NULL, x, n, rows, cols);
+  ze_kernel_handle_t k = d->k[XK_GEMM_DPAS_BF16];
+  d->k[XK_GEMM_DPAS_BF16] = NULL; /* the portable GEMM for the reference */
+  float *ref = run(&w, has_bias ? &b : NULL, x, n, rows, cols);
+  d->k[XK_GEMM_DPAS_BF16] = k;
+  /* Per output, with S = sum_k |x_k w_k|: the DPAS path splits x into bf16 hi + lo (|x - hi - lo| <= 2^-16 |x|;
+   * products of bf16 are exact in f32) and sums 2 cols products in f32 (<= 2 (2 cols) u S), the portable GEMM
+   * sums cols products in f32 (<= cols u S); the bias add rounds each once. */
+  size_t bad = 0, worst = 0;
+  double werr = 0;
+  for (int t = 0; t < n; t++)
+    for (int r = 0; r < rows; r++) {
+      double s = 0;
+      for (int c = 0; c < cols; c++) s += fabs((double)x[(size_t)t * cols + c] * xpi_bf16_to_f32(wb[(size_t)r * cols + c]));
+      size_t i = (size_t)t * rows + r;
+      double e = fabs((double)dp[i] - ref[i]), lim = s * (0x1p-16 + 5.0 * cols * U) + 4 * U * (fabs(ref[i]) + 1);
+      if (!(e <= lim)) bad++, worst = i;
+      if (e > werr) werr = e;
+    }
+  CHECK(bad == 0, "dpas sg%d [%d x %d] n=%d bias %s: %zu of %d outputs differ from the portable GEMM; e.g. "
+        "[token %zu, row %zu] dpas %.9g portable %.9g", sg, rows, cols, n,
+        has_bias ? xpi_dtype_name(bias_dt) : "none", bad, n * rows, worst / rows, worst % rows, (double)dp[worst],
+        (double)ref[worst]);
+  printf("dpas sg%-2d [%3d x %3d] n=%2d bias %-4s: max |dpas - portable| %.3g\n", sg, rows, cols, n,
+         has_bias ? xpi_dtype_name(bias_dt) : "none", werr);
+  xpu->ops->weight_free(xpu, &w);
+  if (has_bias) xpu->ops->weight_free(xpu, &b);
+  free(wv), free(x), free(bv), free(wb), free(bb), free(dp), free(ref);
+}
+
+/* Installs the emulated variant of sub-group size sg as the device's DPAS kernel (what device_create does
+ * with the real module), runs the shapes, and takes it out again. */
+static void check_variant(int sg) {
+  xpu_device *d = im_of(xpu)->d;
+  CHECK(d->dpas == 0 && d->k[XK_GEMM_DPAS_BF16] == NULL, "xpu:0 already has a DPAS kernel (a CPU runtime has none)");
+  ze_module_handle_t mod = NULL;
+  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, sg == 8 ? "dpas8_emu" : "dpas_emu",
+                                          sg == 8 ? xpi_spv_dpas8_emu : xpi_spv_dpas_emu,
+                                          sg == 8 ? xpi_spv_dpas8_emu_size : xpi_spv_dpas_emu_size, NULL, &mod);
+  CHECK(s == XPI_OK, "building the emulated DPAS module (sub-group %d): %s", sg, xpi_last_error());
+  if (s != XPI_OK) return;
+  ze_kernel_handle_t k = NULL;
+  ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = xpu_kernel_name(XK_GEMM_DPAS_BF16)};
+  ze_result_t r = d->ze->zeKernelCreate(mod, &kd, &k);
+  CHECK(r == ZE_RESULT_SUCCESS, "zeKernelCreate(%s): %s", kd.pKernelName, xpu_ze_result_name(r));
+  if (r == ZE_RESULT_SUCCESS) {
+    d->k[XK_GEMM_DPAS_BF16] = k;
+    d->dpas = sg;
+    CHECK(strcmp(xpi_xpu_tier(xpu), sg == 8 ? "tuned+dpas8" : "tuned+dpas") == 0, "tier %s", xpi_xpu_tier(xpu));
+    /* rows: 37 (neither % 16 nor % 8), 40 (% 8 but not % 16), 64 (whole tiles), 5 (under one tile);
+     * n: 13 (% 8 = 5), 8 (one tile), 17 (% 8 = 1), 2; cols: 1, 3, 10 K steps of 16. */
+    check_shape(sg, 37, 48, 13, XPI_DT_F32);
+    check_shape(sg, 40, 160, 17, XPI_DT_BF16);
+    check_shape(sg, 64, 16, 8, (xpi_dtype)-1);
+    check_shape(sg, 5, 32, 2, XPI_DT_F32);
+    check_shape(sg, 129, 64, 9, (xpi_dtype)-1);
+    d->ze->zeKernelDestroy(k);
+    d->k[XK_GEMM_DPAS_BF16] = NULL;
+    d->dpas = 0;
+  }
+  d->ze->zeModuleDestroy(mod);
+}
+
+int main(void) {
+  int rc = xt_open_xpu("xpu:0", &xpu);
+  if (rc) return rc == 77 ? 77 : xpi_test_done();
+  CHECK(strcmp(xpi_xpu_tier(xpu), "tuned") == 0, "xpu:0 tier %s, expected tuned (Intel's CPU runtime)",
+        xpi_xpu_tier(xpu));
+  check_variant(16);
+  check_variant(8);
+  xpu->ops->destroy(xpu);
+  return xpi_test_done();
+}
