@@ -4,7 +4,10 @@ the very same bf16 weights as xpuinfer. Extends the team's Qwen3-only converter 
 LlamaForCausalLM. Mirrors what llama.cpp's convert_hf_to_gguf.py (upstream 1425386fd996) writes with --outtype bf16:
 2-D weights as BF16 (raw copy), 1-D tensors and *_norm.weight as F32, the same KV keys and tokenizer data; for llama
 also its RoPE row permutation of q_proj/k_proj (LlamaModel.permute: GGML rotates interleaved pairs, HF half-split
-rows), the vocab size, the rope dimension count, and add_bos false for 49152-token vocabularies (SmolLM2, Granite).
+rows), the vocab size, the rope dimension count, and add_bos false for 49152-token vocabularies (SmolLM2, Granite);
+for Qwen3MoeForCausalLM (Qwen2MoeModel.modify_tensors / set_gguf_parameters) the per-expert matrices stacked into one
+3-D tensor per projection (blk.N.ffn_{gate,up,down}_exps, numpy [n_expert, rows, cols]), the router as ffn_gate_inp,
+and the expert count, experts used per token and expert feed-forward length.
 
 usage: PYTHONPATH=<llama.cpp>/gguf-py python3 to_gguf.py MODEL_DIR OUT.gguf [PRE]
   PRE: tokenizer.ggml.pre, what llama.cpp's get_vocab_base_pre() detects by hashing the tokenizer's output
@@ -13,6 +16,7 @@ Then `llama-quantize OUT.gguf OUT-Q8_0.gguf Q8_0` (and Q4_0). Nothing of llama.c
 Python package, used as a library.
 """
 import json
+import re
 import struct
 import sys
 from pathlib import Path
@@ -20,7 +24,9 @@ from pathlib import Path
 import numpy as np
 import gguf
 
-ARCHS = {"Qwen3ForCausalLM": gguf.MODEL_ARCH.QWEN3, "LlamaForCausalLM": gguf.MODEL_ARCH.LLAMA}
+ARCHS = {"Qwen3ForCausalLM": gguf.MODEL_ARCH.QWEN3, "LlamaForCausalLM": gguf.MODEL_ARCH.LLAMA,
+         "Qwen3MoeForCausalLM": gguf.MODEL_ARCH.QWEN3MOE}
+EXPERT = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight$")
 
 
 def permute(w, n_head):
@@ -57,8 +63,22 @@ def main():
         hlen = struct.unpack("<Q", f.read(8))[0]
         hdr = json.loads(f.read(hlen))
     raw = np.memmap(st, dtype=np.uint8, mode="r", offset=8 + hlen)
+    n_exp = hp.get("num_local_experts", hp.get("num_experts", 0)) if arch == gguf.MODEL_ARCH.QWEN3MOE else 0
+    experts = {}  # (layer, proj) -> {expert: array}; written stacked once all n_exp are seen
     for name, info in hdr.items():
         if name == "__metadata__":
+            continue
+        m = EXPERT.match(name)
+        if m and n_exp:
+            if info["dtype"] != "BF16":
+                sys.exit(f"{name}: {info['dtype']}, only BF16 checkpoints are handled")
+            a, b = info["data_offsets"]
+            key = (int(m.group(1)), m.group(3))
+            experts.setdefault(key, {})[int(m.group(2))] = raw[a:b].view(np.uint16).reshape(info["shape"])
+            if len(experts[key]) == n_exp:
+                t = np.stack([experts[key][x] for x in range(n_exp)])
+                w.add_tensor(f"blk.{key[0]}.ffn_{key[1]}_exps.weight", t, raw_dtype=gguf.GGMLQuantizationType.BF16)
+                del experts[key]
             continue
         if info["dtype"] != "BF16":
             sys.exit(f"{name}: {info['dtype']}, only BF16 checkpoints are handled")
@@ -91,7 +111,7 @@ def main():
     w.add_feed_forward_length(hp["intermediate_size"])
     w.add_head_count(n_head)
     w.add_head_count_kv(n_head_kv)
-    w.add_rope_freq_base(hp.get("rope_theta", 10000.0 if llama else 1000000.0))
+    w.add_rope_freq_base(hp.get("rope_theta", (hp.get("rope_parameters") or {}).get("rope_theta", 10000.0 if llama else 1000000.0)))
     w.add_layer_norm_rms_eps(hp["rms_norm_eps"])
     if "head_dim" in hp:
         w.add_key_length(hp["head_dim"])
@@ -101,6 +121,14 @@ def main():
             sys.exit("rope_scaling is not handled here")
         w.add_vocab_size(hp["vocab_size"])
         w.add_rope_dimension_count(hp.get("head_dim") or hp["hidden_size"] // n_head)
+    if n_exp:
+        if experts:
+            sys.exit(f"incomplete experts: {sorted(experts)[:4]}")
+        w.add_expert_count(n_exp)
+        w.add_expert_used_count(hp["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(hp["moe_intermediate_size"])
+        if not hp.get("norm_topk_prob", False):
+            sys.exit("llama.cpp's qwen3moe renormalizes the top-k weights: norm_topk_prob false is not handled here")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
 

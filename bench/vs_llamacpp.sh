@@ -7,7 +7,8 @@
 # KV cache: f16 for both (llama.cpp's default; xpuinfer is asked with --kv-dtype).
 #
 # Usage: bench/vs_llamacpp.sh LLAMA_BUILD_DIR GGUF_DIR MODEL_DIR OUT_DIR
-#   GGUF_DIR holds q06-BF16.gguf, q06-Q8_0.gguf, q06-Q4_0.gguf; MODEL_DIR the same model as safetensors
+#   GGUF_DIR holds q06-BF16.gguf, q06-Q8_0.gguf, q06-Q4_0.gguf (another prefix: GGUF_PREFIX, e.g. moe for
+#   moe-BF16.gguf); MODEL_DIR the same model as safetensors
 #   (bench/README.md says how to make them). env:
 #   ROUNDS (2)   THREADS ("2"; a list runs each count, e.g. "1 2 4 8 16")   QUANTS ("bf16:BF16 q8:Q8_0 q4:Q4_0")
 #   TABLES ("auto avx2 avxvnni avx512 amx": xpuinfer's --cpu-isa values; a table the CPU lacks falls back and
@@ -20,7 +21,7 @@ set -euo pipefail
 LB=$1/bin/llama-bench; G=$2; M=$3; OUT=$4
 ROUNDS=${ROUNDS:-2}; THREADS=${THREADS:-2}; XPI=${XPI:-build/xpuinfer}; KV=${KV:-f16}; PP=${PP:-512}; TG=${TG:-64}
 QUANTS=${QUANTS:-"bf16:BF16 q8:Q8_0 q4:Q4_0"}; TABLES=${TABLES:-"auto avx2 avxvnni avx512 amx"}
-DEPTH=${DEPTH:-0}; DEPTH_QUANTS=${DEPTH_QUANTS:-"bf16:BF16 q4:Q4_0"}
+DEPTH=${DEPTH:-0}; DEPTH_QUANTS=${DEPTH_QUANTS:-"bf16:BF16 q4:Q4_0"}; GP=${GGUF_PREFIX:-q06}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 [ -e "$OUT/machine.txt" ] && mv "$OUT/machine.txt" "$OUT/machine.before.txt"
@@ -39,14 +40,14 @@ for r in $(seq "$ROUNDS"); do
     for q in $QUANTS; do
       ours=${q%%:*}; theirs=${q##*:}
       echo "round $r threads $t $ours/$theirs $(date -u +%T)" >&2
-      { "$LB" -m "$G/q06-$theirs.gguf" -t "$t" -p "$PP" -n "$TG" -r 1 -o jsonl 2>/dev/null || echo "llama-bench failed: $theirs, $t threads" >&2; } | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
+      { "$LB" -m "$G/$GP-$theirs.gguf" -t "$t" -p "$PP" -n "$TG" -r 1 -o jsonl 2>/dev/null || echo "llama-bench failed: $theirs, $t threads" >&2; } | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
       "$XPI" bench -m "$M" --quant "$ours" --kv-dtype "$KV" -t "$t" -p "$PP" -n "$TG" -r 1 --cpu-isa "$isas" --json | sed "s/^{/{\"round\": $r, /" >> "$OUT/xpuinfer.jsonl"
     done
     if [ "$DEPTH" != 0 ]; then
       for q in $DEPTH_QUANTS; do
         ours=${q%%:*}; theirs=${q##*:}
         echo "round $r threads $t depth $DEPTH $ours/$theirs $(date -u +%T)" >&2
-        { "$LB" -m "$G/q06-$theirs.gguf" -t "$t" -p 0 -n "$TG" -d "$DEPTH" -r 1 -o jsonl 2>/dev/null || echo "llama-bench failed: $theirs, depth $DEPTH" >&2; } | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
+        { "$LB" -m "$G/$GP-$theirs.gguf" -t "$t" -p 0 -n "$TG" -d "$DEPTH" -r 1 -o jsonl 2>/dev/null || echo "llama-bench failed: $theirs, depth $DEPTH" >&2; } | sed "s/^{/{\"round\": $r, /" >> "$OUT/llamacpp.jsonl"
         "$XPI" bench -m "$M" --quant "$ours" --kv-dtype "$KV" -t "$t" -p 0 -n "$TG" -d "$DEPTH" -r 1 --cpu-isa auto --json | sed "s/^{/{\"round\": $r, /" >> "$OUT/xpuinfer.jsonl"
       done
     fi

@@ -228,7 +228,7 @@ XPI_API const xpi_tokenizer *xpi_model_tokenizer(const xpi_model *model);
 
 typedef struct xpi_model_info {
   size_t struct_size;
-  char architecture[64];     /* "qwen3", "qwen2", "llama" */
+  char architecture[64];     /* "qwen3", "qwen2", "llama", "qwen3_moe", "qwen2_moe" */
   char device[64];           /* "cpu", "xpu:0", "xpu:0-2" with a device map */
   char weight_dtype[16];     /* "bf16", "f16", "f32", "q8", "q4" */
   char attn_implementation[32];
@@ -240,8 +240,37 @@ typedef struct xpi_model_info {
   char kernels[160];         /* CPU: the kernel table and, per weight dtype in use, what decode and prefill
                               * matmuls run on, e.g. "auto (bf16: decode avx2, 4-64 tokens avx512, prefill
                               * amx-bf16x3)": the batched decode of 4-64 tokens (float weights); XPU: "" */
+  /* Mixture of experts (qwen2_moe, qwen3_moe; all 0 for dense models): n_moe_layers of the n_layers have
+   * n_experts experts of moe_intermediate_size, n_experts_per_tok of them run per token (a decode step reads
+   * only those), plus a shared expert of shared_expert_intermediate_size on every token (qwen2_moe). */
+  int32_t n_experts, n_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size, n_moe_layers;
 } xpi_model_info;
 XPI_API xpi_status xpi_model_get_info(const xpi_model *model, xpi_model_info *out);
+
+/* ---------------------------------------------------------------- performance model (XPU) */
+/* What one decode step asks of device memory, counted per XPU kernel launch from its arguments (the cost table
+ * of src/ops/xpu/xpu_perf.c: bytes each launch must read and write in device memory, FLOPs), against what a
+ * decode step cannot avoid reading: every weight (one embedding row) and the KV cache of its context. */
+#define XPI_PERF_MAX_KERNELS 32
+typedef struct xpi_perf_kernel {
+  char name[40];
+  int64_t launches;
+  double bytes_read, bytes_written, flops;
+} xpi_perf_kernel;
+typedef struct xpi_perf_report {
+  size_t struct_size;
+  int32_t n_ctx;                   /* the step's token is at position n_ctx - 1 */
+  int64_t launches;
+  double bytes_read, bytes_written, flops;
+  double weight_bytes;             /* weights a decode step must read: all of them but the embedding (one row) */
+  double kv_bytes;                 /* K and V of n_ctx positions over all layers */
+  int32_t n_kernels;
+  xpi_perf_kernel kernels[XPI_PERF_MAX_KERNELS];
+} xpi_perf_report;
+/* Runs one decode step (not replayed) of a single sequence whose token is at position n_ctx - 1 (a KV pool of
+ * n_ctx positions is allocated for it and freed after; its contents are not initialised: the step's outputs
+ * are not meaningful, its launches are) with every XPU launch counted. Every backend must be an XPU. */
+XPI_API xpi_status xpi_model_perf_decode(xpi_model *model, int32_t n_ctx, xpi_perf_report *out);
 
 /* ---------------------------------------------------------------- requests and generation */
 typedef struct xpi_request xpi_request;

@@ -31,4 +31,27 @@ static inline void xpi_store(global void *p, int dt, ulong i, float v) {
   else ((global float *)p)[i] = v;
 }
 
+/* v as it reads back after xpi_store in dtype dt (a value used straight from a step's inputs where the others read
+ * the stored copy). */
+static inline float xpi_round_dt(float v, int dt) {
+  if (dt == XPI_DT_BF16) return xpi_bf16_to_f32(xpi_f32_to_bf16(v));
+  if (dt == XPI_DT_F16) {
+    ushort u;
+    vstore_half_rte(v, 0, (half *)&u);
+    return vload_half(0, (const half *)&u);
+  }
+  return v;
+}
+
+/* The gated-MLP activations times up, as torch computes them: one definition for the element-wise kernels and
+ * the fused GEMV epilogues, so that both give the same bits. act 0: silu(g) = g / (1 + exp(-g)); 1: gelu_tanh,
+ * 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
+static inline float xpi_glu(float g, float u, int act) {
+  if (act == 1) {
+    float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
+    return 0.5f * g * (1.0f + tanh(inner)) * u;
+  }
+  return g / (1.0f + exp(-g)) * u;
+}
+
 #endif

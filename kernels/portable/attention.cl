@@ -56,11 +56,16 @@ kernel void xpi_kv_store(global void *kc, global void *vc, int kdt, const global
   xpi_store(vc, kdt, dst, v[src]);
 }
 
-/* sdpa_forward(out[n,hq,hd], q[n,hq,hd], cache). Grid: n*hq groups of 64, group = token * hq + head. */
+/* sdpa_forward(out[n,hq,hd], q[n,hq,hd], cache). Grid: n*hq groups of 64, group = token * hq + head.
+ * store (the host sets it only for n = 1, a decode step, so that no other token of the step reads this slot): the
+ * kv_store of k/v [hk, hd] fused in: the first query head of each GQA group writes its KV head's row into the slot
+ * (as xpi_kv_store), and every work-group reads the key/value at the token's own position from k/v, rounded as
+ * the cache stores them, instead of the slot, which another work-group may not have written yet. */
 __attribute__((reqd_work_group_size(XPI_AWG, 1, 1)))
-kernel void xpi_sdpa(global float *out, const global float *q, const global void *kc, const global void *vc,
+kernel void xpi_sdpa(global float *out, const global float *q, global void *kc, global void *vc,
                      int kdt, const global int *pos, const global int *seq, const global int *tables, int max_blocks,
-                     int bshift, int hq, int hk, int hd, float scale, int window, float softcap) {
+                     int bshift, int hq, int hk, int hd, float scale, int window, float softcap, int store,
+                     const global float *kn, const global float *vn, int n_blocks) {
   local float qs[XPI_MAX_HD];
   local float p[XPI_AWG];
   local float red[XPI_AWG];
@@ -69,6 +74,15 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
   ulong qo = ((ulong)i * hq + h) * hd;
   const global int *tbl = tables + (ulong)seq[i] * max_blocks;
   for (int j = lid; j < hd; j += XPI_AWG) qs[j] = q[qo + j];
+  int P = store ? pos[i] : -1; /* the position read from k/v */
+  ulong no = ((ulong)i * hk + kh) * hd;
+  if (store && h % (hq / hk) == 0 && P >= 0 && (P >> bshift) < max_blocks && tbl[P >> bshift] >= 0 &&
+      tbl[P >> bshift] < n_blocks) /* uniform over the group; the slot checks of xpi_kv_store */
+    for (int j = lid; j < hd; j += XPI_AWG) {
+      ulong dst = xpi_kv_row(tbl, P, bshift, hk, kh, hd) + j;
+      xpi_store(kc, kdt, dst, kn[no + j]);
+      xpi_store(vc, kdt, dst, vn[no + j]);
+    }
   barrier(CLK_LOCAL_MEM_FENCE);
   int L = pos[i] + 1, w0 = xpi_first_key(pos[i], window);
   float m = -INFINITY, l = 0.0f;
@@ -78,9 +92,13 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
     int t = t0 + lid;
     float s = -INFINITY;
     if (t < L) {
-      ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
       float d = 0.0f;
-      for (int j = 0; j < hd; j++) d += qs[j] * xpi_load(kc, kdt, kb + j);
+      if (t == P) {
+        for (int j = 0; j < hd; j++) d += qs[j] * xpi_round_dt(kn[no + j], kdt);
+      } else {
+        ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
+        for (int j = 0; j < hd; j++) d += qs[j] * xpi_load(kc, kdt, kb + j);
+      }
       s = xpi_cap(d * scale, softcap);
     }
     float mn = fmax(m, xpi_wg_reduce(red, s, 1)); /* finite: key t0 < L is in the block */
@@ -91,7 +109,9 @@ kernel void xpi_sdpa(global float *out, const global float *q, const global void
     int nt = min(XPI_AWG, L - t0);
     for (int c = 0, j = lid; j < hd; c++, j += XPI_AWG) {
       float a = acc[c] * corr;
-      for (int tt = 0; tt < nt; tt++) a += p[tt] * xpi_load(vc, kdt, xpi_kv_row(tbl, t0 + tt, bshift, hk, kh, hd) + j);
+      for (int tt = 0; tt < nt; tt++)
+        a += p[tt] * (t0 + tt == P ? xpi_round_dt(vn[no + j], kdt)
+                                   : xpi_load(vc, kdt, xpi_kv_row(tbl, t0 + tt, bshift, hk, kh, hd) + j));
       acc[c] = a;
     }
     m = mn;

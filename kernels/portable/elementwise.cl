@@ -21,17 +21,14 @@ kernel void xpi_add(global float *x, const global float *y, ulong count) {
 kernel void xpi_swiglu(global float *out, const global float *gate, const global float *up, ulong count) {
   ulong i = get_global_id(0);
   if (i >= count) return;
-  float g = gate[i];
-  out[i] = g / (1.0f + exp(-g)) * up[i];
+  out[i] = xpi_glu(gate[i], up[i], 0);
 }
 
 /* out = gelu_tanh(gate) * up: 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))), torch's approximate="tanh". */
 kernel void xpi_geglu(global float *out, const global float *gate, const global float *up, ulong count) {
   ulong i = get_global_id(0);
   if (i >= count) return;
-  float g = gate[i];
-  float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
-  out[i] = 0.5f * g * (1.0f + tanh(inner)) * up[i];
+  out[i] = xpi_glu(gate[i], up[i], 1);
 }
 
 /* x = cap * tanh(x / cap) (logit softcapping) */

@@ -12,6 +12,8 @@
 #include "runtime/device.h"
 #include "runtime/xpu.h"
 
+#define PLAN_MIN_CTX 256 /* the shortest default context the memory plan reduces to before refusing the load */
+
 void xpi_model_options_default(xpi_model_options *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
@@ -183,12 +185,25 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   xpi_backend **layer_be = calloc((size_t)m->cfg.n_layers, sizeof *layer_be);
   if (!layer_be) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be);
-  s = xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want); /* before any upload */
+  /* before any upload: the plan on XPUs, which places the layers (a refused single device says so plainly
+   * where its weights alone do not fit); device maps mixing in the CPU keep the split by weight and check the
+   * weights */
+  xpi_graph_limits lim;
+  s = xpi_request_plan_limits(m, &lim);
+  if (s == XPI_OK)
+    s = xpi_xpu_plan(&m->cfg, m->st, &m->graph, want, &lim, xpi_request_default_ctx(m), PLAN_MIN_CTX, &m->plan);
+  if (s == XPI_ERR_OUT_OF_MEMORY && m->n_backends == 1) {
+    char plan_msg[1024];
+    snprintf(plan_msg, sizeof plan_msg, "%s", xpi_last_error());
+    if (xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want) == XPI_OK) s = xpi_err(s, "%s", plan_msg);
+  }
+  if (s == XPI_OK && m->plan.n_dev == 0 && m->n_backends > 1) s = xpi_xpu_fit_check(&m->cfg, m->st, layer_be, want);
   if (s != XPI_OK) {
     free(layer_be);
     return s;
   }
-  s = xpi_weights_load(&m->cfg, m->st, layer_be, want, &m->w);
+  xpi_graph_layer_backends(&m->graph, m->cfg.n_layers, layer_be); /* as planned */
+  s = xpi_weights_load_opt(&m->cfg, m->st, layer_be, want, m->plan.embed_on_host, &m->w);
   free(layer_be);
   XPI_TRY(s);
   XPI_TRY(check_unused(m, o->strict));
@@ -213,6 +228,11 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   memcpy(i->eos_ids, m->cfg.eos_ids, (size_t)i->n_eos * sizeof(int32_t));
   i->bos_id = m->cfg.bos_id;
   i->weight_bytes = m->w.bytes;
+  i->n_experts = m->cfg.n_experts;
+  i->n_experts_per_tok = m->cfg.n_experts_per_tok;
+  i->moe_intermediate_size = m->cfg.moe_intermediate_size;
+  i->shared_expert_intermediate_size = m->cfg.shared_expert_intermediate_size;
+  for (int32_t l = 0; l < m->cfg.n_layers; l++) i->n_moe_layers += m->cfg.n_experts > 0 && m->cfg.layer_moe[l];
   return XPI_OK;
 }
 

@@ -18,16 +18,36 @@ void xpi_request_options_default(xpi_request_options *o) {
   o->struct_size = sizeof *o;
 }
 
+/* The request engine's options and pool cap. */
+static int64_t request_engine_options(const xpi_model *m, xpi_engine_options *o) {
+  int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
+  int32_t ctx = max_pos < 4096 ? max_pos : 4096;
+  xpi_engine_options_default(o);
+  o->step_tokens = REQUEST_STEP_TOKENS;
+  return (int64_t)REQUEST_POOL_CONTEXTS * ctx;
+}
+
+xpi_status xpi_request_plan_limits(const xpi_model *m, xpi_graph_limits *lim) {
+  xpi_engine_options o;
+  int64_t cap = request_engine_options(m, &o);
+  return xpi_engine_plan_limits(m, &o, cap, lim);
+}
+
+int32_t xpi_request_default_ctx(const xpi_model *m) {
+  int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
+  int32_t n = max_pos < 4096 ? max_pos : 4096;
+  /* a device the plan could only give a shorter context to (it said so when loading) */
+  if (m->graph.kv_plan_tokens > 0 && m->graph.kv_plan_tokens < n) n = m->graph.kv_plan_tokens;
+  return n;
+}
+
 xpi_status xpi_request_engine(xpi_model *m, xpi_engine **out) {
   pthread_mutex_lock(&m->req_mu);
   xpi_status s = XPI_OK;
   if (!m->req_engine) {
-    int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
-    int32_t ctx = max_pos < 4096 ? max_pos : 4096;
     xpi_engine_options o;
-    xpi_engine_options_default(&o);
-    o.step_tokens = REQUEST_STEP_TOKENS;
-    s = xpi_engine_create_capped(m, &o, (int64_t)REQUEST_POOL_CONTEXTS * ctx, &m->req_engine);
+    int64_t cap = request_engine_options(m, &o);
+    s = xpi_engine_create_capped(m, &o, cap, &m->req_engine);
     if (s != XPI_OK) s = xpi_err_prefix(s, "creating the engine of the model's requests: ");
   }
   *out = m->req_engine;
@@ -40,7 +60,7 @@ xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts,
   *out = NULL;
   if (!model) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_request_create: model is NULL");
   int32_t max_pos = model->cfg.max_position_embeddings > 0 ? model->cfg.max_position_embeddings : 4096;
-  int32_t n_ctx = opts && opts->n_ctx ? opts->n_ctx : (max_pos < 4096 ? max_pos : 4096);
+  int32_t n_ctx = opts && opts->n_ctx ? opts->n_ctx : xpi_request_default_ctx(model);
   if (n_ctx > max_pos && model->cfg.longrope_long_ctx > 0)
     return xpi_err(XPI_ERR_UNSUPPORTED,
                    "n_ctx = %d: this model's longrope RoPE switches to its long factors past "

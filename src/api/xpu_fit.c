@@ -1,6 +1,7 @@
-/* A model that does not fit on its XPUs says so before loading: the bytes each backend will hold (every
- * tensor in the dtype it will be placed in) against each XPU's free memory. The KV cache comes on top, per
- * request; it is not counted here. */
+/* A model that does not fit on its XPUs says so before loading. With only XPUs, a plan: weights per layer at
+ * their placed size, the KV pool for the context and the step buffers, with the layers placed by it (the
+ * context reduced with a notice where needed, the load refused with the numbers where even a short one does not
+ * fit). Device maps mixing in the CPU: each XPU's share of the weights against its free memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +31,7 @@ static void add(fit_table *t, xpi_backend *be, uint64_t bytes) {
   t->n++;
 }
 
-static uint64_t placed_bytes(const xpi_st_tensor *t, int want) {
-  size_t es = xpi_dtype_size(t->dtype), ws = want >= 0 ? xpi_dtype_size((xpi_dtype)want) : 0;
-  if (want < 0 || ws == 0 || es == 0) return t->nbytes; /* as stored (block types: no larger than stored) */
-  return (uint64_t)(t->nbytes / es) * ws;
-}
+static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want);
 
 xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want) {
   int32_t nl = cfg->n_layers;
@@ -43,12 +40,12 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
   fit_table t = {0};
   for (size_t i = 0; i < xpi_st_count(st); i++) {
     const xpi_st_tensor *ts = xpi_st_at(st, i);
-    uint64_t b = placed_bytes(ts, want);
+    uint64_t b = placed_matrix_bytes(ts, want);
     int layer = -1;
     if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
       if (layer >= 0 && layer < nl) add(&t, layer_be[layer], b);
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
-      add(&t, first, b);
+      add(&t, first, placed_matrix_bytes(ts, want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want)); /* gathered */
       if (cfg->tie_word_embeddings && last != first) add(&t, last, b); /* the tied head is placed again */
     } else if (!strcmp(ts->name, "model.norm.weight") || !strcmp(ts->name, "lm_head.weight")) {
       add(&t, last, b);
@@ -67,5 +64,224 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
     snprintf(what, sizeof what, "the weights for layers %d-%d of %d", lo, hi, nl);
     XPI_TRY(xpi_xpu_check_fit(idx, t.need[i], what));
   }
+  return XPI_OK;
+}
+
+/* ------------------------------------------------------------------ the plan (every backend an XPU) */
+
+#define PLAN_RESERVE_SHIFT 6 /* 1/64 of each device's free memory stays free: RoPE tables, page rounding of
+                              * allocations, the eager attention's scores, what the driver allocates itself */
+
+/* Bytes of tensor t once placed with `want`: matrices converted or quantized (the CPU's block formats,
+ * ops/cpu/quant.h: 32 weights a block, Q8 34 bytes, Q4 18 bytes, the last block of a row padded), vectors as
+ * stored (model/weights.c converts matrices only). */
+static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want) {
+  if (t->ndim != 2 || want < 0) return t->nbytes;
+  uint64_t rows = (uint64_t)t->shape[0], cols = (uint64_t)t->shape[1];
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) return rows * ((cols + 31) / 32) * (want == XPI_DT_Q8 ? 34u : 18u);
+  size_t ws = xpi_dtype_size((xpi_dtype)want);
+  return ws ? rows * cols * ws : t->nbytes;
+}
+
+typedef struct plan_in {
+  int n;                          /* devices */
+  int32_t nl;
+  uint64_t *layer;                /* [nl] weight bytes of each layer */
+  uint64_t layer_max;
+  uint64_t embed, head_alone, head_shared, norm; /* head_shared: on the embedding's device (tied, unquantized) */
+  uint64_t kv_pos_layer;          /* KV bytes of one position of one layer */
+  int32_t block;                  /* pool block size */
+  uint64_t step, step_last;       /* step buffers of a device, of the last device */
+} plan_in;
+
+static uint64_t kv_bytes_for(const plan_in *in, int32_t ctx, int32_t layers) {
+  uint64_t blocks = (uint64_t)(ctx + in->block - 1) / (uint64_t)in->block + 1; /* + the graph's spare block */
+  return blocks * (uint64_t)in->block * in->kv_pos_layer * (uint64_t)layers;
+}
+
+/* Fixed bytes of device d when lo/hi are the first/last devices with layers. */
+static uint64_t fixed_bytes(const plan_in *in, const xpi_mem_plan *p, int d, int lo, int hi) {
+  uint64_t b = p->reserve[d] + (d == hi ? in->step_last : in->step);
+  if (d == lo) b += in->embed;
+  if (d == hi) b += in->norm + (lo == hi ? in->head_shared : in->head_alone);
+  return b;
+}
+
+/* Layers per device for a context of ctx positions: 1 when they fit (p->first set), 0 when not. */
+static int assign(const plan_in *in, xpi_mem_plan *p, int32_t ctx) {
+  int lo = 0, hi = in->n - 1;
+  int64_t m[XPI_MAX_BACKENDS], share[XPI_MAX_BACKENDS];
+  uint64_t cost = in->layer_max + kv_bytes_for(in, ctx, 1);
+  for (int iter = 0; iter < 4 * in->n + 4; iter++) {
+    int64_t sum = 0;
+    for (int d = 0; d < in->n; d++) {
+      uint64_t f = fixed_bytes(in, p, d, lo, hi);
+      if (p->free[d] < f) {
+        if (d < lo || d > hi || (lo == hi)) return 0; /* not even its step buffers, or the only device */
+        m[d] = 0;
+      } else {
+        m[d] = d < lo || d > hi ? 0 : (int64_t)((p->free[d] - f) / cost);
+      }
+      if (m[d] > in->nl) m[d] = in->nl;
+      sum += m[d];
+    }
+    if (m[lo] == 0 && lo < hi) { lo++; continue; } /* the embedding's device holds no layer: the next one */
+    if (m[hi] == 0 && hi > lo) { hi--; continue; }
+    if (sum < in->nl || sum == 0) return 0;
+    /* in proportion to what each holds, boundaries at the rounded cumulative share, then capped */
+    int64_t cum = 0, prev = 0;
+    for (int d = 0; d < in->n; d++) {
+      cum += m[d];
+      int64_t b = (int64_t)((double)in->nl * (double)cum / (double)sum + 0.5);
+      share[d] = b - prev;
+      prev = b;
+    }
+    for (int d = 0; d + 1 < in->n; d++)
+      if (share[d] > m[d]) share[d + 1] += share[d] - m[d], share[d] = m[d];
+    for (int d = in->n - 1; d > 0; d--)
+      if (share[d] > m[d]) share[d - 1] += share[d] - m[d], share[d] = m[d];
+    int nlo = -1, nhi = -1;
+    for (int d = 0; d < in->n; d++)
+      if (share[d] > 0) {
+        if (nlo < 0) nlo = d;
+        nhi = d;
+      }
+    if (nlo < 0) return 0;
+    if (nlo != lo || nhi != hi) { /* a device at an end got none: charge the ends again */
+      lo = nlo;
+      hi = nhi;
+      continue;
+    }
+    p->first[0] = 0;
+    for (int d = 0; d < in->n; d++) p->first[d + 1] = p->first[d] + (int32_t)share[d];
+    /* the exact bytes (each layer's own size) */
+    for (int d = 0; d < in->n; d++) {
+      uint64_t w = 0;
+      for (int32_t l = p->first[d]; l < p->first[d + 1]; l++) w += in->layer[l];
+      if (d == lo) w += in->embed;
+      if (d == hi) w += in->norm + (lo == hi ? in->head_shared : in->head_alone);
+      p->weights[d] = w;
+      p->kv[d] = kv_bytes_for(in, ctx, p->first[d + 1] - p->first[d]);
+      p->step[d] = d == hi ? in->step_last : in->step;
+      if (p->weights[d] + p->kv[d] + p->step[d] + p->reserve[d] > p->free[d]) return 0;
+    }
+    p->ctx = ctx;
+    return 1;
+  }
+  return 0;
+}
+
+/* The longest context in [min_ctx, ctx_wanted] (whole blocks below ctx_wanted) that fits, 0 if none. */
+static int32_t longest_ctx(const plan_in *in, xpi_mem_plan *p, int32_t ctx_wanted, int32_t min_ctx) {
+  if (assign(in, p, ctx_wanted)) return ctx_wanted;
+  if (!assign(in, p, min_ctx)) return 0;
+  int32_t good = min_ctx, bad = ctx_wanted;
+  while (bad - good > in->block) {
+    int32_t mid = good + (bad - good) / 2 / in->block * in->block;
+    if (mid <= good) mid = good + in->block;
+    if (assign(in, p, mid)) good = mid;
+    else bad = mid;
+  }
+  return good;
+}
+
+static double mib(uint64_t b) { return (double)b / 1048576.0; }
+
+xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_graph *g, int want,
+                        const xpi_graph_limits *lim, int32_t ctx_wanted, int32_t min_ctx, xpi_mem_plan *plan) {
+  memset(plan, 0, sizeof *plan);
+  int32_t nl = cfg->n_layers;
+  int n = g->n_backends, idx[XPI_MAX_BACKENDS];
+  if (nl <= 0 || n <= 0) return XPI_OK;
+  for (int d = 0; d < n; d++)
+    if (strcmp(g->backends[d]->ops->name, "xpu") || sscanf(g->backends[d]->device, "xpu:%d", &idx[d]) != 1)
+      return XPI_OK;
+  xpi_mem_plan p = {0};
+  p.n_dev = n;
+  p.ctx_wanted = ctx_wanted;
+  for (int d = 0; d < n; d++) {
+    XPI_TRY(xpi_xpu_free_memory(idx[d], &p.free[d]));
+    p.reserve[d] = p.free[d] >> PLAN_RESERVE_SHIFT;
+  }
+  plan_in in = {0};
+  in.n = n;
+  in.nl = nl;
+  in.layer = calloc((size_t)nl, sizeof *in.layer);
+  if (!in.layer) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  int quant = want == XPI_DT_Q8 || want == XPI_DT_Q4;
+  for (size_t i = 0; i < xpi_st_count(st); i++) { /* the tensors model/weights.c places */
+    const xpi_st_tensor *ts = xpi_st_at(st, i);
+    int layer = -1;
+    if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
+      if (layer >= 0 && layer < nl) in.layer[layer] += placed_matrix_bytes(ts, want);
+    } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
+      in.embed = placed_matrix_bytes(ts, quant ? -1 : want); /* gathered rows: never quantized */
+      if (cfg->tie_word_embeddings) {
+        in.head_alone = placed_matrix_bytes(ts, want);
+        in.head_shared = quant ? in.head_alone : 0; /* unquantized and tied on one device: the same tensor */
+      }
+    } else if (!strcmp(ts->name, "lm_head.weight") && !cfg->tie_word_embeddings) {
+      in.head_alone = in.head_shared = placed_matrix_bytes(ts, want);
+    } else if (!strcmp(ts->name, "model.norm.weight")) {
+      in.norm = placed_matrix_bytes(ts, want);
+    }
+  }
+  for (int32_t l = 0; l < nl; l++)
+    if (in.layer[l] > in.layer_max) in.layer_max = in.layer[l];
+  in.kv_pos_layer = 2ull * (uint64_t)cfg->n_kv_heads * (uint64_t)cfg->head_dim * xpi_dtype_size(g->kv_dtype);
+  in.block = lim->block_size;
+  in.step = xpi_graph_step_bytes(cfg, lim, 0);
+  in.step_last = xpi_graph_step_bytes(cfg, lim, 1);
+  if (min_ctx > ctx_wanted) min_ctx = ctx_wanted;
+  int32_t ctx = longest_ctx(&in, &p, ctx_wanted, min_ctx);
+  const xpi_st_tensor *et = xpi_st_find(st, "model.embed_tokens.weight");
+  if (ctx < ctx_wanted && et && et->dtype != XPI_DT_Q8 && et->dtype != XPI_DT_Q4) {
+    /* the embedding table in host memory (only the step's rows go to the device), a tied lm_head placed alone */
+    plan_in h = in;
+    h.embed = 0;
+    h.head_shared = h.head_alone;
+    xpi_mem_plan ph = p;
+    int32_t ctx_h = longest_ctx(&h, &ph, ctx_wanted, min_ctx);
+    if (ctx_h > ctx) {
+      ctx = ctx_h;
+      p = ph;
+      p.embed_on_host = 1;
+      in = h;
+    }
+  }
+  int ok = ctx > 0 && assign(&in, &p, ctx);
+  if (!ok) {
+    uint64_t tot_free = 0, tot_w = in.embed + in.norm + (n > 1 ? in.head_alone : in.head_shared), kv = 0;
+    for (int d = 0; d < n; d++) tot_free += p.free[d];
+    for (int32_t l = 0; l < nl; l++) tot_w += in.layer[l];
+    kv = kv_bytes_for(&in, min_ctx, nl);
+    char devs[96];
+    if (n == 1) snprintf(devs, sizeof devs, "xpu:%d", idx[0]);
+    else snprintf(devs, sizeof devs, "xpu:%d-%d", idx[0], idx[n - 1]);
+    free(in.layer);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY,
+                   "the model does not fit on %s (%.1f MiB free in all): weights %.1f MiB (%d layers of up to "
+                   "%.1f MiB, embedding %.1f MiB, lm_head %.1f MiB), a KV cache of at least %d positions %.1f MiB, "
+                   "step buffers %.1f MiB per device (%.1f on the last) and a reserve of %.1f MiB per device; use a "
+                   "smaller dtype or --quant, a device map over more XPUs (--device-map auto), or the CPU",
+                   devs, mib(tot_free), mib(tot_w), nl, mib(in.layer_max), mib(in.embed),
+                   mib(n > 1 ? in.head_alone : in.head_shared), min_ctx, mib(kv), mib(in.step), mib(in.step_last),
+                   mib(p.reserve[0]));
+  }
+  free(in.layer);
+  if (p.embed_on_host)
+    xpi_log(2, "memory plan: the embedding table (%.1f MiB) stays in host memory; each step writes its tokens' rows "
+               "to the device", mib(et ? et->nbytes : 0));
+  uint64_t kv_max = 0;
+  for (int d = 0; d < n; d++)
+    if (p.kv[d] > kv_max) kv_max = p.kv[d];
+  if (p.ctx < ctx_wanted)
+    xpi_log(2,
+            "memory plan: a KV cache of %d positions does not fit next to the weights on xpu:%d%s; requests default "
+            "to a context of %d positions (%.1f MiB of KV per device at most)",
+            ctx_wanted, idx[0], n > 1 ? " and the other devices of the map" : "", p.ctx, mib(kv_max));
+  for (int d = 0; d <= n; d++) g->layer_dev[d] = p.first[d];
+  g->kv_plan_tokens = p.ctx;
+  *plan = p;
   return XPI_OK;
 }

@@ -105,11 +105,10 @@ xpi_status xpi_engine_create(xpi_model *model, const xpi_engine_options *opts, x
   return xpi_engine_create_capped(model, opts, -1, out);
 }
 
-xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
-                                    xpi_engine **out) {
-  if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_create: out is NULL");
-  *out = NULL;
-  if (!model) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_create: model is NULL");
+/* The options with defaults filled in and checked, and the graph limits of the engine's state (n_blocks 0:
+ * the default pool). */
+static xpi_status engine_limits(const xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
+                                xpi_engine_options *o_out, xpi_graph_limits *lim) {
   xpi_engine_options o;
   xpi_engine_options_default(&o);
   if (opts) { /* a caller's older, smaller struct keeps the defaults of the fields it lacks */
@@ -125,6 +124,34 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
   int64_t cap = (max_pool_tokens + o.block_size - 1) / o.block_size; /* the default is no budget: the spare block
                                                                           * comes on top */
   if (cap > INT32_MAX / 2) cap = INT32_MAX / 2;
+  const int32_t S = o.max_seqs, vocab = model->cfg.vocab_size;
+  /* decode steps of up to max_seqs sequences replay as one bucket; lm_head takes as many rows at once */
+  int32_t max_out = 16;
+  while (max_out < S && max_out < 256) max_out <<= 1;
+  /* top_k + 1 values decide a top-k draw (a tie with the k-th is seen) */
+  int32_t max_topk = o.device_topk > 0 ? (o.device_topk + 1 < vocab ? o.device_topk + 1 : vocab) : 0;
+  xpi_graph_limits l = {o.step_tokens, S, (o.max_seq_len + o.block_size - 1) / o.block_size, n_blocks,
+                        (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out, max_topk};
+  *lim = l;
+  *o_out = o;
+  return XPI_OK;
+}
+
+xpi_status xpi_engine_plan_limits(const xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
+                                  xpi_graph_limits *lim) {
+  xpi_engine_options o;
+  return engine_limits(model, opts, max_pool_tokens, &o, lim);
+}
+
+xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
+                                    xpi_engine **out) {
+  if (!out) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_create: out is NULL");
+  *out = NULL;
+  if (!model) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_engine_create: model is NULL");
+  xpi_engine_options o;
+  xpi_graph_limits lim;
+  XPI_TRY(engine_limits(model, opts, max_pool_tokens, &o, &lim));
+  int32_t n_blocks = lim.n_blocks;
   xpi_engine *e = calloc(1, sizeof *e);
   if (!e) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   pthread_mutex_init(&e->mu, NULL);
@@ -136,13 +163,7 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
   e->max_blocks = (o.max_seq_len + o.block_size - 1) / o.block_size;
   e->next_id = 1;
   const int32_t T = o.step_tokens, S = o.max_seqs;
-  /* decode steps of up to max_seqs sequences replay as one bucket; lm_head takes as many rows at once */
-  int32_t max_out = 16;
-  while (max_out < S && max_out < 256) max_out <<= 1;
-  /* top_k + 1 values decide a top-k draw (a tie with the k-th is seen) */
-  e->max_topk = o.device_topk > 0 ? (o.device_topk + 1 < e->vocab ? o.device_topk + 1 : e->vocab) : 0;
-  xpi_graph_limits lim = {T, S, e->max_blocks, n_blocks, (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out,
-                          e->max_topk};
+  e->max_topk = lim.max_topk;
   xpi_status s = xpi_graph_state_create(e->g, &lim, &e->gs);
   if (s == XPI_OK) {
     e->n_blocks = n_blocks = xpi_graph_state_limits(e->gs)->n_blocks;

@@ -194,4 +194,9 @@ void xpi_engine_wake(xpi_engine *e);
 xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
                                     xpi_engine **out);
 
+/* The graph limits xpi_engine_create_capped would give the engine's state (n_blocks 0: the default pool), for
+ * the load's memory plan. The model needs only its config. */
+xpi_status xpi_engine_plan_limits(const xpi_model *model, const xpi_engine_options *opts, int64_t max_pool_tokens,
+                                  xpi_graph_limits *lim);
+
 #endif

@@ -146,14 +146,23 @@ xpi_status xpi_blk_flush(xpi_fwd *f) {
   return XPI_OK;
 }
 
-xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
+/* The attention block over in, or over rmsnorm(in) with norm (fused: only with matmul_multi); the output
+ * projection into out, or added into out with accumulate (matmul_add). */
+static xpi_status attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, const xpi_weight *norm,
+                            float *out, int accumulate) {
   const xpi_config *c = f->c;
   const xpi_backend_ops *o = f->o;
   xpi_backend *be = f->be;
   const int32_t n = f->n, hq = c->n_heads, hk = c->n_kv_heads, hd = c->head_dim, l = f->layer;
-  XPI_TRY(o->matmul(be, f->q, in, &L->wq, opt(&L->bq), n));
-  XPI_TRY(o->matmul(be, f->k, in, &L->wk, opt(&L->bk), n));
-  XPI_TRY(o->matmul(be, f->v, in, &L->wv, opt(&L->bv), n));
+  if (norm || (o->matmul_multi && (!L->bq.rows) == (!L->bk.rows) && (!L->bq.rows) == (!L->bv.rows))) {
+    float *const outs[3] = {f->q, f->k, f->v}; /* q|k|v in one launch */
+    const xpi_weight *const ws[3] = {&L->wq, &L->wk, &L->wv}, *const bs[3] = {opt(&L->bq), opt(&L->bk), opt(&L->bv)};
+    XPI_TRY(o->matmul_multi(be, 3, outs, in, norm, c->rms_norm_eps, f->h, ws, bs, n));
+  } else {
+    XPI_TRY(o->matmul(be, f->q, in, &L->wq, opt(&L->bq), n));
+    XPI_TRY(o->matmul(be, f->k, in, &L->wk, opt(&L->bk), n));
+    XPI_TRY(o->matmul(be, f->v, in, &L->wv, opt(&L->bv), n));
+  }
   const xpi_weight *qn = NULL, *kn = NULL;
   if (c->qk_norm == XPI_QK_WHOLE) { /* OLMo 2: one norm over all heads of the projection */
     XPI_TRY(o->rmsnorm(be, f->q, f->q, NULL, &L->q_norm, n, hq * hd, c->rms_norm_eps));
@@ -169,11 +178,24 @@ xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float
   }
   const xpi_attn_params ap = {c->attn_scale, c->attn_softcap, c->layer_sliding[l] ? c->sliding_window : 0, f->impl};
   XPI_TRY(op_attention(f, f->att, &ap));
+  if (accumulate) return o->matmul_add(be, out, f->res, f->att, &L->wo, opt(&L->bo), n);
   return o->matmul(be, out, f->att, &L->wo, opt(&L->bo), n);
+}
+
+xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
+  return attention(f, L, in, NULL, out, 0);
+}
+
+static xpi_glu_act glu_act(const xpi_config *c) {
+  return c->act == XPI_ACT_GELU_TANH ? XPI_GLU_GELU_TANH : XPI_GLU_SILU;
 }
 
 xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
   const int32_t n = f->n, I = f->c->intermediate_size;
+  if (f->o->matmul_glu) { /* gate, up and the activation in one launch */
+    XPI_TRY(f->o->matmul_glu(f->be, f->gate, f->up, in, NULL, 0.0f, NULL, &L->gate, &L->up, glu_act(f->c), n));
+    return f->o->matmul(f->be, out, f->gate, &L->down, NULL, n);
+  }
   XPI_TRY(f->o->matmul(f->be, f->gate, in, &L->gate, NULL, n));
   XPI_TRY(f->o->matmul(f->be, f->up, in, &L->up, NULL, n));
   XPI_TRY(op_act(f, f->gate, f->gate, f->up, n, I));
@@ -191,7 +213,25 @@ xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm
   return XPI_OK;
 }
 
+/* The pre-norm layer with the norms in the following projections' launches and the residual adds in the output
+ * projections' (the backend's fused ops): where there are no post-norms and no residual scale, and q/k/v have
+ * biases all or none. The same values as the separate ops (ops.h). */
+static int fused_layer_ok(const xpi_fwd *f, const xpi_layer_weights *L) {
+  const xpi_backend_ops *o = f->o;
+  return o->matmul_multi && o->matmul_glu && o->matmul_add && !L->post_attn_norm.rows && !L->post_mlp_norm.rows &&
+         f->c->residual_scale == 1.0f && (!L->bq.rows) == (!L->bk.rows) && (!L->bq.rows) == (!L->bv.rows);
+}
+
+static xpi_status fused_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L) {
+  XPI_TRY(xpi_blk_flush(f));
+  XPI_TRY(attention(f, L, f->x, &L->attn_norm, f->x, 1)); /* x += o_proj(attn(norm(x))) */
+  XPI_TRY(f->o->matmul_glu(f->be, f->gate, f->up, f->x, &L->mlp_norm, f->c->rms_norm_eps, f->h, &L->gate, &L->up,
+                           glu_act(f->c), f->n));
+  return f->o->matmul_add(f->be, f->x, f->res, f->gate, &L->down, NULL, f->n); /* x += down(...) */
+}
+
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L) {
+  if (fused_layer_ok(f, L)) return fused_prenorm_layer(f, L);
   XPI_TRY(xpi_blk_norm_in(f, &L->attn_norm));
   XPI_TRY(xpi_blk_attention(f, L, f->h, f->res));
   XPI_TRY(xpi_blk_branch(f, f->res, &L->post_attn_norm));

@@ -32,7 +32,6 @@ static xpi_status read_family(const char *path, const cJSON *root, const xpi_fam
   int found = 0;
   XPI_TRY(xpi_json_get_string(path, root, "model_type", &mt, &found));
   if (found) {
-    XPI_TRY(xpi_family_pending(path, mt, NULL));
     if (!(by_type = xpi_family_by_type(mt)))
       return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"model_type\" \"%.64s\" is not supported (supported: %s)", path, mt,
                      xpi_family_types());
@@ -44,7 +43,6 @@ static xpi_status read_family(const char *path, const cJSON *root, const xpi_fam
     for (const cJSON *a = ar->child; a; a = a->next) {
       if (!cJSON_IsString(a))
         return xpi_err(XPI_ERR_FORMAT, "%s: \"architectures\" must be a non-empty list of strings", path);
-      XPI_TRY(xpi_family_pending(path, NULL, a->valuestring));
       const xpi_family *f = xpi_family_by_arch(a->valuestring);
       if (!f)
         return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"architectures\" entry \"%.64s\" is not supported (supported: %s)",

@@ -63,6 +63,12 @@ typedef struct xpi_config {
   float gen_temperature, gen_top_p; int32_t gen_top_k; /* 0 when absent */
   float gen_repetition_penalty;/* 0 when absent */
   int32_t gen_max_new_tokens;  /* 0 when absent */
+  /* Mixture of experts (qwen2_moe, qwen3_moe; model/moe.c). n_experts == 0: every layer has the dense MLP;
+   * else layer_moe[l] says which layers are sparse (decoder_sparse_step, mlp_only_layers). */
+  int32_t n_experts, n_experts_per_tok, moe_intermediate_size;
+  int32_t shared_expert_intermediate_size; /* qwen2_moe's sigmoid-gated shared expert; 0: none */
+  int norm_topk_prob;          /* renormalize the top-k router probabilities */
+  unsigned char layer_moe[XPI_MAX_LAYERS];
 } xpi_config;
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. Unknown architecture, missing or

@@ -32,6 +32,7 @@ typedef struct xpi_fwd {
   /* activations (backend memory, sized for max_tokens): x, h, t [n, hidden]; q, att [n, hq*hd]; k, v
    * [n, hk*hd]; res [n, hidden]; gate, up [n, intermediate] */
   float *x, *h, *t, *q, *k, *v, *att, *res, *gate, *up;
+  const struct xpi_moe_bufs *moe;  /* MoE layers' activations (model/moe.h); NULL for dense models */
   const float *pending;
 } xpi_fwd;
 
@@ -46,16 +47,14 @@ typedef struct xpi_family {
 
 /* The families (families/<name>.c), listed in families/registry.c. */
 extern const xpi_family xpi_family_llama, xpi_family_mistral, xpi_family_qwen2, xpi_family_qwen3, xpi_family_smollm3,
-    xpi_family_granite, xpi_family_phi3, xpi_family_olmo2, xpi_family_gemma2, xpi_family_gemma3;
+    xpi_family_granite, xpi_family_phi3, xpi_family_olmo2, xpi_family_gemma2, xpi_family_gemma3,
+    xpi_family_qwen2_moe, xpi_family_qwen3_moe;
 
 /* ---- registry (families/registry.c) */
 const xpi_family *xpi_family_by_type(const char *model_type);
 const xpi_family *xpi_family_by_arch(const char *architecture);
 const char *xpi_family_types(void);         /* "llama, mistral, ..." for messages */
 const char *xpi_family_archs(void);
-/* XPI_ERR_UNSUPPORTED with a "not supported yet" message for a family whose graph is not written yet
- * (mixture-of-experts), else XPI_OK. */
-xpi_status xpi_family_pending(const char *path, const char *model_type, const char *architecture);
 
 /* ---- config pieces every family shares (blocks.c) */
 /* The config class's defaults where they differ from the common ones (rms_norm_eps 1e-6, rope_theta 1e4),

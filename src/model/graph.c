@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "model/moe.h"
 #include "model/family.h"
+#include "ops/half.h"
 
 typedef struct dev_state {
   xpi_backend *be;
@@ -22,6 +24,7 @@ typedef struct dev_state {
   int32_t *tok;                             /* [max_out] greedy tokens on the last device */
   int32_t *tk_ids;                          /* [max_out, max_topk] top-k of the rows that ask, on the last device */
   float *tk_vals, *tk_norm;                 /* [max_out, max_topk], [max_out, 2] */
+  xpi_moe_bufs moe;                         /* MoE layers' activations (model/moe.h), when the model has them */
 } dev_state;
 
 #define N_BUCKETS 16 /* decode recordings for 1, 2, 4, ... 2^15 sequences */
@@ -128,6 +131,7 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     for (int i = 0; i < N_BUCKETS; i++)
       if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
+    xpi_moe_bufs_free(be, &ds->moe);
     void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->x, ds->h, ds->t, ds->q, ds->k, ds->v, ds->att, ds->res,
                     ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
@@ -158,7 +162,21 @@ static uint64_t block_bytes(const xpi_graph *g, int d, int32_t block_size) {
          xpi_dtype_size(g->kv_dtype) * (uint64_t)block_size;
 }
 
-/* The default pool: half of what every backend with layers has free, the smallest share over them. */
+uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, int last) {
+  uint64_t B = (uint64_t)lim->max_tokens, H = (uint64_t)c->hidden_size, Q = (uint64_t)c->n_heads * c->head_dim;
+  uint64_t K = (uint64_t)c->n_kv_heads * c->head_dim, I = (uint64_t)c->intermediate_size;
+  uint64_t T = (uint64_t)(lim->max_rows + 1) * (uint64_t)lim->max_blocks, O = (uint64_t)lim->max_out;
+  uint64_t P = B > O ? B : O;
+  uint64_t n = 4 * (3 * P + T + P * (4 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res t q att
+                                                                          * k v gate up (4-byte elements) */
+  if (c->n_experts > 0) n += xpi_moe_bufs_bytes(c, (int32_t)P);
+  if (last) /* logits, greedy ids, top-k ids + values + normalisers */
+    n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
+  return n;
+}
+
+/* The default pool: half of what every backend with layers has free, the smallest share over them, or the
+ * context the load's memory plan kept room for where that is more (the plan checked it fits). */
 static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim, int32_t *n_blocks) {
   int64_t best = -1;
   for (int d = 0; d < g->n_backends; d++) {
@@ -167,6 +185,8 @@ static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim
     xpi_backend *be = g->backends[d];
     XPI_TRY(be->ops->free_memory(be, &avail));
     int64_t b = (int64_t)(avail / 2 / per) - 1; /* the spare block */
+    int64_t planned = ((int64_t)g->kv_plan_tokens + lim->block_size - 1) / lim->block_size;
+    if (b < planned) b = planned < (int64_t)(avail / per) - 1 ? planned : (int64_t)(avail / per) - 1;
     if (best < 0 || b < best) best = b;
   }
   if (best > lim->max_pool_blocks) best = lim->max_pool_blocks;
@@ -194,6 +214,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   st->n_dev = g->n_backends;
   size_t B = (size_t)lim->max_tokens, H = (size_t)c->hidden_size, Q = (size_t)c->n_heads * c->head_dim;
   size_t K = (size_t)c->n_kv_heads * c->head_dim, I = (size_t)c->intermediate_size;
+  if ((size_t)c->shared_expert_intermediate_size > I) I = (size_t)c->shared_expert_intermediate_size; /* its scratch */
   size_t T = (size_t)(lim->max_rows + 1) * (size_t)lim->max_blocks, O = (size_t)lim->max_out;
   size_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
   xpi_status s = XPI_OK;
@@ -218,6 +239,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->v = balloc(be, P * K, sizeof(float), &s);
     ds->gate = balloc(be, P * I, sizeof(float), &s);
     ds->up = balloc(be, P * I, sizeof(float), &s);
+    if (s == XPI_OK && c->n_experts > 0) s = xpi_moe_bufs_alloc(be, c, (int32_t)P, &ds->moe);
     if (d == last_dev(g)) {
       ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
       ds->tok = balloc(be, O, sizeof(int32_t), &s);
@@ -246,9 +268,10 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   }
   free(trash);
   if (s != XPI_OK) {
+    int32_t nb = st->lim.n_blocks; /* read before the state goes */
     xpi_graph_state_free(st);
     return xpi_err_prefix(s, "creating the KV pool (%d blocks of %d positions) and buffers for %d tokens a step: ",
-                          st->lim.n_blocks, lim->block_size, lim->max_tokens);
+                          nb, lim->block_size, lim->max_tokens);
   }
   *out = st;
   return XPI_OK;
@@ -307,7 +330,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
   int cur = 0;
   while (g->layer_dev[cur + 1] == 0) cur++; /* first device with layers (embedding lives there) */
   dev_state *D = &st->dev[cur];
-  XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n));
+  if (!w->embed_on_host) XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n)); /* else write_inputs */
   XPI_TRY(xpi_op_scale(D->be, D->x, (int64_t)n * H, c->embed_scale));
   if (probe) {
     XPI_TRY(probe_rows(g, st, probe, D->be, D->x, n, -1));
@@ -329,7 +352,7 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
     xpi_fwd f = {.c = c, .be = D->be, .o = D->be->ops, .n = n, .layer = l, .kv_layer = l - g->layer_dev[cur],
                  .kv = D->kv, .map = &map, .pos = D->pos, .inv_freq = inv, .impl = g->attn, .x = D->x, .h = D->h,
                  .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att, .res = D->res, .gate = D->gate,
-                 .up = D->up, .pending = pending};
+                 .up = D->up, .moe = c->n_experts > 0 ? &D->moe : NULL, .pending = pending};
     XPI_TRY(c->family->layer(&f, &w->layers[l]));
     pending = f.pending;
     if (probe) { /* the layer's output: x with its residual branch added */
@@ -412,10 +435,35 @@ static xpi_status read_outputs(const xpi_graph *g, xpi_graph_state *st, const xp
   return XPI_OK;
 }
 
+/* The embedding rows of ids[0..n) gathered from the table in host memory into host_x (f32), written to x of the
+ * first device with layers: the only bytes of the table that reach a device. */
+static xpi_status embed_from_host(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n) {
+  const xpi_weight *E = &g->w->embed;
+  const size_t H = (size_t)E->cols;
+  for (int32_t i = 0; i < n; i++) {
+    if (ids[i] < 0 || ids[i] >= E->rows)
+      return xpi_err(XPI_ERR_INVALID_ARGUMENT, "token id %d is outside the vocabulary [0, %lld)", ids[i],
+                     (long long)E->rows);
+    float *dst = st->host_x + (size_t)i * H;
+    const size_t r = (size_t)ids[i] * H;
+    if (E->dtype == XPI_DT_F32) memcpy(dst, (const float *)E->data + r, H * sizeof *dst);
+    else {
+      const uint16_t *src = (const uint16_t *)E->data + r;
+      for (size_t j = 0; j < H; j++)
+        dst[j] = E->dtype == XPI_DT_BF16 ? xpi_bf16_to_f32(src[j]) : xpi_f16_to_f32(src[j]);
+    }
+  }
+  int d = 0;
+  while (g->layer_dev[d + 1] == 0) d++;
+  dev_state *D = &st->dev[d];
+  return D->be->ops->write(D->be, D->x, st->host_x, (size_t)n * H * sizeof(float));
+}
+
 /* Writes a step's inputs (n tokens, n_rows table rows) to every backend that needs them. */
 static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, const int32_t *pos,
                                const int32_t *seq, int32_t n, const int32_t *tables, int32_t n_rows) {
   const size_t tb = (size_t)n_rows * (size_t)st->lim.max_blocks * sizeof(int32_t);
+  if (g->w->embed_on_host) XPI_TRY(embed_from_host(g, st, ids, n));
   for (int d = 0; d < g->n_backends; d++) {
     dev_state *D = &st->dev[d];
     if (g->layer_dev[d] == g->layer_dev[d + 1] && d != 0) continue; /* no layers here */

@@ -24,6 +24,8 @@ typedef struct xpi_graph {
   float *inv_freq[2][XPI_MAX_BACKENDS];     /* per RoPE set of the config: backend memory, head_dim/2 floats */
   xpi_attn_impl attn;
   xpi_dtype kv_dtype;
+  int32_t kv_plan_tokens;                   /* positions of KV the load's memory plan kept room for on every device
+                                             * (src/api/xpu_fit.c); the default pool is at least that, 0: none */
 } xpi_graph;
 
 /* Splits n_layers over n_dev devices in proportion to weight[d] (e.g. free memory): first[d] is the first
@@ -56,6 +58,10 @@ typedef struct xpi_graph_limits {
 } xpi_graph_limits;
 
 typedef struct xpi_graph_state xpi_graph_state;
+
+/* Device bytes a state's step buffers take on one backend (inputs, tables, activations; with last: the
+ * logits, greedy ids and top-k rows of the last device), as xpi_graph_state_create allocates them. */
+uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, int last);
 
 xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *lim, xpi_graph_state **out);
 void xpi_graph_state_free(xpi_graph_state *st);

@@ -90,6 +90,40 @@ xpi_status xpi_load_rows(xpi_loader *ld, const char *suffix, int64_t total_rows,
   return place_range(ld, ld->be, t, n, r0, rows, cols, ld->want, w);
 }
 
+int32_t xpi_loader_layer(const xpi_loader *ld) { return ld->layer; }
+
+xpi_status xpi_load_matrix_float(xpi_loader *ld, const char *suffix, int64_t rows, int64_t cols, xpi_weight *w) {
+  char n[200];
+  layer_name(ld, suffix, n, sizeof n);
+  return place(ld, ld->be, n, rows, cols, ld->want == XPI_DT_Q8 || ld->want == XPI_DT_Q4 ? -1 : ld->want, w);
+}
+
+xpi_status xpi_load_experts(xpi_loader *ld, const char *proj, int32_t n_experts, int64_t rows, int64_t cols,
+                            xpi_experts *e) {
+  const void **src = calloc((size_t)n_experts, sizeof *src);
+  if (!src) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  xpi_dtype dt = XPI_DT_F32;
+  xpi_status s = XPI_OK;
+  char suffix[128], n[200];
+  for (int32_t x = 0; s == XPI_OK && x < n_experts; x++) {
+    snprintf(suffix, sizeof suffix, "mlp.experts.%d.%s.weight", x, proj);
+    layer_name(ld, suffix, n, sizeof n);
+    const xpi_st_tensor *t = NULL;
+    s = find(ld, n, rows, cols, &t);
+    if (s == XPI_OK && x > 0 && t->dtype != dt)
+      s = xpi_err(XPI_ERR_FORMAT, "tensor '%s' is %s, expert 0's is %s", n, xpi_dtype_name(t->dtype),
+                  xpi_dtype_name(dt));
+    if (s == XPI_OK) dt = t->dtype, src[x] = t->data;
+  }
+  if (s == XPI_OK) {
+    s = xpi_experts_create(ld->be, e, src, dt, n_experts, rows, cols, ld->want >= 0 ? (xpi_dtype)ld->want : dt);
+    if (s != XPI_OK) s = xpi_err_prefix(s, "model.layers.%d.mlp.experts.*.%s.weight: ", ld->layer, proj);
+    else ld->w->bytes += e->bytes;
+  }
+  free(src);
+  return s;
+}
+
 xpi_status xpi_load_vector(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w) {
   char name[200];
   layer_name(ld, suffix, name, sizeof name);
@@ -137,6 +171,11 @@ static void free_layer(xpi_layer_weights *L) {
                        &L->q_norm, &L->k_norm, &L->post_attn_norm, &L->mlp_norm, &L->gate, &L->up, &L->down,
                        &L->post_mlp_norm};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) FREE_W(L->be, *all[i]);
+  FREE_W(L->be, L->router);
+  FREE_W(L->be, L->shared_gate);
+  xpi_experts_free(L->be, &L->ex_gate);
+  xpi_experts_free(L->be, &L->ex_up);
+  xpi_experts_free(L->be, &L->ex_down);
 }
 
 void xpi_weights_free(xpi_model_weights *w) {
@@ -145,7 +184,7 @@ void xpi_weights_free(xpi_model_weights *w) {
     for (int32_t l = 0; l < w->n_layers; l++) free_layer(&w->layers[l]);
   free(w->layers);
   free(w->used);
-  if (w->first) FREE_W(w->first, w->embed);
+  if (w->first && !w->embed_on_host) FREE_W(w->first, w->embed);
   if (w->last) {
     FREE_W(w->last, w->final_norm);
     if (!w->lm_head_is_embed) FREE_W(w->last, w->lm_head);
@@ -157,6 +196,30 @@ void xpi_weights_free(xpi_model_weights *w) {
 
 xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
                             xpi_model_weights *w) {
+  return xpi_weights_load_opt(c, st, layer_be, want, 0, w);
+}
+
+/* The embedding table as the mapped checkpoint holds it, for gathers on the host. */
+static xpi_status borrow_host(const xpi_loader *ld, const xpi_config *c, xpi_weight *w) {
+  const char *name = "model.embed_tokens.weight";
+  const xpi_st_tensor *t = xpi_st_find(ld->st, name);
+  if (!t) return xpi_err(XPI_ERR_FORMAT, "tensor '%s' is missing from the checkpoint", name);
+  if (t->ndim != 2 || t->shape[0] != c->vocab_size || t->shape[1] != c->hidden_size)
+    return xpi_err(XPI_ERR_FORMAT, "%s: tensor '%s' is not [%d, %d]", t->file, name, c->vocab_size, c->hidden_size);
+  if (t->dtype != XPI_DT_F32 && t->dtype != XPI_DT_F16 && t->dtype != XPI_DT_BF16)
+    return xpi_err(XPI_ERR_FORMAT, "%s: tensor '%s' of dtype %s cannot stay in host memory", t->file, name,
+                   xpi_dtype_name(t->dtype));
+  ld->w->used[t - xpi_st_at(ld->st, 0)] = 1;
+  memset(w, 0, sizeof *w);
+  w->dtype = t->dtype;
+  w->rows = t->shape[0];
+  w->cols = t->shape[1];
+  w->data = t->data;
+  return XPI_OK;
+}
+
+xpi_status xpi_weights_load_opt(const xpi_config *c, const xpi_safetensors *st, xpi_backend *const *layer_be,
+                                int want, int embed_on_host, xpi_model_weights *w) {
   memset(w, 0, sizeof *w);
   w->n_layers = c->n_layers;
   w->layers = calloc((size_t)c->n_layers, sizeof *w->layers);
@@ -170,8 +233,10 @@ xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_
   }
   xpi_loader ld = {c, st, w, w->first, -1, want};
   const int quant = want == XPI_DT_Q8 || want == XPI_DT_Q4;
-  xpi_status s = place(&ld, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size, quant ? -1 : want,
-                       &w->embed);
+  w->embed_on_host = embed_on_host;
+  xpi_status s = embed_on_host ? borrow_host(&ld, c, &w->embed)
+                               : place(&ld, w->first, "model.embed_tokens.weight", c->vocab_size, c->hidden_size,
+                                       quant ? -1 : want, &w->embed);
   for (int32_t l = 0; s == XPI_OK && l < c->n_layers; l++) {
     ld.be = w->layers[l].be = layer_be[l];
     ld.layer = l;
@@ -179,7 +244,7 @@ xpi_status xpi_weights_load(const xpi_config *c, const xpi_safetensors *st, xpi_
   }
   if (s == XPI_OK) s = place_norm(&ld, w->last, "model.norm.weight", c->hidden_size, &w->final_norm);
   if (s == XPI_OK) {
-    if (c->tie_word_embeddings && w->last == w->first && !quant) {
+    if (c->tie_word_embeddings && w->last == w->first && !quant && !embed_on_host) {
       w->lm_head = w->embed; /* tied: the same placed tensor */
       w->lm_head_is_embed = 1;
     } else {

@@ -18,12 +18,20 @@ typedef struct xpi_layer_weights {
   xpi_weight mlp_norm;              /* post_attention_layernorm (Llama) / pre_feedforward_layernorm (Gemma) */
   xpi_weight gate, up, down;        /* Phi-3: gate/up are row ranges of gate_up_proj */
   xpi_weight post_mlp_norm;         /* Gemma 2/3, OLMo 2: post_feedforward_layernorm */
+  /* mixture of experts (model/moe.c); moe == 0: the dense MLP above. A MoE layer's gate/up/down are its shared
+   * expert (qwen2_moe) or absent. */
+  int moe;
+  xpi_weight router;                /* mlp.gate [n_experts, hidden] */
+  xpi_experts ex_gate, ex_up, ex_down;
+  xpi_weight shared_gate;           /* mlp.shared_expert_gate [1, hidden] (qwen2_moe) */
 } xpi_layer_weights;
 
 typedef struct xpi_model_weights {
   xpi_backend *first, *last;        /* embedding on first; final norm and lm_head on last */
   xpi_weight embed, final_norm, lm_head;
   int lm_head_is_embed;             /* tied and on the same backend: lm_head aliases embed */
+  int embed_on_host;                /* embed borrows the mapped checkpoint in host memory (stored dtype): the graph
+                                     * gathers the step's rows on the host and writes only those to the device */
   xpi_layer_weights *layers;
   int32_t n_layers;
   uint64_t bytes;                   /* weight bytes as used by the backends */
@@ -37,6 +45,10 @@ typedef struct xpi_model_weights {
  * each tensor's stored dtype (then CPU weights borrow the mapping); XPI_DT_Q8/Q4 to quantize matrices. */
 xpi_status xpi_weights_load(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want,
                             xpi_model_weights *w);
+/* The same, with the embedding table left in host memory (embed_on_host) when embed_on_host is 1: a device
+ * then holds no vocabulary x hidden matrix for it (a tied lm_head is placed on its own). */
+xpi_status xpi_weights_load_opt(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be,
+                                int want, int embed_on_host, xpi_model_weights *w);
 void xpi_weights_free(xpi_model_weights *w);
 
 /* The checkpoint's tensors the load did not place, i.e. that the graph never reads (a checkpoint with more
@@ -54,6 +66,14 @@ xpi_status xpi_load_matrix(xpi_loader *ld, const char *suffix, int64_t rows, int
  * mapping when the dtype is kept (no copy), else that range converted/quantized/uploaded. */
 xpi_status xpi_load_rows(xpi_loader *ld, const char *suffix, int64_t total_rows, int64_t r0, int64_t rows,
                          int64_t cols, xpi_weight *w);
+/* The index of the layer being loaded. */
+int32_t xpi_loader_layer(const xpi_loader *ld);
+/* A matrix kept in a float dtype even when the load quantizes (routers: they choose which experts run). */
+xpi_status xpi_load_matrix_float(xpi_loader *ld, const char *suffix, int64_t rows, int64_t cols, xpi_weight *w);
+/* The n_experts matrices "mlp.experts.<e>.<proj>.weight", each [rows, cols] and of one dtype, as one xpi_experts
+ * (converted/quantized per expert as the load asks). */
+xpi_status xpi_load_experts(xpi_loader *ld, const char *proj, int32_t n_experts, int64_t rows, int64_t cols,
+                            xpi_experts *e);
 /* A vector [n] in its stored dtype (biases). */
 xpi_status xpi_load_vector(xpi_loader *ld, const char *suffix, int64_t n, xpi_weight *w);
 /* A norm weight [n]: as stored, or 1 + w in f32 when the config says norm_plus_one (Gemma). */

@@ -52,6 +52,9 @@ typedef struct xpi_attn_params {
   xpi_attn_impl impl;
 } xpi_attn_params;
 
+/* The activation of a gated MLP: swiglu (silu) or geglu (gelu_tanh). */
+typedef enum xpi_glu_act { XPI_GLU_SILU = 0, XPI_GLU_GELU_TANH = 1 } xpi_glu_act;
+
 typedef enum xpi_rope_type { XPI_ROPE_DEFAULT = 0, XPI_ROPE_LLAMA3 = 1 } xpi_rope_type;
 
 typedef struct xpi_rope_params {
@@ -88,6 +91,24 @@ typedef struct xpi_kv_map {
 } xpi_kv_map;
 
 typedef struct xpi_backend xpi_backend;
+
+/* The experts of one mixture-of-experts projection: n same-shaped matrices [rows, cols], each placed by
+ * weight_create (so the CPU borrows or quantizes them per expert, as any matrix), plus a table of their
+ * data pointers in backend memory for kernels that pick an expert per token (src/ops/experts.c). */
+typedef struct xpi_experts {
+  int32_t n;
+  int64_t rows, cols;
+  xpi_dtype dtype;
+  xpi_weight *w;          /* [n] */
+  const void **table;     /* backend memory: [n] w[e].data */
+  uint64_t bytes;         /* bytes of the n matrices on the backend */
+} xpi_experts;
+
+/* Places n host matrices src[e] (rows x cols of src_dtype, valid for the model's life) on be as dtype want
+ * (weight_create's conversions and q8/q4 quantization). On failure nothing stays allocated. */
+xpi_status xpi_experts_create(xpi_backend *be, xpi_experts *e, const void *const *src, xpi_dtype src_dtype,
+                              int32_t n, int64_t rows, int64_t cols, xpi_dtype want);
+void xpi_experts_free(xpi_backend *be, xpi_experts *e);
 
 typedef struct xpi_backend_ops {
   const char *name; /* "cpu", "xpu" */
@@ -157,6 +178,23 @@ typedef struct xpi_backend_ops {
   xpi_status (*topk)(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
                      int32_t cols, int32_t k);
 
+  /* ---- mixture of experts (Qwen2-MoE, Qwen3-MoE)
+   * Router: per token t < n, p = softmax(logits[t, 0..n_experts)) in f32, its k largest, best first (lower
+   * expert id on ties): ids[t*k + j], wts[t*k + j] = p, divided by the sum of the k when norm_topk (the
+   * config's norm_topk_prob). A row holding a NaN or an infinity gets ids -1 (moe_matmul skips them). */
+  xpi_status (*moe_route)(xpi_backend *be, int32_t *ids, float *wts, const float *logits, int32_t n,
+                          int32_t n_experts, int32_t k, int norm_topk);
+  /* Per slot s = t*k + j (t < n, j < k): out[s, 0..rows) = x_s @ E[ids[s]]^T, x_s = in[t] when in_k == 1 (gate
+   * and up read the token's row) or in[s] when in_k == k (down reads the slot's own row). Only the experts some
+   * slot selects are read, each once per call: slots are grouped by expert. A slot whose id is outside
+   * [0, e->n) gets a zero row. */
+  xpi_status (*moe_matmul)(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
+                           const int32_t *ids, int32_t n, int32_t k);
+  /* out[t, :] = sum_j wts[t*k + j] * y[t*k + j, :]  (t < n, rows of d), then, when shared is not NULL,
+   * += sigmoid(shared_gate[t]) * shared[t, :] (Qwen2-MoE's shared expert and its gate). */
+  xpi_status (*moe_combine)(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
+                            const float *shared_gate, int32_t n, int32_t k, int32_t d);
+
   /* ---- optional: record a step once and replay it ("XPU graph"). NULL where unsupported.
    * Between capture_begin and capture_end ops are recorded, not run; replay runs the recording again,
    * reading positions/ids from the same backend buffers. */
@@ -167,6 +205,24 @@ typedef struct xpi_backend_ops {
 
   /* Waits for everything enqueued. */
   xpi_status (*sync)(xpi_backend *be);
+
+  /* ---- optional fused ops: NULL where the backend has none (the model's blocks then run the separate ops);
+   * each computes exactly what the composition of the separate ops computes, in one launch where it can. */
+  /* outs[j][n, ws[j]->rows] = h @ ws[j]^T (+ biases[j] when not NULL), j < count (1..3), all weights with the
+   * same cols (the q/k/v projections of one input): h = in without norm, else rmsnorm(in) with weight norm and eps
+   * (as rmsnorm without residual computes it); hbuf [n, cols] is scratch where the backend may put h. */
+  xpi_status (*matmul_multi)(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                             float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                             int32_t n);
+  /* out[n, f] = act(h @ gate^T) * (h @ up^T), f = gate->rows = up->rows, act as swiglu/geglu, h as matmul_multi;
+   * tmp [n, f] scratch (the composition's up projection). */
+  xpi_status (*matmul_glu)(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm,
+                           float eps, float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act,
+                           int32_t n);
+  /* x[n, w->rows] += in @ w^T (+ bias): a projection with the residual add as its epilogue; tmp [n, w->rows]
+   * scratch (the composition's product). x + (in @ w^T + bias) in that order, as rmsnorm's residual add. */
+  xpi_status (*matmul_add)(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                           const xpi_weight *bias, int32_t n);
 
   /* Bytes further allocations could still get (the CPU: MemAvailable; an XPU: its memory less what this
    * process holds there): what default KV pools are sized from. */

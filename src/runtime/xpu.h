@@ -24,6 +24,10 @@ xpi_status xpi_xpu_free_memory(int index, uint64_t *bytes);
 /* XPI_ERR_OUT_OF_MEMORY ("the model does not fit on xpu:N: <what> need ...") naming the need and the free
  * memory, when need bytes do not fit on xpu:index: for checks before anything is uploaded. */
 xpi_status xpi_xpu_check_fit(int index, uint64_t need, const char *what);
+/* Launch counting for the performance model (xpi_model_perf_decode): from begin to end, every launch of the
+ * XPU backend be adds its cost (src/ops/xpu/xpu_perf.c) to *acc by kernel. be must be an XPU backend. */
+xpi_status xpi_xpu_perf_begin(xpi_backend *be, xpi_perf_report *acc);
+void xpi_xpu_perf_end(xpi_backend *be);
 /* A backend on cfg->device ("xpu:N", already resolved against the visible devices). */
 xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out);
 

@@ -58,11 +58,11 @@ static void expect(int line, const char *base, const char *const *edits, const c
 
 static void family_cases(void) {
   UNS(E("model_type", "\"gemma\""), "\"model_type\" \"gemma\" is not supported (supported: llama, mistral, qwen2, qwen3, smollm3, granite, phi3, "
-      "olmo2, gemma2, gemma3_text)");
+      "olmo2, gemma2, gemma3_text, qwen2_moe, qwen3_moe)");
   UNS(E("architectures", "[\"GemmaForCausalLM\"]"),
       "\"architectures\" entry \"GemmaForCausalLM\" is not supported (supported: LlamaForCausalLM");
-  UNS(E("architectures", "[\"LlamaForCausalLM\",\"Qwen3MoeForCausalLM\"]"), "Qwen3MoeForCausalLM");
-  UNS(E("model_type", "\"qwen3_moe\"", "architectures", "[\"Qwen3MoeForCausalLM\"]"), "qwen3_moe");
+  UNS(E("architectures", "[\"LlamaForCausalLM\",\"MixtralForCausalLM\"]"), "MixtralForCausalLM");
+  BADF(E("model_type", "\"qwen3_moe\"", "architectures", "[\"Qwen3MoeForCausalLM\"]"), "\"num_experts\"");
   BADF(E("architectures", "\"LlamaForCausalLM\""), "\"architectures\" must be a non-empty list");
   BADF(E("architectures", "[]"), "\"architectures\" must be a non-empty list");
   BADF(E("architectures", "[3]"), "\"architectures\" must be a non-empty list");
@@ -118,9 +118,10 @@ static void feature_cases(void) {
   BADF(E("model_type", "\"mistral\"", "architectures", "[\"MistralForCausalLM\"]", "layer_types",
          "[\"full_attention\"]"),
        "\"layer_types\" must be a list of 2 strings (one per layer)");
-  /* Known families whose graph is not written yet say so (one place: model/families/registry.c). */
-  UNS(E("model_type", "\"qwen3_moe\"", "architectures", "[\"Qwen3MoeForCausalLM\"]"),
-      "\"model_type\" \"qwen3_moe\" (mixture-of-experts) is not supported yet");
+  /* mixture of experts: the expert sizes are required (tests/model/test_moe_config has the rest) */
+  BADF(E("model_type", "\"qwen2_moe\"", "architectures", "[\"Qwen2MoeForCausalLM\"]", "num_experts", "4",
+         "num_experts_per_tok", "2"),
+       "\"moe_intermediate_size\" is missing");
   UNS(E("model_type", "\"gemma2\"", "architectures", "[\"Gemma2ForCausalLM\"]", "hidden_activation", "\"gelu\""),
       "\"hidden_activation\" \"gelu\" is not supported (silu, gelu_pytorch_tanh)");
   BADF(E("model_type", "\"smollm3\"", "architectures", "[\"SmolLM3ForCausalLM\"]", "no_rope_layers", "[1,2]"),

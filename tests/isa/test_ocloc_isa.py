@@ -30,7 +30,11 @@ LARGE = "-ze-opt-greater-than-4GB-buffer-required"
 # Kernels launched in every decode step (GEMV, norms, RoPE, KV store, decode attention, sampling): no scratch.
 HOT = {"xpi_embed", "xpi_add", "xpi_swiglu", "xpi_argmax", "xpi_topk", "xpi_rmsnorm", "xpi_rope", "xpi_gemv_f32",
        "xpi_gemv_f16", "xpi_gemv_bf16", "xpi_kv_store", "xpi_sdpa", "xpi_flash_attention_2", "xpi_gemv_sg_f32",
-       "xpi_gemv_sg_f16", "xpi_gemv_sg_bf16", "xpi_rmsnorm_sg"}
+       "xpi_gemv_sg_f16", "xpi_gemv_sg_bf16", "xpi_rmsnorm_sg",
+       # the fused decode forms (issue 17 item 5)
+       "xpi_gemv3_f32", "xpi_gemv3_f16", "xpi_gemv3_bf16", "xpi_gemv_glu_f32", "xpi_gemv_glu_f16",
+       "xpi_gemv_glu_bf16", "xpi_gemv3_sg_f32", "xpi_gemv3_sg_f16", "xpi_gemv3_sg_bf16", "xpi_gemv_glu_sg_f32",
+       "xpi_gemv_glu_sg_f16", "xpi_gemv_glu_sg_bf16"}
 
 
 def selected(module, target):

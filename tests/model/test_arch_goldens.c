@@ -29,11 +29,8 @@
 #define Q4_TOL 12.0
 #define N_CTX 64
 
-/* Families the library refuses "not supported yet" (model/families/registry.c) until their graph lands. */
-static const char *const k_pending[] = {"qwen3_moe", "qwen2_moe"};
-
 static double g_max_err, g_all_err;
-static int g_models, g_compared, g_pending;
+static int g_models, g_compared;
 static int g_top1_same, g_top1_all; /* prompt positions whose argmax is the golden top-1 */
 
 static int32_t argmax_row(const float *l, int32_t V) {
@@ -106,12 +103,6 @@ static void check_case(xpi_model *m, int32_t V, const char *what, const char *cn
   free(logits);
 }
 
-static int is_pending(const char *family) {
-  for (size_t i = 0; i < sizeof k_pending / sizeof k_pending[0]; i++)
-    if (!strcmp(family, k_pending[i])) return 1;
-  return 0;
-}
-
 static void check_model_dir(const char *name, const char *dir, const cJSON *mj, const char *device, const char *quant,
                             const char *map) {
   const char *family = cJSON_GetObjectItem(mj, "family")->valuestring;
@@ -130,14 +121,6 @@ static void check_model_dir(const char *name, const char *dir, const cJSON *mj, 
     o.strict = 1; /* every checkpoint tensor must be read */
     xpi_model *m = NULL;
     xpi_status s = xpi_model_load(dir, &o, &m);
-    if (is_pending(family)) {
-      CHECK(s == XPI_ERR_UNSUPPORTED && strstr(xpi_last_error(), "is not supported yet"),
-            "%s: a pending family is refused with 'not supported yet', got %s: %s", name, xpi_status_name(s),
-            xpi_last_error());
-      g_pending++;
-      xpi_model_free(m);
-      break;
-    }
     CHECK(s == XPI_OK, "%s: load on %s: %s", name, device, xpi_last_error());
     if (!m) break;
     xpi_model_info info = {.struct_size = sizeof info};
@@ -277,18 +260,17 @@ int main(int argc, char **argv) {
     check_longrope_refusal();
     const int models = g_models;
     if (g)
-      cJSON_ArrayForEach(mj, cJSON_GetObjectItem(g, "models")) if (!is_pending(cJSON_GetObjectItem(mj, "family")->valuestring))
-        check_v4_layout(mj->string, mj);
+      cJSON_ArrayForEach(mj, cJSON_GetObjectItem(g, "models")) check_v4_layout(mj->string, mj);
     g_models = models;
   }
   printf("argmax = golden top-1 at %d of %d prompt positions\n", g_top1_same, g_top1_all);
   const double need = !quant ? 0.0 : !strcmp(quant, "q8") ? 0.80 : 0.35; /* unquantized: the margin-gated checks */
   CHECK(g_top1_same >= need * g_top1_all, "argmax = golden top-1 at %d of %d positions, want >= %.0f%%", g_top1_same,
         g_top1_all, 100 * need);
-  printf("%s%s%s%s (kernel table %s): %d models, %d pending; max |diff| %.3g; greedy ids compared %d\n", device,
+  printf("%s%s%s%s (kernel table %s): %d models; max |diff| %.3g; greedy ids compared %d\n", device,
          quant ? " " : "", quant ? quant : "", map ? " device_map" : "",
-         getenv("XPI_CPU_ISA") ? getenv("XPI_CPU_ISA") : "auto", g_models, g_pending, g_all_err, g_compared);
-  CHECK(g_models >= 8, "every dense family and Phi-3 longrope checked (%d)", g_models);
+         getenv("XPI_CPU_ISA") ? getenv("XPI_CPU_ISA") : "auto", g_models, g_all_err, g_compared);
+  CHECK(g_models >= 10, "every family (the MoE ones too) and Phi-3 longrope checked (%d)", g_models);
   cJSON_Delete(g);
   free(path);
   return xpi_test_done();

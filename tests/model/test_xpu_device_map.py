@@ -54,5 +54,28 @@ p = run("0000:3a:00.0=2M,0000:1a:00.0=2M,0000:9a:00.0=2M", "--device-map", "auto
 lines = p.stderr.strip().splitlines()
 check(p.returncode != 0 and len(lines) == 1 and "does not fit on xpu:" in lines[0] and "MiB" in lines[0],
       f"too small: rc {p.returncode}, stderr {p.stderr!r}")
+# bench --model-perf: the performance model's JSON (tests/xpu/test_xpu_perf.c checks the counts themselves);
+# the predictions follow from its own numbers: t = moved / bandwidth + launches x launch overhead
+env = {k: v for k, v in os.environ.items() if not k.startswith(("ZE_", "ZESIM_"))}
+env.update({"ZE_ENABLE_ALT_DRIVERS": os.environ["XPI_ZESIM"], "ZESIM_DEVICES": THREE})
+p = subprocess.run([CLI, "bench", "-m", MODEL, "--device", "xpu:0", "--model-perf", "--ctx", "64", "--launch-us", "2",
+                    "--json"], env=env, capture_output=True, text=True, timeout=600)
+check(p.returncode == 0, f"--model-perf: rc {p.returncode}: {p.stderr.strip()}")
+if p.returncode == 0:
+    r = json.loads(p.stdout)
+    moved, must = r["bytes_read"] + r["bytes_written"], r["weight_bytes"] + r["kv_bytes"]
+    check(r["n_ctx"] == 64 and r["launches"] == 6 * 4 + 4,  # 6 a layer (tests/xpu/test_xpu_launches.c) + 4
+          f"--model-perf: {r['n_ctx']} positions, {r['launches']} launches")
+    check(abs(r["moved_over_must"] - moved / must) < 1e-3, f"--model-perf: ratio {r['moved_over_must']}")
+    check(sum(k["launches"] for k in r["kernels"]) == r["launches"], "--model-perf: kernels add up")
+    names = [g["name"] for g in r["gpus"]]
+    check(names == ["Arc A770 (16 GB)", "Arc B580", "Data Center GPU Max 1550"], f"--model-perf: GPUs {names}")
+    for g in r["gpus"]:
+        t = moved / (g["gb_s"] * 1e9) + r["launches"] * 2e-6
+        check(abs(g["tok_s"] - 1 / t) < 0.01 * (1 / t),
+              f"--model-perf {g['name']}: {g['tok_s']} t/s, model says {1 / t:.2f}")
+p = subprocess.run([CLI, "bench", "-m", MODEL, "--device", "cpu", "--model-perf"], env=env, capture_output=True,
+                   text=True, timeout=600)
+check(p.returncode != 0 and "not an XPU" in p.stderr, f"--model-perf on the CPU: rc {p.returncode}, {p.stderr!r}")
 print("failures:", failures)
 sys.exit(1 if failures else 0)

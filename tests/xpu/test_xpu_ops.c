@@ -139,6 +139,131 @@ static void test_matmul(void) {
         }
 }
 
+/* The fused decode ops (matmul_multi: q|k|v in one launch; matmul_glu: gate|up + activation in one launch; both
+ * with the input's RMSNorm optionally inside; matmul_add: the residual add as the projection's epilogue) against
+ * the CPU's composition (the matmul bound), and bit for bit against the XPU's own separate ops: the fused kernels
+ * sum in the separate kernels' order, which keeps the model goldens on xpu:0 exact. */
+typedef struct {
+  int cols, n, di, bias, norm;
+  bpair x, h;   /* input [n, cols]; scratch for the normalised input */
+  wpair nw;     /* the norm weight [cols] */
+} fused_case;
+
+/* The XPU's separate ops' input: x, or rmsnorm(x) into h. */
+static const float *sep_input(fused_case *fc) {
+  if (!fc->norm) return fc->x.x;
+  CHECK_OK(xpu->ops->rmsnorm(xpu, fc->h.x, fc->x.x, NULL, &fc->nw.x, fc->n, fc->cols, 1e-6f));
+  return fc->h.x;
+}
+
+/* Compares an output against the CPU (tol) and against the separate XPU ops' bits (sep, XPU memory). */
+static void fused_compare(const char *op, fused_case *fc, bpair *out, const float *sep, int rows, float tol) {
+  size_t used = (size_t)fc->n * rows * 4; /* out holds up to 37 rows a token; rows of them written */
+  float *hc, *hx, *hs = malloc(out->bytes);
+  bp_get(out, &hc, &hx);
+  xt_down(xpu, hs, sep, out->bytes);
+  char *what = xpi_test_strf("%s [%d x %d] n=%d %s bias=%d norm=%d", op, rows, fc->cols, fc->n,
+                             xpi_dtype_name(k_dts[fc->di]), fc->bias, fc->norm);
+  xt_close(what, hx, hc, (size_t)fc->n * rows, tol, 0);
+  CHECK(!memcmp(hx, hs, used), "%s: not the bits of the separate XPU ops", what);
+  free(what), free(hc), free(hx), free(hs);
+}
+
+static void test_fused_case(fused_case *fc) {
+  const int rows[3] = {37, 19, 19}, cols = fc->cols, n = fc->n;
+  const xpi_dtype dt = k_dts[fc->di];
+  wpair w[3], wb[3], wu;
+  bpair out[3], sep[3];
+  void *src[3], *bsrc[3];
+  for (int j = 0; j < 3; j++) {
+    float *wv = xt_randv((size_t)rows[j] * cols), *bv = xt_randv(rows[j]);
+    if (j == 2) /* the gate of the GLU cases: the activation over a wider range */
+      for (size_t i = 0; i < (size_t)rows[j] * cols; i++) wv[i] *= 4.0f;
+    src[j] = host_weight(wv, (size_t)rows[j] * cols, dt);
+    bsrc[j] = host_weight(bv, rows[j], XPI_DT_BF16);
+    wpair_make(&w[j], src[j], dt, rows[j], cols, dt);
+    wpair_make(&wb[j], bsrc[j], XPI_DT_BF16, 1, rows[j], XPI_DT_BF16);
+    out[j] = bp(NULL, (size_t)n * rows[0] * 4);
+    sep[j] = bp(NULL, (size_t)n * rows[0] * 4);
+    free(wv), free(bv);
+  }
+  const xpi_weight *nc = fc->norm ? &fc->nw.c : NULL, *nx = fc->norm ? &fc->nw.x : NULL;
+  /* |h| <= |x| * sqrt(cols) * |nw| after the norm (nw in [-1, 1]): the matmul bound scaled by sqrt(cols) */
+  float hs = fc->norm ? sqrtf((float)cols) : 1.0f;
+  float tol = (2.0f * (float)cols * U * (float)cols + 4 * U) * hs + (fc->norm ? 8 * U * (float)cols * hs : 0.0f);
+  {
+    float *oc[3] = {out[0].c, out[1].c, out[2].c}, *ox[3] = {out[0].x, out[1].x, out[2].x};
+    const xpi_weight *wc[3] = {&w[0].c, &w[1].c, &w[2].c}, *wx[3] = {&w[0].x, &w[1].x, &w[2].x};
+    const xpi_weight *bc[3] = {&wb[0].c, &wb[1].c, &wb[2].c}, *bx[3] = {&wb[0].x, &wb[1].x, &wb[2].x};
+    CHECK_OK(cpu->ops->matmul_multi(cpu, 3, oc, fc->x.c, nc, 1e-6f, fc->h.c, wc, fc->bias ? bc : NULL, n));
+    CHECK_OK(xpu->ops->matmul_multi(xpu, 3, ox, fc->x.x, nx, 1e-6f, fc->h.x, wx, fc->bias ? bx : NULL, n));
+    const float *in = sep_input(fc);
+    for (int j = 0; j < 3; j++) CHECK_OK(xpu->ops->matmul(xpu, sep[j].x, in, wx[j], fc->bias ? bx[j] : NULL, n));
+    for (int j = 0; j < 3; j++) fused_compare("matmul_multi", fc, &out[j], sep[j].x, rows[j], tol);
+  }
+  /* gate w[2]-like values of w[0]'s shape: a fresh weight times 4, up w[0] */
+  float *uv = xt_randv((size_t)rows[0] * cols);
+  for (size_t i = 0; i < (size_t)rows[0] * cols; i++) uv[i] *= 4.0f;
+  void *usrc = host_weight(uv, (size_t)rows[0] * cols, dt);
+  wpair_make(&wu, usrc, dt, rows[0], cols, dt);
+  for (int act = 0; act < 2; act++) {
+    CHECK_OK(cpu->ops->matmul_glu(cpu, out[0].c, out[1].c, fc->x.c, nc, 1e-6f, fc->h.c, &wu.c, &w[0].c,
+                                  (xpi_glu_act)act, n));
+    CHECK_OK(xpu->ops->matmul_glu(xpu, out[0].x, out[1].x, fc->x.x, nx, 1e-6f, fc->h.x, &wu.x, &w[0].x,
+                                  (xpi_glu_act)act, n));
+    const float *in = sep_input(fc);
+    CHECK_OK(xpu->ops->matmul(xpu, sep[0].x, in, &wu.x, NULL, n));
+    CHECK_OK(xpu->ops->matmul(xpu, sep[1].x, in, &w[0].x, NULL, n));
+    if (act) CHECK_OK(xpu->ops->geglu(xpu, sep[0].x, sep[0].x, sep[1].x, n, rows[0]));
+    else CHECK_OK(xpu->ops->swiglu(xpu, sep[0].x, sep[0].x, sep[1].x, n, rows[0]));
+    /* gate g within e = 4 tol of the CPU's (the weight times 4), |g| <= G = 4 cols hs, up u within tol, |u| <=
+     * cols hs; the activations' slopes are below 1.2 and |act(g)| <= |g|: |d(act(g) u)| <= 1.2 e |u| + G tol, plus
+     * the element-wise ops' own error (test_elementwise: 32 u relative) on values up to G cols hs */
+    float G = 4.0f * (float)cols * hs, t2 = 1.2f * 4.0f * tol * (float)cols * hs + G * tol + 32 * U * G * (float)cols * hs;
+    fused_compare(act ? "matmul_glu geglu" : "matmul_glu swiglu", fc, &out[0], sep[0].x, rows[0], t2);
+  }
+  { /* x += in @ w^T (+ b): x starts random on both sides */
+    float *x0 = xt_randv((size_t)n * rows[0]);
+    CHECK_OK(cpu->ops->write(cpu, out[0].c, x0, (size_t)n * rows[0] * 4));
+    CHECK_OK(xpu->ops->write(xpu, out[0].x, x0, (size_t)n * rows[0] * 4));
+    CHECK_OK(xpu->ops->write(xpu, sep[0].x, x0, (size_t)n * rows[0] * 4));
+    CHECK_OK(cpu->ops->matmul_add(cpu, out[0].c, out[1].c, fc->x.c, &w[0].c, fc->bias ? &wb[0].c : NULL, n));
+    CHECK_OK(xpu->ops->matmul_add(xpu, out[0].x, out[1].x, fc->x.x, &w[0].x, fc->bias ? &wb[0].x : NULL, n));
+    CHECK_OK(xpu->ops->matmul(xpu, sep[1].x, fc->x.x, &w[0].x, fc->bias ? &wb[0].x : NULL, n));
+    CHECK_OK(xpu->ops->add(xpu, sep[0].x, sep[1].x, (int64_t)n * rows[0]));
+    int nrm = fc->norm;
+    fc->norm = 0; /* matmul_add has no norm */
+    fused_compare("matmul_add", fc, &out[0], sep[0].x, rows[0], 2.0f * (float)cols * U * (float)cols + 8 * U);
+    fc->norm = nrm;
+    free(x0);
+  }
+  free(uv), free(usrc);
+  wpair_free(&wu);
+  for (int j = 0; j < 3; j++) {
+    wpair_free(&w[j]), wpair_free(&wb[j]), bp_free(&out[j]), bp_free(&sep[j]);
+    free(src[j]), free(bsrc[j]);
+  }
+}
+
+static void test_fused(void) {
+  const int col_list[2] = {67, 256}, n_list[2] = {1, 7};
+  for (int ci = 0; ci < 2; ci++)
+    for (int ni = 0; ni < 2; ni++)
+      for (int di = 0; di < 3; di++)
+        for (int bias = 0; bias < 2; bias++)
+          for (int norm = 0; norm < 2; norm++) {
+            fused_case fc = {col_list[ci], n_list[ni], di, bias, norm, {0}, {0}, {{0}, {0}}};
+            float *x = xt_randv((size_t)fc.n * fc.cols), *nv = xt_randv((size_t)fc.cols);
+            void *nsrc = host_weight(nv, (size_t)fc.cols, k_dts[di]);
+            fc.x = bp(x, (size_t)fc.n * fc.cols * 4);
+            fc.h = bp(NULL, (size_t)fc.n * fc.cols * 4);
+            wpair_make(&fc.nw, nsrc, k_dts[di], 1, fc.cols, k_dts[di]);
+            test_fused_case(&fc);
+            bp_free(&fc.x), bp_free(&fc.h), wpair_free(&fc.nw);
+            free(x), free(nv), free(nsrc);
+          }
+}
+
 static void test_rope(void) {
   const int hq = 6, hk = 2, hd_list[2] = {64, 34};
   int32_t pos7[7] = {0, 1, 2, 1000, 4097, 7, 31};
@@ -616,6 +741,7 @@ int main(void) {
   test_embed();
   test_rmsnorm();
   test_matmul();
+  test_fused();
   test_rope();
   test_attention();
   test_elementwise();

@@ -9,10 +9,19 @@ add_test(NAME xpu/test_xpu_ops_barriers COMMAND test_xpu_ops)
 set_tests_properties(xpu/test_xpu_ops_barriers PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_IN_ORDER=0" LABELS xpu
                      TIMEOUT 900)
 set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_ops_barriers xpu/test_xpu_fit xpu/test_xpu_tinyfortunes xpu/test_xpu_tokread
-                   xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_large_alloc)
+                   xpu/test_xpu_launches
+                   xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_large_alloc xpu/test_xpu_moe
+                   xpu/test_xpu_moe_model)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
+# The memory plan on the 0.6B shape: bf16 over two 800 MB devices (the test's default mode), q4 on one of 700 MB;
+# the performance model: tinyfortunes (default mode) and the 0.6B shape at 4K context (a 4 GiB device).
+add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)
+add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
+set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_memplan
+                          xpu/test_xpu_memplan_q4)
 # q8/q4 weights (issue 17): the matmul against the CPU's, and models against the CPU with the same --quant
 list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model)
 foreach(t ${XPI_XPU_TESTS})
@@ -21,6 +30,12 @@ foreach(t ${XPI_XPU_TESTS})
     set(devices "0000:1a:00.0=4M,0000:3a:00.0=64M") # xpu:0 (first by bus and by order) smaller than tinyfortunes' weights
   elseif(t STREQUAL "xpu/test_xpu_large_alloc")
     set(devices "0000:1a:00.0=64M/maxalloc=1M,0000:3a:00.0=64M") # xpu:0's limit below tinyfortunes' 2 MiB embedding
+  elseif(t STREQUAL "xpu/test_xpu_perf_06b")
+    set(devices "0000:1a:00.0=4G")
+  elseif(t STREQUAL "xpu/test_xpu_memplan")
+    set(devices "0000:1a:00.0=800M,0000:3a:00.0=800M")
+  elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
+    set(devices "0000:1a:00.0=700M")
   elseif(t STREQUAL "xpu/test_xpu_quant_model")
     set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices (issue 17)
   endif()
@@ -39,6 +54,9 @@ endforeach()
 if(TARGET xpu/test_xpu_model OR EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   set_tests_properties(xpu/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
 endif()
+# the 0.6B model (1.19 GB) comes from the random-model fixture; minutes on zesim
+set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b
+                     PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
 # The CPU reference of test_xpu_quant_model runs its AVX2 kernels: on an AMX CPU the default AMX int8 prefill
 # GEMM gives other logits than the CPU's own scalar, AVX2 and AVX-512 paths on tinyfortunes --quant q8 (0.2 from
 # the third position of 'The meaning of life is', measured 2026-12-01; those three and the XPU agree within 6e-6),

@@ -13,6 +13,8 @@ add_test(NAME xpu_intel/test_xpu_intel_tier_dpas COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_intel_tier_dpas_dg2 COMMAND test_xpu_intel_tier)
 add_test(NAME xpu_intel/test_xpu_ops COMMAND test_xpu_ops)
 add_test(NAME xpu_intel/test_xpu_tinyfortunes COMMAND test_xpu_tinyfortunes)
+add_test(NAME xpu_intel/test_xpu_launches COMMAND test_xpu_launches) # the fused decode launches on the tuned tier
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_launches)
 # every model family's goldens on the tuned tier (tests/model/test_arch_goldens.c)
 add_test(NAME xpu_intel/test_arch_goldens COMMAND test_arch_goldens xpu:0)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_arch_goldens)

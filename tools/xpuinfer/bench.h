@@ -22,4 +22,10 @@ typedef struct bench_args {
 /* --parallel: llama-batched-bench's pp/tg tests through one engine. Returns the exit code. */
 int bench_batched(const bench_args *a);
 
+/* --model-perf: the performance model of one decode step at ctx positions (0: min(4096, max_position_embeddings))
+ * on an XPU: bytes moved against weights + KV, predicted tokens/s on named Intel GPUs with launch_us per launch.
+ * Returns the exit code. */
+int bench_model_perf(const char *model, const char *device, const char *device_map, const char *quant,
+                     const char *kv_dtype, long long ctx, double launch_us, int json);
+
 #endif

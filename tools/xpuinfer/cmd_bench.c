@@ -5,7 +5,8 @@
  * Effective bandwidth of tg = bytes read per token / seconds per token, where bytes = the matrices of all
  * layers plus the lm_head at the weight dtype's size (bf16/f16 2, f32 4, q8 34/32, q4 18/32 bytes per
  * weight; norms and the one embedding row are negligible) plus the K and V rows of every layer for the
- * average context length of the test at the KV dtype's size.
+ * average context length of the test at the KV dtype's size. A mixture-of-experts layer counts the weights a
+ * token reads: the router, its n_experts_per_tok experts and the shared expert (qwen2_moe), not all experts.
  *
  * Depth: as in llama-bench, every repetition starts from an empty cache filled (untimed) with d tokens, so
  * all repetitions of a test measure the same thing. (Running them back to back from one fill would put the
@@ -47,6 +48,13 @@ static void bench_help(FILE *f) {
           "                       ntg): pp<N> and tg<N> tests with n_parallel, tok_s over all sequences\n"
           "  --kv-pool SIZE       with --parallel: the engine's KV pool in bytes (K, M, G; default: room for\n"
           "                       two repetitions' sequences)\n"
+          "  --model-perf         no timing: the XPU performance model of one decode step at --ctx positions\n"
+          "                       (bytes each kernel launch moves and its FLOPs, from the launch arguments),\n"
+          "                       against the weights + KV a step must read, and predicted tokens/s and\n"
+          "                       bandwidth share on Arc A770, Arc B580 and Data Center GPU Max 1550\n"
+          "  --ctx N              with --model-perf: context positions (default 4096, at most the model's)\n"
+          "  --launch-us X        with --model-perf: overhead per kernel launch in microseconds (default 5)\n"
+          "  --device-map M       with --model-perf: auto, or a device list as for generate\n"
           "  --json               one JSON object per line per test instead of the table\n"
           "  -v, --verbose        print the library's warnings and notes on stderr\n"
           "  -h, --help           this help\n");
@@ -125,7 +133,10 @@ static xpi_status eval_tg(bench_ctx *b, int64_t n) {
 int cmd_bench(int argc, char **argv) {
   const char *model = NULL, *quant_arg = NULL, *kv_dtype = NULL, *device = "cpu", *pp_arg = NULL, *depth_arg = NULL,
              *isa_arg = "auto";
-  const char *par_arg = NULL, *kv_pool_arg = NULL;
+  const char *par_arg = NULL, *kv_pool_arg = NULL, *device_map = NULL;
+  int model_perf = 0;
+  long long perf_ctx = 0; /* 0: min(4096, max_position_embeddings) */
+  double launch_us = 5.0;
   long long pp[MAX_LIST] = {128, 512}, depth[MAX_LIST] = {0}, n_gen = 64, reps = 3, threads = 0, par[MAX_LIST];
   int n_pp = 2, n_depth = 1, json = 0, n_par = 0;
   long long kv_pool = 0;
@@ -143,6 +154,10 @@ int cmd_bench(int argc, char **argv) {
     {NULL, "--json", CLI_FLAG, &json, 0, 0, 0, 0, 0, NULL},
     {NULL, "--parallel", CLI_STR, &par_arg, 0, 0, 0, 0, 0, NULL},
     {NULL, "--kv-pool", CLI_STR, &kv_pool_arg, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--model-perf", CLI_FLAG, &model_perf, 0, 0, 0, 0, 0, NULL},
+    {NULL, "--ctx", CLI_INT, &perf_ctx, 1, 1 << 24, 0, 0, 0, NULL},
+    {NULL, "--launch-us", CLI_NUM, &launch_us, 0, 0, 0, 1e6, 0, NULL},
+    {NULL, "--device-map", CLI_STR, &device_map, 0, 0, 0, 0, 0, NULL},
   };
   int prc = cli_parse("bench", argc, argv, t, sizeof t / sizeof t[0], NULL, 0, NULL);
   if (prc == CLI_HELP) {
@@ -157,6 +172,12 @@ int cmd_bench(int argc, char **argv) {
     return cli_usage_error("bench", "--kv-pool: '%s' is not a size (e.g. 1G)", kv_pool_arg);
   if (!model) return cli_usage_error("bench", "-m MODEL is required");
   if (kv_pool && !n_par) return cli_usage_error("bench", "--kv-pool goes with --parallel");
+  if (model_perf) {
+    if (quant_arg && strchr(quant_arg, ','))
+      return cli_usage_error("bench", "--model-perf takes one --quant value");
+    return bench_model_perf(model, device, device_map, quant_arg, kv_dtype, perf_ctx, launch_us, json);
+  }
+  if (device_map) return cli_usage_error("bench", "--device-map goes with --model-perf");
 
   /* the --quant list; NULL entry = as stored */
   char qbuf[256];
@@ -252,8 +273,13 @@ int cmd_bench(int argc, char **argv) {
     }
     /* bytes per token of the weights (see the file comment) and of one cached token's K+V over all layers */
     const double H = in->hidden_size, qd = (double)in->n_heads * in->head_dim, kd = (double)in->n_kv_heads * in->head_dim;
-    const double layer_w = H * qd * 2 + H * kd * 2 + 3 * H * (double)in->intermediate_size;
-    const double wbytes = (layer_w * in->n_layers + (double)in->vocab_size * H) * weight_bpe(in->weight_dtype);
+    const double attn_w = H * qd * 2 + H * kd * 2, dense_w = 3 * H * (double)in->intermediate_size;
+    const double moe_w = H * in->n_experts + 3 * H * ((double)in->n_experts_per_tok * in->moe_intermediate_size +
+                                                      in->shared_expert_intermediate_size + 0.0) +
+                         (in->shared_expert_intermediate_size ? H : 0);
+    const double wbytes = (attn_w * in->n_layers + dense_w * (in->n_layers - in->n_moe_layers) +
+                           moe_w * in->n_moe_layers + (double)in->vocab_size * H) *
+                          weight_bpe(in->weight_dtype);
     const double kv_esz = !kv_dtype || !strcmp(kv_dtype, "f32") ? 4 : 2;
     const double kv_tok = 2.0 * in->n_layers * kd * kv_esz;
     const char *qname = q && strcmp(q, "none") ? q : in->weight_dtype;

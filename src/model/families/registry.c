@@ -7,14 +7,10 @@
 static const xpi_family *const k_families[] = {
     &xpi_family_llama, &xpi_family_mistral, &xpi_family_qwen2, &xpi_family_qwen3, &xpi_family_smollm3,
     &xpi_family_granite, &xpi_family_phi3, &xpi_family_olmo2, &xpi_family_gemma2, &xpi_family_gemma3,
+    &xpi_family_qwen2_moe, &xpi_family_qwen3_moe,
 };
 #define N_FAMILIES (sizeof k_families / sizeof k_families[0])
 
-/* Known families whose graph is not written yet: refused with "not supported yet". */
-static const struct { const char *type, *arch, *why; } k_pending[] = {
-    {"qwen3_moe", "Qwen3MoeForCausalLM", "mixture-of-experts"},
-    {"qwen2_moe", "Qwen2MoeForCausalLM", "mixture-of-experts"},
-};
 
 const xpi_family *xpi_family_by_type(const char *model_type) {
   for (size_t i = 0; i < N_FAMILIES; i++)
@@ -43,15 +39,3 @@ static const char *list(int arch) {
 
 const char *xpi_family_types(void) { return list(0); }
 const char *xpi_family_archs(void) { return list(1); }
-
-xpi_status xpi_family_pending(const char *path, const char *model_type, const char *architecture) {
-  for (size_t i = 0; i < sizeof k_pending / sizeof k_pending[0]; i++) {
-    if (model_type && !strcmp(model_type, k_pending[i].type))
-      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"model_type\" \"%s\" (%s) is not supported yet (supported: %s)", path,
-                     model_type, k_pending[i].why, xpi_family_types());
-    if (architecture && !strcmp(architecture, k_pending[i].arch))
-      return xpi_err(XPI_ERR_UNSUPPORTED, "%s: \"architectures\" entry \"%s\" (%s) is not supported yet (supported: %s)",
-                     path, architecture, k_pending[i].why, xpi_family_archs());
-  }
-  return XPI_OK;
-}

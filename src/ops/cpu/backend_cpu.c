@@ -14,6 +14,7 @@
 #include "ops/cpu/cpu_isa.h"
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/matmul_cpu.h"
+#include "ops/cpu/moe_cpu.h"
 #include "ops/cpu/quant_weight.h"
 #include "ops/cpu/weight_arena.h"
 #include "ops/half.h"
@@ -545,6 +546,26 @@ static xpi_status cpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *no
   return XPI_OK;
 }
 
+/* ------------------------------------------------------------------ mixture of experts (moe_cpu.c) */
+
+static xpi_status cpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float *logits, int32_t n,
+                                int32_t n_experts, int32_t k, int norm_topk) {
+  (void)be;
+  return xpi_cpu_moe_route(ids, wts, logits, n, n_experts, k, norm_topk);
+}
+
+static xpi_status cpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
+                                 const int32_t *ids, int32_t n, int32_t k) {
+  const cpu_impl *im = impl_of(be);
+  return xpi_cpu_moe_matmul(im->pool, im->ws, im->k, out, in, in_k, e, ids, n, k);
+}
+
+static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
+                                  const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  (void)be;
+  return xpi_cpu_moe_combine(out, y, wts, shared, shared_gate, n, k, d);
+}
+
 /* ------------------------------------------------------------------ construction */
 
 static void cpu_destroy(xpi_backend *be) {
@@ -570,6 +591,45 @@ static void cpu_describe(const xpi_backend *be, xpi_dtype wdt, char *out, size_t
            k->gemm[wdt] ? k->gemm[wdt]->name : k->gemv_isa[wdt]);
 }
 
+/* The fused ops as their composition: the reference the XPU's one-launch forms are tested against. */
+
+/* h of the fused matmuls: in itself, or rmsnorm(in) in hbuf (rmsnorm writes x only with a residual). */
+static xpi_status cpu_fused_in(xpi_backend *be, const float *in, const xpi_weight *norm, float eps, float *hbuf,
+                               int64_t cols, int32_t n, const float **h) {
+  *h = in;
+  if (!norm) return XPI_OK;
+  XPI_TRY(cpu_rmsnorm(be, hbuf, (float *)in, NULL, norm, n, (int32_t)cols, eps));
+  *h = hbuf;
+  return XPI_OK;
+}
+
+static xpi_status cpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in,
+                                   const xpi_weight *norm, float eps, float *hbuf, const xpi_weight *const *ws,
+                                   const xpi_weight *const *biases, int32_t n) {
+  if (count < 1 || count > 3) return xpi_err(XPI_ERR_INTERNAL, "cpu: matmul_multi over %d weights (1..3)", count);
+  const float *h;
+  XPI_TRY(cpu_fused_in(be, in, norm, eps, hbuf, ws[0]->cols, n, &h));
+  for (int j = 0; j < count; j++) XPI_TRY(cpu_matmul(be, outs[j], h, ws[j], biases ? biases[j] : NULL, n));
+  return XPI_OK;
+}
+
+static xpi_status cpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm,
+                                 float eps, float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act,
+                                 int32_t n) {
+  const float *h;
+  XPI_TRY(cpu_fused_in(be, in, norm, eps, hbuf, gate->cols, n, &h));
+  XPI_TRY(cpu_matmul(be, out, h, gate, NULL, n));
+  XPI_TRY(cpu_matmul(be, tmp, h, up, NULL, n));
+  int32_t f = (int32_t)gate->rows;
+  return act == XPI_GLU_GELU_TANH ? cpu_geglu(be, out, out, tmp, n, f) : cpu_swiglu(be, out, out, tmp, n, f);
+}
+
+static xpi_status cpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                                 const xpi_weight *bias, int32_t n) {
+  XPI_TRY(cpu_matmul(be, tmp, in, w, bias, n));
+  return cpu_add(be, x, tmp, (int64_t)n * w->rows);
+}
+
 static const xpi_backend_ops k_cpu_ops = {
   .name = "cpu",
   .destroy = cpu_destroy,
@@ -593,12 +653,18 @@ static const xpi_backend_ops k_cpu_ops = {
   .add = cpu_add,
   .argmax = cpu_argmax,
   .topk = cpu_topk,
+  .moe_route = cpu_moe_route,
+  .moe_matmul = cpu_moe_matmul,
+  .moe_combine = cpu_moe_combine,
   .capture_begin = NULL,
   .capture_end = NULL,
   .replay = NULL,
   .graph_free = NULL,
   .sync = cpu_sync,
   .free_memory = cpu_free_memory,
+  .matmul_multi = cpu_matmul_multi,
+  .matmul_glu = cpu_matmul_glu,
+  .matmul_add = cpu_matmul_add,
 };
 
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out) {

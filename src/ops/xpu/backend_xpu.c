@@ -69,6 +69,7 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
   ze_kernel_handle_t k = d->k[kid];
   if (!k) return xpi_err(XPI_ERR_INTERNAL, "%s: kernel %s not available", be->device, xpu_kernel_name(kid));
   if (gx == 0 || gy == 0 || gz == 0) return XPI_OK; /* empty op */
+  if (im->perf) XPI_TRY(xpu_perf_count(be, kid, gx, gy, gz, args, nargs));
   ze_command_list_handle_t rec = xpu_my_rec(im);
   pthread_mutex_lock(&im->lock);
   if (!rec) {
@@ -99,6 +100,7 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
     r = ze->zeCommandListAppendBarrier(list, NULL, 0, NULL);
   }
   if (r == ZE_RESULT_SUCCESS && !rec) im->imm_pending = 1;
+  if (r == ZE_RESULT_SUCCESS && rec) im->rec_launches++;
   pthread_mutex_unlock(&im->lock);
   if (r != ZE_RESULT_SUCCESS)
     return xpi_err(XPI_ERR_DEVICE, "%s: %s for kernel %s failed (%s)", be->device, what, xpu_kernel_name(kid),
@@ -199,6 +201,12 @@ static void xpu_kv_free(xpi_backend *be, xpi_kv *kv) {
 
 /* ------------------------------------------------------------------ XPU graph */
 
+/* A recording: its command list and how many kernel launches it holds. */
+typedef struct xpu_graph {
+  ze_command_list_handle_t list;
+  uint64_t launches;
+} xpu_graph;
+
 static xpi_status xpu_capture_begin(xpi_backend *be) {
   xpu_impl *im = im_of(be);
   if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_begin while already capturing", be->device);
@@ -214,6 +222,7 @@ static xpi_status xpu_capture_begin(xpi_backend *be) {
   pthread_mutex_lock(&im->lock);
   im->rec_owner = pthread_self();
   im->rec = list;
+  im->rec_launches = 0;
   pthread_mutex_unlock(&im->lock);
   return XPI_OK;
 }
@@ -225,26 +234,36 @@ static xpi_status xpu_capture_end(xpi_backend *be, void **graph) {
   if (!list) return xpi_err(XPI_ERR_INTERNAL, "%s: capture_end without capture_begin", be->device);
   pthread_mutex_lock(&im->lock);
   im->rec = NULL;
+  uint64_t launches = im->rec_launches;
   pthread_mutex_unlock(&im->lock);
   pthread_mutex_unlock(&im->cap_lock);
   ze_result_t r = im->ze->zeCommandListClose(list);
-  if (r != ZE_RESULT_SUCCESS) {
+  xpu_graph *g = r == ZE_RESULT_SUCCESS ? malloc(sizeof *g) : NULL;
+  if (!g) {
     im->ze->zeCommandListDestroy(list);
+    if (r == ZE_RESULT_SUCCESS) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of memory", be->device);
     return xpi_err(XPI_ERR_DEVICE, "%s: zeCommandListClose failed (%s)", be->device, xpu_ze_result_name(r));
   }
-  *graph = list;
+  g->list = list;
+  g->launches = launches;
+  *graph = g;
   return XPI_OK;
 }
 
 static xpi_status xpu_replay(xpi_backend *be, void *graph) {
   xpu_impl *im = im_of(be);
   if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: replay while capturing", be->device);
-  ze_command_list_handle_t list = graph;
+  xpu_graph *g = graph;
+  ze_command_list_handle_t list = g->list;
   pthread_mutex_lock(&im->lock);
   xpi_status s = sync_imm_locked(be); /* inputs written through the immediate list must have landed */
   ze_result_t r = ZE_RESULT_SUCCESS;
   if (s == XPI_OK) r = im->ze->zeCommandQueueExecuteCommandLists(im->queue, 1, &list, NULL);
-  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) im->queue_pending = 1;
+  if (s == XPI_OK && r == ZE_RESULT_SUCCESS) {
+    im->queue_pending = 1;
+    im->replayed_launches += g->launches;
+    im->replays++;
+  }
   pthread_mutex_unlock(&im->lock);
   if (s == XPI_OK && r != ZE_RESULT_SUCCESS)
     s = xpi_err(XPI_ERR_DEVICE, "%s: zeCommandQueueExecuteCommandLists failed (%s)", be->device, xpu_ze_result_name(r));
@@ -255,7 +274,8 @@ static void xpu_graph_free(xpi_backend *be, void *graph) {
   if (!graph) return;
   xpu_impl *im = im_of(be);
   xpu_order_after_queue(be);
-  im->ze->zeCommandListDestroy((ze_command_list_handle_t)graph);
+  im->ze->zeCommandListDestroy(((xpu_graph *)graph)->list);
+  free(graph);
 }
 
 /* ------------------------------------------------------------------ create / destroy */
@@ -315,12 +335,18 @@ static const xpi_backend_ops k_xpu_ops = {
   .add = xpu_add,
   .argmax = xpu_argmax,
   .topk = xpu_topk,
+  .moe_route = xpu_moe_route,
+  .moe_matmul = xpu_moe_matmul,
+  .moe_combine = xpu_moe_combine,
   .capture_begin = xpu_capture_begin,
   .capture_end = xpu_capture_end,
   .replay = xpu_replay,
   .graph_free = xpu_graph_free,
   .sync = xpu_sync_op,
   .free_memory = xpu_free_memory_op,
+  .matmul_multi = xpu_matmul_multi,
+  .matmul_glu = xpu_matmul_glu,
+  .matmul_add = xpu_matmul_add,
 };
 
 /* The compute queue group of the device (ordinal 0 where the driver does not say). */
@@ -409,4 +435,12 @@ uint64_t xpi_xpu_bytes_read(xpi_backend *be) {
   uint64_t n = im->bytes_read;
   pthread_mutex_unlock(&im->lock);
   return n;
+}
+
+void xpi_xpu_replayed_launches(xpi_backend *be, uint64_t *launches, uint64_t *replays) {
+  xpu_impl *im = im_of(be);
+  pthread_mutex_lock(&im->lock);
+  *launches = im->replayed_launches;
+  *replays = im->replays;
+  pthread_mutex_unlock(&im->lock);
 }

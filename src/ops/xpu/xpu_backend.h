@@ -14,4 +14,8 @@ const char *xpi_xpu_tier(const xpi_backend *be);
  * reads back only the token id). */
 uint64_t xpi_xpu_bytes_read(xpi_backend *be);
 
+/* Kernel launches submitted through replay() since the backend was created, and the number of replays (tests:
+ * the launches of a recorded decode step). */
+void xpi_xpu_replayed_launches(xpi_backend *be, uint64_t *launches, uint64_t *replays);
+
 #endif

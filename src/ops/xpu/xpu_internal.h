@@ -16,8 +16,11 @@ typedef enum xpu_kid {
   XK_EMBED, XK_ADD, XK_SWIGLU, XK_GEGLU, XK_SOFTCAP, XK_SCALE, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
   XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
   XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
+  XK_MOE_ROUTE, XK_MOE_MATMUL, XK_MOE_COMBINE,
+  XK_GEMV3_F32, XK_GEMV3_F16, XK_GEMV3_BF16, XK_GEMV_GLU_F32, XK_GEMV_GLU_F16, XK_GEMV_GLU_BF16,
   /* tuned tier (NULL when the device or driver cannot take it) */
   XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
+  XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16, XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16,
   /* portable tier: q8/q4 weights (xpu_quant.c) */
   XK_QUANT_ACT, XK_GEMV_Q8, XK_GEMV_Q4, XK_GEMM_Q8, XK_GEMM_Q4,
   XK_COUNT
@@ -81,6 +84,10 @@ typedef struct xpu_impl {
   size_t scratch_bytes;
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
+  xpi_perf_report *perf;                 /* launches counted here when set (xpu_perf.c) */
+  uint64_t rec_launches;                 /* kernel launches appended to the recording in progress */
+  uint64_t replayed_launches, replays;   /* kernel launches submitted through replay(), and replays (tests count
+                                          * the launches of a decode step) */
 } xpu_impl;
 
 static inline xpu_impl *im_of(const xpi_backend *be) { return (xpu_impl *)be->impl; }
@@ -112,6 +119,11 @@ typedef struct xpu_arg {
  * follows each launch, so ops run in order either way. */
 xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t lx, uint32_t ly,
                       uint32_t lz, const xpu_arg *args, int nargs);
+/* The performance model's cost of one launch (xpu_perf.c), added to im->perf; called by xpu_launch when set. */
+xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, const xpu_arg *args,
+                          int nargs);
+/* A device-to-host copy left out of bytes_read (the performance model reading positions). */
+xpi_status xpu_read_uncounted(xpi_backend *be, void *dst, const void *src, size_t bytes);
 /* Waits for the graph queue if it has work (before the immediate list touches what a replay wrote). */
 xpi_status xpu_order_after_queue(xpi_backend *be);
 /* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
@@ -156,6 +168,20 @@ xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count);
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols);
 xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, const float *x, int32_t rows,
                     int32_t cols, int32_t k);
+/* xpu_moe.c */
+xpi_status xpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float *logits, int32_t n, int32_t n_experts,
+                         int32_t k, int norm_topk);
+xpi_status xpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
+                          const int32_t *ids, int32_t n, int32_t k);
+xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
+                           const float *shared_gate, int32_t n, int32_t k, int32_t d);
+xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                            float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                            int32_t n);
+xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm, float eps,
+                          float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act, int32_t n);
+xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                          const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
 /* q8/q4 weights (xpu_quant.c): placement at load, and the matmul over them. */

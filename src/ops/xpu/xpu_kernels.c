@@ -26,9 +26,17 @@ static const struct {
   [XK_GEMM_F16] = {"xpi_gemm_f16", 0},     [XK_GEMM_BF16] = {"xpi_gemm_bf16", 0},
   [XK_KV_STORE] = {"xpi_kv_store", 0},     [XK_SDPA] = {"xpi_sdpa", 0},
   [XK_EAGER] = {"xpi_attn_eager", 0},      [XK_FLASH] = {"xpi_flash_attention_2", 0},
+  [XK_MOE_ROUTE] = {"xpi_moe_route", 0},   [XK_MOE_MATMUL] = {"xpi_moe_matmul", 0},
+  [XK_MOE_COMBINE] = {"xpi_moe_combine", 0},
   [XK_GEMV_SG_F32] = {"xpi_gemv_sg_f32", 1}, [XK_GEMV_SG_F16] = {"xpi_gemv_sg_f16", 1},
   [XK_GEMV_SG_BF16] = {"xpi_gemv_sg_bf16", 1}, [XK_RMSNORM_SG] = {"xpi_rmsnorm_sg", 1},
   [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
+  [XK_GEMV3_F32] = {"xpi_gemv3_f32", 0},   [XK_GEMV3_F16] = {"xpi_gemv3_f16", 0},
+  [XK_GEMV3_BF16] = {"xpi_gemv3_bf16", 0}, [XK_GEMV_GLU_F32] = {"xpi_gemv_glu_f32", 0},
+  [XK_GEMV_GLU_F16] = {"xpi_gemv_glu_f16", 0}, [XK_GEMV_GLU_BF16] = {"xpi_gemv_glu_bf16", 0},
+  [XK_GEMV3_SG_F32] = {"xpi_gemv3_sg_f32", 1}, [XK_GEMV3_SG_F16] = {"xpi_gemv3_sg_f16", 1},
+  [XK_GEMV3_SG_BF16] = {"xpi_gemv3_sg_bf16", 1}, [XK_GEMV_GLU_SG_F32] = {"xpi_gemv_glu_sg_f32", 1},
+  [XK_GEMV_GLU_SG_F16] = {"xpi_gemv_glu_sg_f16", 1}, [XK_GEMV_GLU_SG_BF16] = {"xpi_gemv_glu_sg_bf16", 1},
   [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
   [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
   [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
@@ -102,6 +110,12 @@ static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tune
       d->k[i] = NULL;
       return xpi_err(XPI_ERR_DEVICE, "xpu:%d: creating kernel %s failed (%s)", d->index, k_kernels[i].name,
                      xpu_ze_result_name(r));
+    }
+    if (i == XK_MOE_MATMUL) { /* reads the experts through a table of device addresses */
+      r = d->ze->zeKernelSetIndirectAccess(d->k[i], ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE);
+      if (r != ZE_RESULT_SUCCESS)
+        return xpi_err(XPI_ERR_DEVICE, "xpu:%d: indirect access for kernel %s failed (%s)", d->index,
+                       k_kernels[i].name, xpu_ze_result_name(r));
     }
   }
   return XPI_OK;

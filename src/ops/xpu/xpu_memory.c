@@ -179,6 +179,10 @@ xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
   return copy_sync(be, dst, src, bytes, "device-to-host copy");
 }
 
+xpi_status xpu_read_uncounted(xpi_backend *be, void *dst, const void *src, size_t bytes) {
+  return copy_sync(be, dst, src, bytes, "device-to-host copy");
+}
+
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {
   xpu_impl *im = im_of(be);
   xpi_status s = XPI_OK;

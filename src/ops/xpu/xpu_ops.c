@@ -138,7 +138,10 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
   const int32_t *pos = map->pos, *seq = map->seq, *tables = map->tables;
   xpu_arg st[] = {XA(kc), XA(vc), XA(kdt), XA(k), XA(v), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(nb),
                   XA(hk), XA(hd)};
-  XPI_TRY(xpu_launch(be, XK_KV_STORE, ceil_div((uint64_t)hd, 64), (uint32_t)hk, (uint32_t)n, 64, 1, 1, st, 13));
+  /* a decode step's sdpa stores its token's K/V itself (one launch less; see xpi_sdpa) */
+  int fused_store = n == 1 && impl != XPI_ATTN_EAGER && impl != XPI_ATTN_FLASH;
+  if (!fused_store)
+    XPI_TRY(xpu_launch(be, XK_KV_STORE, ceil_div((uint64_t)hd, 64), (uint32_t)hk, (uint32_t)n, 64, 1, 1, st, 13));
   uint32_t rows = (uint32_t)n * (uint32_t)hq;
   if (impl == XPI_ATTN_EAGER) {
     void *scores = NULL;
@@ -153,8 +156,8 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
     return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 17);
   }
   xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 16);
+                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(fused_store), XA(k), XA(v), XA(nb)};
+  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 20);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
@@ -213,4 +216,173 @@ xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, con
   if (k <= 0 || k > cols) return xpi_err(XPI_ERR_INTERNAL, "%s: top-%d of %d values", be->device, k, cols);
   xpu_arg a[] = {XA(ids), XA(vals), XA(norm), XA(x), XA(cols), XA(k)};
   return xpu_launch(be, XK_TOPK, (uint32_t)rows, 1, 1, 64, 1, 1, a, 6);
+}
+
+/* ---- fused decode forms: one launch where n = 1 (the decode step), the separate ops otherwise. Each picks the
+ * tier xpu_matmul would pick for the same weight (same cols rule), so the fused launch sums as the separate
+ * GEMVs do and gives their bits; a norm goes into the launch only where the GEMV's tier matches the rmsnorm
+ * kernel xpu_rmsnorm would use (the sub-group forms with xpi_rmsnorm_sg, the portable ones with xpi_rmsnorm), and
+ * is a separate rmsnorm launch elsewhere. */
+
+static int gemv_di(const xpi_weight *w) { return w->dtype == XPI_DT_F32 ? 0 : w->dtype == XPI_DT_F16 ? 1 : 2; }
+
+/* 1: the sub-group GEMV forms serve weights like w (as xpu_matmul decides for n = 1). */
+static int fused_sg(xpi_backend *be, const xpi_weight *w, xpu_kid fused_sg_kid) {
+  static const xpu_kid single_sg[3] = {XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16};
+  return w->cols % 128 == 0 && tuned_ok(be, single_sg[gemv_di(w)]) && tuned_ok(be, fused_sg_kid);
+}
+
+/* The norm arguments of a fused launch: the norm goes in when its kernel matches (see above), else *in becomes
+ * hbuf after a separate rmsnorm. */
+typedef struct fused_norm {
+  const void *nw;
+  int nwdt, has;
+  float eps;
+} fused_norm;
+
+static xpi_status fused_norm_of(xpi_backend *be, int sg, const xpi_weight *norm, float eps, float *hbuf, int cols,
+                                const float **in, fused_norm *fn) {
+  fn->nw = *in, fn->nwdt = 0, fn->has = 0, fn->eps = eps; /* never a NULL kernel argument */
+  if (!norm) return XPI_OK;
+  XPI_TRY(check_float_weight(be, norm, "fused rmsnorm"));
+  if (norm->cols != cols)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: fused rmsnorm: weight has %lld elements, rows have %d", be->device,
+                   (long long)norm->cols, cols);
+  if (sg != tuned_ok(be, XK_RMSNORM_SG)) { /* the rmsnorm kernel sums differently from this GEMV form */
+    XPI_TRY(xpu_rmsnorm(be, hbuf, (float *)*in, NULL, norm, 1, cols, eps)); /* no residual: in is not written */
+    *in = hbuf;
+    return XPI_OK;
+  }
+  fn->nw = norm->data, fn->nwdt = (int)norm->dtype, fn->has = 1;
+  return XPI_OK;
+}
+
+/* The GEMV3 launch over count (1..3) weights of one dtype and cols, biases all or none; accumulate: outs[0] +=. */
+static xpi_status gemv3(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                        float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                        int accumulate) {
+  static const xpu_kid sgk[3] = {XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16};
+  static const xpu_kid pk[3] = {XK_GEMV3_F32, XK_GEMV3_F16, XK_GEMV3_BF16};
+  int di = gemv_di(ws[0]), sg = fused_sg(be, ws[0], sgk[di]), has_bias = biases && biases[0];
+  int cols = (int)ws[0]->cols, bdt = has_bias ? (int)biases[0]->dtype : 0;
+  fused_norm fn;
+  XPI_TRY(fused_norm_of(be, sg, norm, eps, hbuf, cols, &in, &fn));
+  float *o[3];
+  const void *w[3], *b[3];
+  int r[3] = {0, 0, 0};
+  int64_t total = 0;
+  for (int j = 0; j < 3; j++) { /* unused slots: no rows, any valid pointer */
+    int s = j < count ? j : 0;
+    o[j] = outs[s];
+    w[j] = ws[s]->data;
+    b[j] = has_bias ? biases[s]->data : ws[s]->data;
+    r[j] = j < count ? (int)ws[j]->rows : 0;
+    total += r[j];
+  }
+  xpu_arg a[] = {XA(o[0]), XA(o[1]), XA(o[2]), XA(in),     XA(w[0]),   XA(w[1]),   XA(w[2]),
+                 XA(b[0]), XA(b[1]), XA(b[2]), XA(bdt),    XA(has_bias), XA(r[0]), XA(r[1]),
+                 XA(r[2]), XA(cols), XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps), XA(accumulate)};
+  if (sg) return xpu_launch(be, sgk[di], ceil_div((uint64_t)total, 4), 1, 1, 64, 1, 1, a, 21);
+  return xpu_launch(be, pk[di], (uint32_t)total, 1, 1, XPU_WG, 1, 1, a, 21);
+}
+
+/* 1: a weight the fused kernels read (f32/f16/bf16); others (quantized) take the separate xpu_matmul, which
+ * checks them. */
+static int float_weight(const xpi_weight *w) {
+  return w->dtype == XPI_DT_F32 || w->dtype == XPI_DT_F16 || w->dtype == XPI_DT_BF16;
+}
+
+/* Checks a fused matmul's weight (and bias) shapes; *fusable = 0 where the weight is not a float one. */
+static xpi_status check_fused(xpi_backend *be, const xpi_weight *w, const xpi_weight *b, const char *op, int *fusable) {
+  if (!w || !w->data) return xpi_err(XPI_ERR_INTERNAL, "%s: %s: missing weight", be->device, op);
+  if (!float_weight(w)) *fusable = 0;
+  if (w->rows > INT32_MAX || w->cols > INT32_MAX)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: %s: weight [%lld, %lld] too large", be->device, op, (long long)w->rows,
+                   (long long)w->cols);
+  if (b) {
+    XPI_TRY(check_float_weight(be, b, op));
+    if (b->rows * b->cols != w->rows)
+      return xpi_err(XPI_ERR_INTERNAL, "%s: %s: bias has %lld elements, weight %lld rows", be->device, op,
+                     (long long)(b->rows * b->cols), (long long)w->rows);
+  }
+  return XPI_OK;
+}
+
+/* The composition's input: in, or rmsnorm(in) in hbuf. */
+static xpi_status sep_in(xpi_backend *be, const float *in, const xpi_weight *norm, float eps, float *hbuf, int64_t cols,
+                         int32_t n, const float **h) {
+  *h = in;
+  if (!norm) return XPI_OK;
+  XPI_TRY(xpu_rmsnorm(be, hbuf, (float *)in, NULL, norm, n, (int32_t)cols, eps)); /* no residual: in not written */
+  *h = hbuf;
+  return XPI_OK;
+}
+
+xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                            float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                            int32_t n) {
+  if (count < 1 || count > 3)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_multi over %d weights (1..3)", be->device, count);
+  int fusable = n == 1, has_bias = biases && biases[0];
+  int64_t total = 0;
+  for (int j = 0; j < count; j++) {
+    const xpi_weight *b = biases ? biases[j] : NULL;
+    XPI_TRY(check_fused(be, ws[j], b, "matmul_multi", &fusable));
+    total += ws[j]->rows;
+    if (ws[j]->dtype != ws[0]->dtype || ws[j]->cols != ws[0]->cols || (b != NULL) != has_bias ||
+        (b && b->dtype != biases[0]->dtype))
+      fusable = 0; /* mixed shapes or dtypes: the separate launches */
+  }
+  if (n <= 0) return XPI_OK;
+  if (total > INT32_MAX) fusable = 0;
+  if (fusable) return gemv3(be, count, outs, in, norm, eps, hbuf, ws, biases, 0);
+  const float *h;
+  XPI_TRY(sep_in(be, in, norm, eps, hbuf, ws[0]->cols, n, &h));
+  for (int j = 0; j < count; j++) XPI_TRY(xpu_matmul(be, outs[j], h, ws[j], biases ? biases[j] : NULL, n));
+  return XPI_OK;
+}
+
+xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
+                          const xpi_weight *bias, int32_t n) {
+  int fusable = n == 1;
+  XPI_TRY(check_fused(be, w, bias, "matmul_add", &fusable));
+  if (n <= 0) return XPI_OK;
+  if (fusable) {
+    const xpi_weight *bs[1] = {bias};
+    return gemv3(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);
+  }
+  XPI_TRY(xpu_matmul(be, tmp, in, w, bias, n));
+  return xpu_add(be, x, tmp, (int64_t)n * w->rows);
+}
+
+xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm, float eps,
+                          float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act, int32_t n) {
+  int fusable = n == 1 && gate->dtype == up->dtype;
+  XPI_TRY(check_fused(be, gate, NULL, "matmul_glu gate", &fusable));
+  XPI_TRY(check_fused(be, up, NULL, "matmul_glu up", &fusable));
+  if (gate->rows != up->rows || gate->cols != up->cols)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_glu: gate [%lld, %lld] and up [%lld, %lld] differ", be->device,
+                   (long long)gate->rows, (long long)gate->cols, (long long)up->rows, (long long)up->cols);
+  if (n <= 0) return XPI_OK;
+  int rows = (int)gate->rows, cols = (int)gate->cols, ac = act == XPI_GLU_GELU_TANH ? 1 : 0;
+  if (!fusable) {
+    const float *h;
+    XPI_TRY(sep_in(be, in, norm, eps, hbuf, cols, n, &h));
+    XPI_TRY(xpu_matmul(be, out, h, gate, NULL, n));
+    XPI_TRY(xpu_matmul(be, tmp, h, up, NULL, n));
+    return ac ? xpu_geglu(be, out, out, tmp, n, rows) : xpu_swiglu(be, out, out, tmp, n, rows);
+  }
+  static const xpu_kid sgk[3] = {XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16};
+  static const xpu_kid pk[3] = {XK_GEMV_GLU_F32, XK_GEMV_GLU_F16, XK_GEMV_GLU_BF16};
+  int di = gemv_di(gate), sg = fused_sg(be, gate, sgk[di]);
+  fused_norm fn;
+  XPI_TRY(fused_norm_of(be, sg, norm, eps, hbuf, cols, &in, &fn));
+  const void *wg = gate->data, *wu = up->data;
+  if (sg) {
+    xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(rows), XA(cols), XA(ac), XA(fn.nw), XA(fn.nwdt), XA(fn.has),
+                   XA(fn.eps)};
+    return xpu_launch(be, sgk[di], ceil_div((uint64_t)rows, 4), 1, 1, 64, 1, 1, a, 11);
+  }
+  xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(cols), XA(ac), XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps)};
+  return xpu_launch(be, pk[di], (uint32_t)rows, 1, 1, XPU_WG, 1, 1, a, 10);
 }

@@ -17,7 +17,7 @@
   X(zeMemAllocDevice) X(zeMemAllocHost) X(zeMemAllocShared) X(zeMemFree) X(zeMemGetAllocProperties)          \
   X(zeModuleCreate) X(zeModuleDestroy) X(zeModuleBuildLogGetString) X(zeModuleBuildLogDestroy)               \
   X(zeKernelCreate) X(zeKernelDestroy) X(zeKernelSetArgumentValue) X(zeKernelSetGroupSize)                   \
-  X(zeKernelSuggestGroupSize) X(zeKernelGetProperties)                                                       \
+  X(zeKernelSuggestGroupSize) X(zeKernelGetProperties) X(zeKernelSetIndirectAccess)                                                       \
   X(zeCommandQueueCreate) X(zeCommandQueueDestroy) X(zeCommandQueueExecuteCommandLists)                      \
   X(zeCommandQueueSynchronize)                                                                               \
   X(zeCommandListCreate) X(zeCommandListCreateImmediate) X(zeCommandListDestroy) X(zeCommandListClose)       \

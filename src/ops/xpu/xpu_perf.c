@@ -1,0 +1,219 @@
+/* The performance model's cost table: for each kernel xpu_launch appends, the bytes it must read and write in
+ * device memory and its FLOPs, from the launch's own arguments and grid (the argument order of xpu_ops.c and
+ * the kernels in kernels/). Not a second implementation: only sizes are computed.
+ *
+ * What counts as moved: every byte an operand streams from device memory, once per work-group that streams it
+ * (K/V rows read again for each query head of a GQA group are read again), except small operands every
+ * work-group shares (a GEMV's input vector, a norm's weight: at most a few KiB, served by the caches after the
+ * first read) which count once. f32 activations; weights and KV in the dtype of the launch. A kernel whose
+ * argument count differs from the table's fails the count (its layout changed: update the table). */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "ops/xpu/xpu_internal.h"
+#include "runtime/xpu.h"
+
+#define I32(k) (*(const int *)args[k].value)
+#define U64(k) (*(const uint64_t *)args[k].value)
+#define PTR(k) (*(const void *const *)args[k].value)
+
+static double dsize(int dt) {
+  size_t s = xpi_dtype_size((xpi_dtype)dt);
+  return s ? (double)s : 4.0;
+}
+
+static double weight_size(xpu_kid kid) {
+  switch (kid) {
+    case XK_GEMV_F16: case XK_GEMM_F16: case XK_GEMV_SG_F16: return 2;
+    case XK_GEMV_BF16: case XK_GEMM_BF16: case XK_GEMV_SG_BF16: case XK_GEMM_DPAS_BF16: return 2;
+    case XK_GEMV3_F16: case XK_GEMV3_SG_F16: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_SG_F16: return 2;
+    case XK_GEMV3_BF16: case XK_GEMV3_SG_BF16: case XK_GEMV_GLU_BF16: case XK_GEMV_GLU_SG_BF16: return 2;
+    default: return 4;
+  }
+}
+
+/* Arguments each kernel takes (xpu_ops.c); 0: any. */
+static int expected_args(xpu_kid kid) {
+  switch (kid) {
+    case XK_EMBED: return 6;
+    case XK_ADD: return 3;
+    case XK_SWIGLU: case XK_GEGLU: return 4;
+    case XK_SOFTCAP: case XK_SCALE: return 3;
+    case XK_CONVERT: return 5;
+    case XK_ARGMAX: return 3;
+    case XK_TOPK: return 6;
+    case XK_RMSNORM: case XK_RMSNORM_SG: return 8;
+    case XK_ROPE: return 14;
+    case XK_GEMV_F32: case XK_GEMV_F16: case XK_GEMV_BF16:
+    case XK_GEMV_SG_F32: case XK_GEMV_SG_F16: case XK_GEMV_SG_BF16: return 8;
+    case XK_GEMM_F32: case XK_GEMM_F16: case XK_GEMM_BF16: case XK_GEMM_DPAS_BF16: return 9;
+    case XK_KV_STORE: return 13;
+    case XK_MOE_ROUTE: return 7;
+    case XK_MOE_MATMUL: return 11;
+    case XK_MOE_COMBINE: return 9;
+    case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
+    case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: return 21;
+    case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16: return 10;
+    case XK_GEMV_GLU_SG_F32: case XK_GEMV_GLU_SG_F16: case XK_GEMV_GLU_SG_BF16: return 11;
+    case XK_SDPA: return 20;
+    case XK_EAGER: case XK_FLASH: return 17;
+    default: return -1;
+  }
+}
+
+/* Positions each query token attends to (pos + 1, at most the sliding window when there is one), read back from
+ * the launch's positions argument (the performance model's step only; off every other path). tok[] gets n
+ * entries. */
+static xpi_status attended(xpi_backend *be, const void *pos, int n, int window, int *tok) {
+  XPI_TRY(xpu_read_uncounted(be, tok, pos, (size_t)n * sizeof *tok));
+  for (int i = 0; i < n; i++) {
+    tok[i] += 1;
+    if (window > 0 && tok[i] > window) tok[i] = window;
+  }
+  return XPI_OK;
+}
+
+#define PERF_MAX_TOKENS 4096 /* positions read back per attention launch in the model's step */
+
+xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, uint32_t gz, const xpu_arg *args,
+                          int nargs) {
+  xpi_perf_report *r = im_of(be)->perf;
+  if (expected_args(kid) != nargs)
+    return xpi_err(XPI_ERR_INTERNAL, "%s: performance model: kernel %s has %d arguments, its cost table entry %d",
+                   be->device, xpu_kernel_name(kid), nargs, expected_args(kid));
+  double rd = 0, wr = 0, fl = 0;
+  switch (kid) {
+    case XK_EMBED: { /* gathers gy rows of d */
+      double n = gy, d = I32(5);
+      rd = n * d * dsize(I32(2)) + n * 4, wr = n * d * 4;
+      break;
+    }
+    case XK_ADD: { double c = (double)U64(2); rd = 8 * c, wr = 4 * c, fl = c; break; }
+    case XK_SWIGLU: case XK_GEGLU: { double c = (double)U64(3); rd = 8 * c, wr = 4 * c, fl = 6 * c; break; }
+    case XK_SOFTCAP: case XK_SCALE: { double c = (double)U64(1); rd = 4 * c, wr = 4 * c, fl = c; break; }
+    case XK_CONVERT: { double c = (double)U64(4); rd = c * dsize(I32(3)), wr = c * dsize(I32(1)); break; }
+    case XK_ARGMAX: { double rows = gx, cols = I32(2); rd = rows * cols * 4, wr = rows * 4, fl = rows * cols; break; }
+    case XK_TOPK: { /* k passes over the row (kernels/portable/sampling.cl) */
+      double rows = gx, cols = I32(4), k = I32(5);
+      rd = rows * cols * 4 * k, wr = rows * (k * 8 + 8), fl = rows * cols * (k + 2);
+      break;
+    }
+    case XK_RMSNORM: case XK_RMSNORM_SG: { /* x (+ residual, then x written back), weight once */
+      double n = gx, d = I32(6), res = I32(3);
+      rd = n * d * 4 * (1 + res) + d * dsize(I32(5)), wr = n * d * 4 * (1 + res), fl = n * d * (4 + res);
+      break;
+    }
+    case XK_ROPE: { /* q and k rows in place, with the optional per-head norms */
+      double heads = gx, hd = I32(5);
+      rd = heads * hd * 4 + hd / 2 * 4 + hd * 2 * 4, wr = heads * hd * 4;
+      fl = heads * hd * (6 + 4 * (I32(9) || I32(12)));
+      break;
+    }
+    case XK_GEMV_F32: case XK_GEMV_F16: case XK_GEMV_BF16:
+    case XK_GEMV_SG_F32: case XK_GEMV_SG_F16: case XK_GEMV_SG_BF16: {
+      double rows = I32(6), cols = I32(7), bias = I32(5) ? rows * dsize(I32(4)) : 0;
+      rd = rows * cols * weight_size(kid) + cols * 4 + bias, wr = rows * 4, fl = 2 * rows * cols;
+      break;
+    }
+    case XK_GEMM_F32: case XK_GEMM_F16: case XK_GEMM_BF16: case XK_GEMM_DPAS_BF16: {
+      /* tiles: every column tile (gy) streams the weight rows of its row tile, every row tile (gx) the inputs */
+      double rows = I32(6), cols = I32(7), n = I32(8), bias = I32(5) ? rows * dsize(I32(4)) : 0;
+      rd = rows * cols * weight_size(kid) * gy + n * cols * 4 * gx + bias, wr = rows * n * 4, fl = 2 * rows * cols * n;
+      break;
+    }
+    case XK_MOE_ROUTE: { /* n rows of ne router logits -> k ids and weights each */
+      double n = I32(3), ne = I32(4), k = I32(5);
+      rd = n * ne * 4, wr = n * k * 8, fl = n * ne * (k + 4);
+      break;
+    }
+    case XK_MOE_MATMUL: { /* every slot reads its chosen expert's rows once (slots on one expert re-read them);
+                           * each work-group scans the slots' ids */
+      double rows = I32(6), cols = I32(7), slots = I32(9), ne = I32(5);
+      rd = slots * rows * cols * dsize(I32(4)) + slots * cols * 4 + rows * ne * slots * 4;
+      wr = slots * rows * 4, fl = 2 * slots * rows * cols;
+      break;
+    }
+    case XK_MOE_COMBINE: { /* out[count] from k expert rows (+ the shared expert) and the weights */
+      double c = (double)U64(8), k = I32(6), sh = I32(5);
+      rd = c * (k + sh + 1) * 4, wr = c * 4, fl = c * 2 * (k + sh);
+      break;
+    }
+    case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
+    case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: {
+      /* up to three projections of one row (+ its RMSNorm weight, + the output read back when accumulating) */
+      double rows = (double)I32(12) + I32(13) + I32(14), cols = I32(15);
+      double bias = I32(11) ? rows * dsize(I32(10)) : 0, norm = I32(18) ? cols * dsize(I32(17)) : 0;
+      rd = rows * cols * weight_size(kid) + cols * 4 + bias + norm + (I32(20) ? rows * 4 : 0), wr = rows * 4;
+      fl = 2 * rows * cols;
+      break;
+    }
+    case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16:
+    case XK_GEMV_GLU_SG_F32: case XK_GEMV_GLU_SG_F16: case XK_GEMV_GLU_SG_BF16: { /* gate and up rows, one output */
+      int sg = nargs == 11;
+      double rows = sg ? (double)I32(4) : (double)gx, cols = I32(sg ? 5 : 4), norm = I32(sg ? 9 : 8) ? cols * dsize(I32(sg ? 8 : 7)) : 0;
+      rd = 2 * rows * cols * weight_size(kid) + cols * 4 + norm, wr = rows * 4, fl = 4 * rows * cols;
+      break;
+    }
+    case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */
+      double n = gz, hk = I32(11), hd = I32(12);
+      rd = 2 * n * hk * hd * 4 + n * 8, wr = 2 * n * hk * hd * dsize(I32(2));
+      break;
+    }
+    case XK_SDPA: case XK_EAGER: case XK_FLASH: {
+      int hq = I32(kid == XK_FLASH ? 11 : 10), hk = I32(kid == XK_FLASH ? 12 : 11), hd = I32(kid == XK_FLASH ? 13 : 12);
+      int n = kid == XK_FLASH ? I32(10) : (int)(gx / (uint32_t)hq);
+      if (n <= 0 || n > PERF_MAX_TOKENS)
+        return xpi_err(XPI_ERR_UNSUPPORTED, "%s: performance model: attention over %d tokens in one launch",
+                       be->device, n);
+      int tok[PERF_MAX_TOKENS];
+      XPI_TRY(attended(be, PTR(5), n, I32(kid == XK_FLASH ? 15 : 14), tok));
+      double kv = 2.0 * hd * dsize(I32(4)), per_head = 0, groups = 0;
+      for (int i = 0; i < n; i++) per_head += tok[i];
+      if (kid == XK_FLASH) { /* a work-group: up to 4 query rows of one KV head, K/V read once for its longest */
+        int g = hq / hk;
+        for (int w = 0; w < (int)gx; w++) {
+          int longest = 0;
+          for (int rr = w * 4; rr < w * 4 + 4 && rr < n * g; rr++)
+            if (tok[rr / g] > longest) longest = tok[rr / g];
+          groups += longest;
+        }
+        rd = groups * hk * kv;
+      } else { /* a work-group per (token, query head): its K/V rows, read again for every head of a group */
+        rd = per_head * hq * kv;
+        if (kid == XK_EAGER) rd += per_head * hq * 4, wr += per_head * hq * 4; /* the scores, out and back */
+      }
+      rd += (double)n * hq * hd * 4, wr += (double)n * hq * hd * 4, fl = per_head * hq * hd * 4;
+      if (kid == XK_SDPA && I32(16)) /* a decode step's sdpa stores its token's K/V itself */
+        rd += 2.0 * n * hk * hd * 4, wr += 2.0 * n * hk * hd * dsize(I32(4));
+      break;
+    }
+    default:
+      return xpi_err(XPI_ERR_INTERNAL, "%s: performance model: no cost for kernel %s", be->device,
+                     xpu_kernel_name(kid));
+  }
+  const char *name = xpu_kernel_name(kid);
+  int k = 0;
+  while (k < r->n_kernels && strcmp(r->kernels[k].name, name)) k++;
+  if (k == r->n_kernels) {
+    if (k == XPI_PERF_MAX_KERNELS) return xpi_err(XPI_ERR_INTERNAL, "performance model: more than %d kernels", k);
+    snprintf(r->kernels[k].name, sizeof r->kernels[k].name, "%s", name);
+    r->n_kernels++;
+  }
+  xpi_perf_kernel *e = &r->kernels[k];
+  e->launches++, e->bytes_read += rd, e->bytes_written += wr, e->flops += fl;
+  r->launches++, r->bytes_read += rd, r->bytes_written += wr, r->flops += fl;
+  return XPI_OK;
+}
+
+xpi_status xpi_xpu_perf_begin(xpi_backend *be, xpi_perf_report *acc) {
+  if (!be || strcmp(be->ops->name, "xpu"))
+    return xpi_err(XPI_ERR_UNSUPPORTED, "the performance model counts XPU launches; device '%s' is not an XPU",
+                   be ? be->device : "?");
+  im_of(be)->perf = acc;
+  return XPI_OK;
+}
+
+void xpi_xpu_perf_end(xpi_backend *be) {
+  if (be && !strcmp(be->ops->name, "xpu")) im_of(be)->perf = NULL;
+}

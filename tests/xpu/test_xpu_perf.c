@@ -1,0 +1,108 @@
+/* The performance model (src/ops/xpu/xpu_perf.c, xpi_model_perf_decode) against sizes computed here from the
+ * model's config, independently of the cost table.
+ *   (default)  tinyfortunes at 100 positions on xpu:0: the launches of a decode step (13 a layer + 4), the
+ *              GEMVs read every matrix once plus their input vectors, SDPA reads each layer's K/V once per query
+ *              head (hq / hk = 2 times the KV a step must read), and the totals add up.
+ *   0.6b       the Qwen3-0.6B shape at 4096 positions (f32 KV): bytes moved per token against weights + KV. The
+ *              design target is <= 1.1x; today's kernels move 1.444x: SDPA reads every K/V row once per query
+ *              head of its GQA pair (2x the KV bytes: +939.5 MB at 4K); every other kernel together moves
+ *              under 1.01x. The test asserts that measured value (so a kernel change shows up here) and that
+ *              without SDPA's re-read the step would be within the target. */
+#include <string.h>
+
+#include "xpu_load.h"
+
+static const xpi_perf_kernel *kernel(const xpi_perf_report *r, const char *name) {
+  for (int k = 0; k < r->n_kernels; k++)
+    if (!strcmp(r->kernels[k].name, name)) return &r->kernels[k];
+  return NULL;
+}
+
+/* bytes of a kernel (read + written), 0 when it did not run */
+static double moved_by(const xpi_perf_report *r, const char *name) {
+  const xpi_perf_kernel *k = kernel(r, name);
+  return k ? k->bytes_read + k->bytes_written : 0;
+}
+
+static int tiny(void) {
+  char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
+  xpi_model *m = NULL;
+  int rc = load(dir, "xpu:0", NULL, "sdpa", &m);
+  free(dir);
+  if (rc) return rc;
+  xpi_model_info in = {.struct_size = sizeof in};
+  CHECK_OK(xpi_model_get_info(m, &in));
+  const double H = in.hidden_size, I = in.intermediate_size, hq = in.n_heads, hk = in.n_kv_heads, hd = in.head_dim;
+  const double L = in.n_layers, V = in.vocab_size, ctx = 100;
+  xpi_perf_report r = {.struct_size = sizeof r};
+  CHECK_OK(xpi_model_perf_decode(m, (int32_t)ctx, &r));
+  CHECK(r.n_ctx == 100 && r.launches == (int64_t)(6 * L + 4), "%lld launches (6 a layer: norm+q|k|v, rope, "
+        "attention with the KV store, o_proj+add, norm+gate|up+act, down+add; + embed, final norm, lm_head, argmax)",
+        (long long)r.launches);
+  /* bf16 matrices: q, k, v, o, gate, up, down per layer and the tied lm_head, read once each; on top of them only
+   * small operands: each launch's input row (and RMSNorm weight, f32 at most), outputs read back when a GEMV adds
+   * into the residual stream */
+  const double mats[][2] = {{hq * hd, H}, {hk * hd, H}, {hk * hd, H}, {H, hq * hd}, {I, H}, {I, H}, {H, I}};
+  double wbytes = V * H * 2, gemv_wr = V * 4;
+  for (int i = 0; i < 7; i++) {
+    wbytes += L * mats[i][0] * mats[i][1] * 2;
+    gemv_wr += L * mats[i][0] * 4;
+  }
+  gemv_wr -= L * I * 4; /* gate and up give one output row of I */
+  const double small = H * 4 + L * (4 * (H + hq * hd + I) * 4 + 2 * H * 4 + 2 * H * 4);
+  double gemv_rd = 0, gemv_w = 0;
+  long long gemv_n = 0;
+  for (int k = 0; k < r.n_kernels; k++)
+    if (!strncmp(r.kernels[k].name, "xpi_gemv", 8)) {
+      gemv_rd += r.kernels[k].bytes_read, gemv_w += r.kernels[k].bytes_written;
+      gemv_n += (long long)r.kernels[k].launches;
+    }
+  CHECK(gemv_n == (long long)(4 * L + 1) && gemv_rd >= wbytes && gemv_rd <= wbytes + small && gemv_w == gemv_wr,
+        "GEMVs: %lld launches (want %.0f), %.0f bytes read (weights %.0f + at most %.0f), %.0f written (want %.0f)",
+        gemv_n, 4 * L + 1, gemv_rd, wbytes, small, gemv_w, gemv_wr);
+  const double kv = L * ctx * hk * hd * 2 * 4; /* f32 K and V of ctx positions */
+  CHECK(r.kv_bytes == kv, "KV a step reads %.0f, want %.0f", r.kv_bytes, kv);
+  CHECK(r.weight_bytes == (double)in.weight_bytes + H * 2, "weights a step reads %.0f (all placed + one embedding "
+        "row: %.0f)", r.weight_bytes, (double)in.weight_bytes + H * 2);
+  const xpi_perf_kernel *a = kernel(&r, "xpi_sdpa");
+  const double sdpa_rd = kv * (hq / hk) + L * hq * hd * 4 + L * hk * hd * 2 * 4; /* K/V per query head, q, the
+                                                                                  * token's k and v it stores */
+  CHECK(a && a->launches == L && a->bytes_read == sdpa_rd && a->flops == L * hq * ctx * hd * 4,
+        "SDPA: %.0f bytes read, want %.0f (K/V once per query head, q)", a ? a->bytes_read : 0, sdpa_rd);
+  double sum = 0;
+  for (int k = 0; k < r.n_kernels; k++) sum += r.kernels[k].bytes_read + r.kernels[k].bytes_written;
+  CHECK(sum == r.bytes_read + r.bytes_written, "kernels add up to the total");
+  printf("tinyfortunes @%d: moved %.0f bytes, must read %.0f + %.0f: %.3fx\n", r.n_ctx, sum, r.weight_bytes,
+         r.kv_bytes, sum / (r.weight_bytes + r.kv_bytes));
+  xpi_model_free(m);
+  return 0;
+}
+
+static int qwen06b(void) {
+  char *dir = xpi_test_strf("%s/qwen3-0.6b-rand", xpi_test_env("XPI_MODELS_DIR"));
+  xpi_model *m = NULL;
+  int rc = load(dir, "xpu:0", NULL, "sdpa", &m);
+  free(dir);
+  if (rc) return rc;
+  xpi_perf_report r = {.struct_size = sizeof r};
+  CHECK_OK(xpi_model_perf_decode(m, 4096, &r));
+  const double must = r.weight_bytes + r.kv_bytes, moved = r.bytes_read + r.bytes_written;
+  const double sdpa = moved_by(&r, "xpi_sdpa");
+  printf("qwen3-0.6b @4096: weights %.2f MB + KV %.2f MB; moved %.2f MB = %.4fx (SDPA %.2f MB); %lld launches\n",
+         r.weight_bytes / 1e6, r.kv_bytes / 1e6, moved / 1e6, moved / must, sdpa / 1e6, (long long)r.launches);
+  CHECK(r.launches == 28 * 6 + 4, "%lld launches", (long long)r.launches);
+  CHECK(moved / must > 1.439 && moved / must < 1.449, "moved / must = %.4f, measured 1.444 with today's kernels "
+        "(update the note above when a kernel changes it)", moved / must);
+  /* SDPA reads the KV twice (hq / hk = 2); with one read the rest stays within the 1.1x target */
+  CHECK(sdpa > 2 * r.kv_bytes && sdpa < 2 * r.kv_bytes * 1.001, "SDPA moves %.0f, twice the KV is %.0f", sdpa,
+        2 * r.kv_bytes);
+  CHECK((moved - sdpa + r.kv_bytes) / must <= 1.1, "without SDPA's re-read: %.4fx", (moved - sdpa + r.kv_bytes) / must);
+  xpi_model_free(m);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  int rc = argc > 1 && !strcmp(argv[1], "0.6b") ? qwen06b() : tiny();
+  if (rc == 77) return 77;
+  return xpi_test_done();
+}
