@@ -22,6 +22,8 @@ add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
 set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
 list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_memplan
                           xpu/test_xpu_memplan_q4)
+# q8/q4 weights (issue 17): the matmul against the CPU's, and models against the CPU with the same --quant
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model)
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
@@ -34,6 +36,8 @@ foreach(t ${XPI_XPU_TESTS})
     set(devices "0000:1a:00.0=800M,0000:3a:00.0=800M")
   elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
     set(devices "0000:1a:00.0=700M")
+  elseif(t STREQUAL "xpu/test_xpu_quant_model")
+    set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices (issue 17)
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
@@ -53,3 +57,9 @@ endif()
 # the 0.6B model (1.19 GB) comes from the random-model fixture; minutes on zesim
 set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b
                      PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
+# The CPU reference of test_xpu_quant_model runs its AVX2 kernels: on an AMX CPU the default AMX int8 prefill
+# GEMM gives other logits than the CPU's own scalar, AVX2 and AVX-512 paths on tinyfortunes --quant q8 (0.2 from
+# the third position of 'The meaning of life is', measured 2026-12-01; those three and the XPU agree within 6e-6),
+# a CPU-side discrepancy reported with issue 17, not a property of the XPU path.
+set_tests_properties(xpu/test_xpu_quant_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow") # ~4 min
+set_property(TEST xpu/test_xpu_quant_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")

@@ -23,6 +23,10 @@ if(TARGET test_xpu_model)
 else()
   list(REMOVE_ITEM XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_model)
 endif()
+# q8/q4 weights (issue 17): the portable integer kernels built by Intel's compiler (OpenCL lets f32 division be
+# off by 2.5 ulp; matmul_q.cl's xpi_div_rn keeps the activation quants the CPU's on any compiler)
+add_test(NAME xpu_intel/test_xpu_quant COMMAND test_xpu_quant)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_quant)
 
 set(iocl_skip "")
 if(NOT TARGET ze_zesim)

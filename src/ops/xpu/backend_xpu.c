@@ -115,10 +115,12 @@ static int is_float(xpi_dtype dt) { return dt == XPI_DT_F32 || dt == XPI_DT_F16 
 static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype, int64_t rows,
                                     int64_t cols, xpi_dtype want) {
   memset(w, 0, sizeof *w);
-  if (!is_float(src_dtype) || !is_float(want))
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: weights of dtype %s -> %s are not supported (f32, f16, bf16)", be->device,
-                   xpi_dtype_name(src_dtype), xpi_dtype_name(want));
   if (xpu_my_rec(im_of(be))) return xpi_err(XPI_ERR_INTERNAL, "%s: weight upload while capturing a graph", be->device);
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* the CPU's block formats, quantized on the host (xpu_quant.c) */
+    return xpu_quant_weight_create(be, w, src, src_dtype, rows, cols, want);
+  if (!is_float(src_dtype) || !is_float(want))
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: weights of dtype %s -> %s are not supported (f32, f16, bf16)",
+                   be->device, xpi_dtype_name(src_dtype), xpi_dtype_name(want));
   if (rows <= 0 || cols <= 0 || rows > INT64_MAX / cols || rows * cols > (int64_t)(SIZE_MAX / 4))
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: bad weight shape [%lld, %lld]", be->device, (long long)rows,
                    (long long)cols);

@@ -21,6 +21,8 @@ typedef enum xpu_kid {
   /* tuned tier (NULL when the device or driver cannot take it) */
   XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
   XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16, XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16,
+  /* portable tier: q8/q4 weights (xpu_quant.c) */
+  XK_QUANT_ACT, XK_GEMV_Q8, XK_GEMV_Q4, XK_GEMM_Q8, XK_GEMM_Q4,
   XK_COUNT
 } xpu_kid;
 
@@ -181,5 +183,11 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
 xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
                           const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
+
+/* q8/q4 weights (xpu_quant.c): placement at load, and the matmul over them. */
+xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
+                                   int64_t rows, int64_t cols, xpi_dtype want);
+xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
+                        int32_t n);
 
 #endif

@@ -37,6 +37,9 @@ static const struct {
   [XK_GEMV3_SG_F32] = {"xpi_gemv3_sg_f32", 1}, [XK_GEMV3_SG_F16] = {"xpi_gemv3_sg_f16", 1},
   [XK_GEMV3_SG_BF16] = {"xpi_gemv3_sg_bf16", 1}, [XK_GEMV_GLU_SG_F32] = {"xpi_gemv_glu_sg_f32", 1},
   [XK_GEMV_GLU_SG_F16] = {"xpi_gemv_glu_sg_f16", 1}, [XK_GEMV_GLU_SG_BF16] = {"xpi_gemv_glu_sg_bf16", 1},
+  [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
+  [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
+  [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
 };
 
 const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }

@@ -58,7 +58,8 @@ xpi_status xpu_rmsnorm(xpi_backend *be, float *out, float *x, const float *resid
 
 xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                       int32_t n) {
-  XPI_TRY(check_float_weight(be, w, "matmul"));
+  const int quant = w && w->data && (w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4);
+  if (!quant) XPI_TRY(check_float_weight(be, w, "matmul"));
   if (bias) {
     XPI_TRY(check_float_weight(be, bias, "matmul bias"));
     if (bias->cols * bias->rows != w->rows)
@@ -69,6 +70,7 @@ xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_we
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: matmul: weight [%lld, %lld] too large", be->device, (long long)w->rows,
                    (long long)w->cols);
   if (n <= 0) return XPI_OK;
+  if (quant) return xpu_matmul_q(be, out, in, w, bias, n);
   int rows = (int)w->rows, cols = (int)w->cols, has_bias = bias != NULL;
   int bdt = bias ? (int)bias->dtype : 0;
   const void *wd = w->data, *bd = bias ? bias->data : w->data;

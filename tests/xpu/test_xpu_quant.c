@@ -1,0 +1,164 @@
+/* q8/q4 weights on the XPU against the CPU backend's scalar reference (src/ops/cpu/quant.c, the oracle of
+ * quant.h's semantics): the placed quants and scales are the CPU's bit for bit, and matmuls at decode (n = 1)
+ * and prefill (n = 7, 33: partial 16-token tiles) shapes, rows 37 (a partial 16-row tile) and 300, cols 67 and
+ * 1000 (a partial last block), 32, 256 and 2048, with and without bias, equal the CPU's up to f32 summation order.
+ *
+ * Tolerance. Both sides compute y = sum over blocks b of d_b * dx_b * s_b with the same exact int32 block dots
+ * s_b (same weight quants, activation quants made by the same arithmetic: quant.h's rounding, both divisions
+ * correctly rounded); the CPU oracle sums in double, the XPU in f32 in another order, with d*dx*s two roundings
+ * per term. So |y_xpu - y_cpu| <= (nb + 3) u S, S = sum_b |d_b dx_b s_b| <= sum_c |d q_c| |dx xq_c| (computed
+ * here per output from the dequantized operands), + u |bias| for the bias add. One activation quant off by one
+ * would move y by d |q| dx ~ 1e-2 here, two to three orders above this bound: the test also checks that the
+ * device quantizes activations exactly as the CPU does. */
+#include "ops/cpu/quant.h"
+#include "ops/half.h"
+#include "ops/xpu/xpu_backend.h"
+#include "xpu_test_util.h"
+
+#define U 5.96e-8
+
+static xpi_backend *cpu, *xpu;
+static double g_worst; /* largest |xpu - cpu| / bound over every output (printed) */
+
+/* Bound S of the header for every output: |dequantized weights| . |dequantized activations| per row, token. */
+static void bound_s(xpi_dtype dt, const xpi_weight *w, const float *x, int n, double *S) {
+  const int64_t rows = w->rows, cols = w->cols, nb = xpi_q_nblocks(cols);
+  float *wr = malloc(sizeof(float) * (size_t)cols), *xa = malloc(sizeof(float) * (size_t)cols);
+  int8_t *xq = malloc((size_t)nb * XPI_QK);
+  float *dx = malloc(sizeof(float) * (size_t)nb), *sx = malloc(sizeof(float) * (size_t)nb);
+  for (int t = 0; t < n; t++) {
+    xpi_quantize_act_scalar(xq, dx, sx, x + (size_t)t * cols, cols);
+    for (int64_t c = 0; c < cols; c++) xa[c] = fabsf(dx[c / XPI_QK] * (float)xq[c]);
+    for (int64_t r = 0; r < rows; r++) {
+      xpi_dequantize_row(dt, wr, w->data, w->aux, r, cols);
+      double s = 0;
+      for (int64_t c = 0; c < cols; c++) s += fabs((double)wr[c]) * xa[c];
+      S[(size_t)t * rows + r] = s;
+    }
+  }
+  free(wr), free(xa), free(xq), free(dx), free(sx);
+}
+
+static void check_matmul(xpi_dtype dt, int rows, int cols, int n, int bias, xpi_dtype sdt) {
+  const size_t nw = (size_t)rows * cols;
+  float *wv = xt_randv(nw), *x = xt_randv((size_t)n * cols), *bv = xt_randv(rows);
+  /* magnitudes that differ by block (and a zero block): every scale of both operands is exercised */
+  for (size_t i = 0; i < nw; i++) wv[i] *= (float)(1 + (i / 32) % 5) * 0.05f;
+  for (int t = 0; t < n; t++)
+    for (int c = 0; c < cols; c++) x[(size_t)t * cols + c] *= c / 32 == 1 ? 0.0f : (float)(1 + (t + c / 32) % 7);
+  void *src = malloc(nw * 4);
+  if (sdt == XPI_DT_F32) memcpy(src, wv, nw * 4);
+  else
+    for (size_t i = 0; i < nw; i++) ((uint16_t *)src)[i] = xpi_f32_to_bf16(wv[i]);
+  uint16_t *bsrc = malloc((size_t)rows * 2);
+  for (int r = 0; r < rows; r++) bsrc[r] = xpi_f32_to_bf16(bv[r]);
+  xpi_weight wc, wx, bc, bx;
+  CHECK_OK(cpu->ops->weight_create(cpu, &wc, src, sdt, rows, cols, dt));
+  CHECK_OK(xpu->ops->weight_create(xpu, &wx, src, sdt, rows, cols, dt));
+  CHECK_OK(cpu->ops->weight_create(cpu, &bc, bsrc, XPI_DT_BF16, 1, rows, XPI_DT_BF16));
+  CHECK_OK(xpu->ops->weight_create(xpu, &bx, bsrc, XPI_DT_BF16, 1, rows, XPI_DT_BF16));
+  const char *what = xpi_test_strf("%s [%d x %d] n=%d bias=%d from %s", xpi_dtype_name(dt), rows, cols, n, bias,
+                                   xpi_dtype_name(sdt));
+  /* the placement: the CPU's quants and scales, bit for bit, and the same byte count */
+  const int64_t qb = (int64_t)rows * xpi_q_row_bytes(dt, cols), db = (int64_t)rows * xpi_q_nblocks(cols) * 2;
+  CHECK(wx.dtype == dt && wx.bytes == wc.bytes && wx.bytes == (size_t)(qb + db), "%s: placed %zu bytes, cpu %zu",
+        what, wx.bytes, wc.bytes);
+  unsigned char *hq = malloc((size_t)qb), *hd = malloc((size_t)db);
+  xt_down(xpu, hq, wx.data, (size_t)qb);
+  xt_down(xpu, hd, wx.aux, (size_t)db);
+  CHECK(memcmp(hq, wc.data, (size_t)qb) == 0 && memcmp(hd, wc.aux, (size_t)db) == 0,
+        "%s: quants/scales on the device differ from the CPU's", what);
+  void *xc = xt_up(cpu, x, (size_t)n * cols * 4), *xx = xt_up(xpu, x, (size_t)n * cols * 4);
+  void *oc = xt_up(cpu, NULL, (size_t)n * rows * 4), *ox = xt_up(xpu, NULL, (size_t)n * rows * 4);
+  CHECK_OK(cpu->ops->matmul(cpu, oc, xc, &wc, bias ? &bc : NULL, n));
+  CHECK_OK(xpu->ops->matmul(xpu, ox, xx, &wx, bias ? &bx : NULL, n));
+  float *yc = malloc((size_t)n * rows * 4), *yx = malloc((size_t)n * rows * 4);
+  xt_down(cpu, yc, oc, (size_t)n * rows * 4);
+  xt_down(xpu, yx, ox, (size_t)n * rows * 4);
+  double *S = malloc(sizeof(double) * (size_t)n * rows);
+  bound_s(dt, &wc, x, n, S);
+  const int nb = (int)xpi_q_nblocks(cols);
+  size_t bad = 0, worst = 0;
+  double wratio = 0;
+  for (int t = 0; t < n; t++)
+    for (int r = 0; r < rows; r++) {
+      const size_t i = (size_t)t * rows + r;
+      const double tol = (nb + 3) * U * S[i] + (bias ? 2 * U * (fabs(yc[i]) + 1) : 0) + 1e-30;
+      const double e = fabs((double)yx[i] - (double)yc[i]);
+      if (!(e <= tol)) bad++;
+      if (!(e / tol <= wratio)) wratio = e / tol, worst = i;
+    }
+  if (wratio > g_worst) g_worst = wratio;
+  CHECK(bad == 0, "%s: %zu of %zu outputs beyond the bound; worst [%zu] xpu %.9g cpu %.9g (%.2f x bound)", what, bad,
+        (size_t)n * rows, worst, (double)yx[worst], (double)yc[worst], wratio);
+  free(S), free(yc), free(yx), free(hq), free(hd), free(wv), free(x), free(bv), free(src), free(bsrc);
+  free((void *)what);
+  cpu->ops->free(cpu, xc), cpu->ops->free(cpu, oc), xpu->ops->free(xpu, xx), xpu->ops->free(xpu, ox);
+  cpu->ops->weight_free(cpu, &wc), cpu->ops->weight_free(cpu, &bc);
+  xpu->ops->weight_free(xpu, &wx), xpu->ops->weight_free(xpu, &bx);
+}
+
+static void test_matmul(void) {
+  const xpi_dtype dts[2] = {XPI_DT_Q8, XPI_DT_Q4};
+  const struct { int rows, cols; } shapes[] = {{37, 67}, {37, 32}, {37, 256}, {300, 1000}, {16, 2048}};
+  const int ns[3] = {1, 7, 33};
+  for (int di = 0; di < 2; di++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+      for (int ni = 0; ni < 3; ni++)
+        check_matmul(dts[di], shapes[si].rows, shapes[si].cols, ns[ni], (int)(si + ni) % 2,
+                     (si + ni) % 3 ? XPI_DT_BF16 : XPI_DT_F32);
+}
+
+/* Device memory a weight takes (the backend's accounting of its allocations), per weight, for a [1024, 2048]
+ * matrix: bf16 2, q8 34/32, q4 18/32 (quants + half scales; the scales start 64-byte aligned). */
+static void test_bytes(void) {
+  const int rows = 1024, cols = 2048;
+  uint16_t *src = calloc((size_t)rows * cols, 2);
+  for (size_t i = 0; i < (size_t)rows * cols; i++) src[i] = xpi_f32_to_bf16(xt_rand());
+  const xpi_dtype dts[3] = {XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
+  const double want[3] = {2.0, 34.0 / 32, 18.0 / 32};
+  for (int i = 0; i < 3; i++) {
+    uint64_t before = 0, after = 0;
+    xpi_weight w;
+    CHECK_OK(xpi_xpu_free_memory(0, &before));
+    CHECK_OK(xpu->ops->weight_create(xpu, &w, src, XPI_DT_BF16, rows, cols, dts[i]));
+    CHECK_OK(xpi_xpu_free_memory(0, &after));
+    const double per = (double)(before - after) / ((double)rows * cols);
+    printf("xpu:0 bytes per weight, %s: %.4f\n", xpi_dtype_name(dts[i]), per);
+    CHECK(fabs(per - want[i]) < 1e-4, "%s: %.5f bytes per weight on the device, expected %.5f",
+          xpi_dtype_name(dts[i]), per, want[i]);
+    xpu->ops->weight_free(xpu, &w);
+  }
+  free(src);
+}
+
+/* Bad inputs come back as a status naming the problem, nothing placed. */
+static void test_errors(void) {
+  int32_t ints[64] = {0};
+  xpi_weight w;
+  xpi_status s = xpu->ops->weight_create(xpu, &w, ints, XPI_DT_I32, 2, 32, XPI_DT_Q8);
+  CHECK(s == XPI_ERR_UNSUPPORTED && strstr(xpi_last_error(), "i32"), "i32 -> q8: %d %s", s, xpi_last_error());
+  CHECK(w.data == NULL, "nothing placed");
+  float bad[64];
+  for (int i = 0; i < 64; i++) bad[i] = 1.0f;
+  bad[40] = NAN;
+  s = xpu->ops->weight_create(xpu, &w, bad, XPI_DT_F32, 2, 32, XPI_DT_Q4);
+  CHECK(s == XPI_ERR_INVALID_ARGUMENT && strstr(xpi_last_error(), "not finite"), "NaN weight: %d %s", s,
+        xpi_last_error());
+}
+
+int main(void) {
+  int rc = xt_open_xpu("xpu:0", &xpu);
+  if (rc) return rc == 77 ? 77 : xpi_test_done();
+  xpi_backend_config cc = {.device = "cpu", .n_threads = 2, .use_kernels = 0}; /* the scalar reference */
+  CHECK_OK(xpi_backend_cpu_create(&cc, &cpu));
+  if (!cpu) return xpi_test_done();
+  printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
+  test_matmul();
+  test_errors();
+  test_bytes();
+  printf("largest |xpu - cpu| / bound: %.3g\n", g_worst);
+  cpu->ops->destroy(cpu);
+  xpu->ops->destroy(xpu);
+  return xpi_test_done();
+}
