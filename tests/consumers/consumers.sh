@@ -142,7 +142,9 @@ deb)
     depends=$(dpkg-deb -f "$deb" Depends)
     for so in $(readelf -d "$bin" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p'); do
       case $so in libxpuinfer.so.*) pkg=$(dpkg-deb -f "$lib" Package) ;;
-      *) path=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64/ {print $NF; exit}')
+      # awk reads all of ldconfig's output: an early exit would kill ldconfig with SIGPIPE, which pipefail + set -e
+      # turn into a silent failure of this step
+      *) path=$(ldconfig -p | awk -v s="$so" '$1 == s && /x86-64/ && !f {print $NF; f = 1}')
          [ -n "$path" ] || fail "$so (NEEDED by $bin) is not installed here"
          pkg=""
          real=$(readlink -f "$path")

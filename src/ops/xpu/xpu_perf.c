@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/status.h"
+#include "ops/cpu/quant.h" /* XPI_QK: the block formats the XPU shares with the CPU */
 #include "ops/xpu/xpu_internal.h"
 #include "runtime/xpu.h"
 
@@ -56,6 +57,9 @@ static int expected_args(xpu_kid kid) {
     case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: return 21;
     case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16: return 10;
     case XK_GEMV_GLU_SG_F32: case XK_GEMV_GLU_SG_F16: case XK_GEMV_GLU_SG_BF16: return 11;
+    case XK_QUANT_ACT: return 5;
+    case XK_GEMV_Q8: case XK_GEMV_Q4: return 10;
+    case XK_GEMM_Q8: case XK_GEMM_Q4: return 11;
     case XK_SDPA: return 20;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
@@ -153,6 +157,22 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       int sg = nargs == 11;
       double rows = sg ? (double)I32(4) : (double)gx, cols = I32(sg ? 5 : 4), norm = I32(sg ? 9 : 8) ? cols * dsize(I32(sg ? 8 : 7)) : 0;
       rd = 2 * rows * cols * weight_size(kid) + cols * 4 + norm, wr = rows * 4, fl = 4 * rows * cols;
+      break;
+    }
+    case XK_QUANT_ACT: { /* gy rows of cols f32 -> int8 quants + one f32 scale per 32-block */
+      double n = gy, cols = I32(3), nb = I32(4);
+      rd = n * cols * 4, wr = n * nb * (XPI_QK + 4), fl = n * cols * 3;
+      break;
+    }
+    case XK_GEMV_Q8: case XK_GEMV_Q4: case XK_GEMM_Q8: case XK_GEMM_Q4: {
+      /* per 32-weight block: the quants (32 or 16 bytes) and a half scale; activations as int8 blocks + f32 scales.
+       * The GEMM's column tiles (gy) each stream the weight rows of their row tile, its row tiles (gx) the inputs */
+      const int gemm = kid == XK_GEMM_Q8 || kid == XK_GEMM_Q4, q4 = kid == XK_GEMV_Q4 || kid == XK_GEMM_Q4;
+      double rows = I32(8), cols = I32(9), nb = (double)((I32(9) + XPI_QK - 1) / XPI_QK), n = gemm ? I32(10) : 1;
+      double wrow = nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2), xrow = nb * (XPI_QK + 4);
+      double bias = I32(7) ? rows * dsize(I32(6)) : 0;
+      rd = rows * wrow * (gemm ? gy : 1) + n * xrow * (gemm ? gx : 1) + bias, wr = rows * n * 4;
+      fl = 2 * rows * cols * n;
       break;
     }
     case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */
