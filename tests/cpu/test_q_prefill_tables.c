@@ -101,6 +101,36 @@ done:
   return worst;
 }
 
+/* q8 prefill GEMMs give the same bits on every table: the AVX2, AVX-VNNI, AVX-512 VNNI and AMX GEMMs all sum the
+ * exact block dots in block order as f = fma(d, dx * isum, f) (gemm_q.h's xpi_gq_scale, kernels_amx.c's
+ * amx_scale). Bits matter there, not only the bound above: the next matmul rounds its activations to int8 per
+ * block, so a last-bit difference can flip one activation by a whole quantum (test_quant_model.c), and with this
+ * the tables' prefill logits agree exactly. n = 33..40 takes the GEMM on every table (the GEMVs serve up to 32). */
+static void q8_gemm_bits_case(int64_t rows, int64_t cols, int32_t n) {
+  const xpi_cpu_kernels *ref = xpi_cpu_kernels_for(XPI_ISA_AVX2);
+  if (!ref) return;
+  const int64_t nb = xpi_q_nblocks(cols);
+  float *wv = malloc(sizeof(float) * (size_t)(rows * cols)), *X = malloc(sizeof(float) * (size_t)(n * cols));
+  for (int64_t i = 0; i < rows * cols; i++) wv[i] = frand() * 0.1f;
+  for (int64_t i = 0; i < n * cols; i++) X[i] = frand();
+  void *W = malloc((size_t)(rows * xpi_q_row_bytes(XPI_DT_Q8, cols)));
+  uint16_t *d = malloc(sizeof(uint16_t) * (size_t)(rows * nb));
+  CHECK_OK(xpi_quantize_rows(XPI_DT_Q8, W, d, wv, XPI_DT_F32, rows, cols));
+  float *Y = malloc(sizeof(float) * (size_t)(n * rows)), *Yr = malloc(sizeof(float) * (size_t)(n * rows));
+  xpi_cpu_matmul(g_pool, g_ws, ref, XPI_DT_Q8, Yr, rows, X, n, W, d, 0, rows, cols);
+  for (int isa = XPI_ISA_AVX2 + 1; isa < XPI_ISA_COUNT; isa++) {
+    const xpi_cpu_kernels *k = xpi_cpu_kernels_for((xpi_cpu_isa)isa);
+    if (!k || !k->gemm[XPI_DT_Q8]) continue;
+    xpi_cpu_matmul(g_pool, g_ws, k, XPI_DT_Q8, Y, rows, X, n, W, d, 0, rows, cols);
+    int64_t i = 0;
+    while (i < n * rows && memcmp(&Y[i], &Yr[i], sizeof(float)) == 0) i++;
+    CHECK(i == n * rows, "q8 %s GEMM rows=%lld cols=%lld n=%d: token %lld row %lld %.9g, the avx2 GEMM %.9g", k->isa,
+          (long long)rows, (long long)cols, n, (long long)(i / rows), (long long)(i % rows), Y[i < n * rows ? i : 0],
+          Yr[i < n * rows ? i : 0]);
+  }
+  free(wv); free(X); free(W); free(d); free(Y); free(Yr);
+}
+
 int main(void) {
   CHECK_OK(xpi_pool_create(2, &g_pool));
   g_ws = xpi_cpu_mm_ws_create();
@@ -128,6 +158,9 @@ int main(void) {
              dt == XPI_DT_Q8 ? "q8" : "q4", k->gemm[dt] ? k->gemm[dt]->name : "-", worst);
     }
   }
+  for (int32_t n = 33; n <= 40; n++)
+    for (size_t ri = 0; ri < 2; ri++)
+      for (size_t ci = 0; ci < 4; ci++) q8_gemm_bits_case(rows_s[ri], cols_s[ci], n);
   xpi_cpu_mm_ws_free(g_ws);
   xpi_pool_free(g_pool);
   return xpi_test_done();
