@@ -30,7 +30,8 @@
  * and a 1-ulp change of half the outputs of one matmul (layer 0's v projection, on the AVX2 path) reproduces the
  * AMX/AVX-512 numbers to 1e-6; on other prompts AVX2 is the one that moves (0.02-0.23). So the bound is the flip
  * bound, FUSED_TOL of the largest |logit|, and the share of logits within 1e-4 of the scalar table's (no flip
- * upstream) is printed.
+ * upstream) is printed. Where every matmul takes the q8 prefill GEMM (sequences longer than the GEMVs' 32
+ * tokens), all tables must give the avx2 table's logits bit for bit: the GEMMs round alike (gemm_q.h, amx_scale).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -38,6 +39,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "ops/cpu/mm_smalln.h"
 
 #define Q8_TOP1 0.95
 #define Q8_TOP5 0.93
@@ -188,7 +190,7 @@ int main(void) {
     static const char *tables[] = {"avx2", "avxvnni", "avx512", "amx", "auto"};
     setenv("XPI_CPU_ISA", "scalar", 1);
     xpi_model *sm = load(dir, "q8", 1);
-    float **sl = calloc((size_t)nc, sizeof *sl);
+    float **sl = calloc((size_t)nc, sizeof *sl), **l2 = calloc((size_t)nc, sizeof *l2);
     for (i = 0; sm && i < nc; i++) sl[i] = run_forced(sm, &cs[i], V);
     for (size_t ti = 0; sm && ti < sizeof tables / sizeof tables[0]; ti++) {
       setenv("XPI_CPU_ISA", tables[ti], 1);
@@ -205,6 +207,16 @@ int main(void) {
           close += e <= 1e-4;
           total++;
         }
+        /* every matmul of a sequence longer than XPI_CPU_GEMV_MAX_AVX512_Q8 takes the q8 prefill GEMM on every
+         * table, and those give the same bits (test_q_prefill_tables.c): so must the logits */
+        if (ti == 0) l2[i] = l, l = NULL;
+        else if (cs[i].n_total > XPI_CPU_GEMV_MAX_AVX512_Q8 && l2[i]) {
+          const size_t cnt = (size_t)V * (size_t)cs[i].n_total;
+          size_t k = 0;
+          while (k < cnt && memcmp(&l[k], &l2[i][k], sizeof(float)) == 0) k++;
+          CHECK(k == cnt, "q8 table %s, case %d (%d tokens): logit %zu is %.9g, the avx2 table's %.9g", tables[ti], i,
+                cs[i].n_total, k, l[k < cnt ? k : 0], l2[i][k < cnt ? k : 0]);
+        }
         free(l);
       }
       printf("q8 table %s: max |logit - scalar table| %.3g (max |logit| %.3g), %.1f%% of logits within 1e-4\n",
@@ -213,8 +225,9 @@ int main(void) {
             tables[ti], max_d, max_logit);
       xpi_model_free(m);
     }
-    for (i = 0; i < nc; i++) free(sl[i]);
+    for (i = 0; i < nc; i++) free(sl[i]), free(l2[i]);
     free(sl);
+    free(l2);
     xpi_model_free(sm);
     if (saved) setenv("XPI_CPU_ISA", saved, 1);
     else unsetenv("XPI_CPU_ISA");
