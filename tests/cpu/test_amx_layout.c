@@ -87,7 +87,7 @@ static void emu_dpbssd(int c, int a, int b) { /* C[m][n] += sum_k sum_j A[m][4k+
 }
 static void emu_scale(float *S, const int32_t *C, const float *D, const float *dx) {
   for (int r = 0; r < 16; r++)
-    for (int t = 0; t < 16; t++) S[r * 32 + t] = fmaf((float)C[r * 16 + t], dx[t] * D[r], S[r * 32 + t]);
+    for (int t = 0; t < 16; t++) S[r * 32 + t] = fmaf(D[r], (float)C[r * 16 + t] * dx[t], S[r * 32 + t]);
 }
 static void emu_store_block(float *Y, int64_t ldy, const float *C, int ldc, int nr, int nt) {
   for (int t = 0; t < nt; t++)

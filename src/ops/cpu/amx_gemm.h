@@ -4,7 +4,7 @@
  *                                6-7: b_rows x 64 (activations)
  *   AMX_ZERO(t), AMX_LOAD(t, ptr, stride), AMX_STORE(t, ptr, stride), AMX_DPBF16(c, a, b), AMX_DPBSSD(c, a, b),
  *   AMX_RELEASE()                the tile instructions (tile numbers are literals)
- *   AMX_SCALE(S, C, D, dx)       S[r*32 + t] += D[r] * dx[t] * C[r*16 + t] for r, t < 16
+ *   AMX_SCALE(S, C, D, dx)       S[r*32 + t] += D[r] * dx[t] * C[r*16 + t] for r, t < 16, as D[r] * (dx[t] * C) rounded in that order
  *   AMX_BF16_WEIGHTS, AMX_I8_WEIGHTS, AMX_I8_SCALES   the panel preparers (amx_layout.h signatures)
  *   AMX_STORE_BLOCK(Y, ldy, C, ldc, nr, nt)   Y[t*ldy + r] = C[r*ldc + t] for r < nr, t < nt (a transpose)
  * and gets amx_bf16_run and amx_i8_run (cpu_kernels.h's xpi_cpu_gemm run contract, i8 with the dtype first).

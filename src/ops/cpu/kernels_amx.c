@@ -41,12 +41,16 @@ static void amx_config(int a_colsb, int b_rows) {
   __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
-/* S[r][t] += D[r] * dx[t] * C[r][t] over a 16 x 16 tile (C int32 rows of 16, S f32 rows of 32). */
+/* S[r][t] += D[r] * (dx[t] * C[r][t]) over a 16 x 16 tile (C int32 rows of 16, S f32 rows of 32), rounded as the
+ * VNNI/AVX2 int8 GEMM's xpi_gq_scale (the product dx * isum, then one fma with the weight scale, blocks in order),
+ * so that for q8 the AMX and the other tables' GEMMs give the same bits: the int8 activation rounding downstream
+ * turns last-bit differences into flips of whole quanta (test_quant_model.c). Same instruction count as
+ * (dx * D) * C. */
 static inline void amx_scale(float *S, const int32_t *C, const float *D, const float *dx) {
   const __m512 vdx = _mm512_loadu_ps(dx);
   for (int r = 0; r < 16; r++) {
-    const __m512 v = _mm512_cvtepi32_ps(_mm512_load_si512((const void *)(C + r * 16)));
-    _mm512_store_ps(S + r * 32, _mm512_fmadd_ps(v, _mm512_mul_ps(vdx, _mm512_set1_ps(D[r])), _mm512_load_ps(S + r * 32)));
+    const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512((const void *)(C + r * 16))), vdx);
+    _mm512_store_ps(S + r * 32, _mm512_fmadd_ps(_mm512_set1_ps(D[r]), v, _mm512_load_ps(S + r * 32)));
   }
 }
 

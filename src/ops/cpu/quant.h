@@ -23,7 +23,11 @@
  * activations are rounded to int8 per 32-column block (dx = amax_x/127, xq = round(x/dx) to nearest even,
  * |x - dx*xq| <= dx/2) and each output is
  *   y = sum over blocks of d * dx * (exact int32 dot of the weight quants with xq)   (Q4: quants minus 8)
- * so prefill and decode give the same logits up to f32 rounding. Against the exact product of the
+ * so prefill and decode give the same logits up to f32 rounding, and to the discontinuity of the rounding: a
+ * last-bit difference in one matmul's output (another summation order: another table, GEMV vs GEMM) can round an
+ * activation of the next matmul to the neighbouring quant, |w| * dx per output; through a model these flips move
+ * logits by up to a few percent of the largest (test_quant_model.c). The q8 prefill GEMMs of all tables round
+ * alike (block order, f = fma(d, dx * isum, f)) and agree bit for bit. Against the exact product of the
  * dequantized weights with the f32 activations, for one output:
  *   |y - y_exact| <= sum over blocks of (dx/2) * sum_i |d*q_i|    (+ f32 rounding)
  * about 0.4% of the sum_i |w_i x_i|-scale terms per matmul; tests check it with these formulas. Rounding
