@@ -24,6 +24,12 @@ xpi_status xpi_experts_create(xpi_backend *be, xpi_experts *e, const void *const
   if (n <= 0 || rows <= 0 || cols <= 0)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "experts: %d experts of [%lld, %lld]", n, (long long)rows,
                    (long long)cols);
+  /* The XPU's moe_matmul reads f32/f16/bf16 experts only (kernels/portable/moe.cl), though the XPU now places q8/q4
+   * matrices: refuse quantized experts there at load rather than at the first step. */
+  if ((want == XPI_DT_Q8 || want == XPI_DT_Q4) && !strcmp(be->ops->name, "xpu"))
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: %s mixture-of-experts weights are not supported on XPU yet (its moe_matmul "
+                   "reads f32/f16/bf16 experts): load this model without --quant there, or on the CPU", be->device,
+                   xpi_dtype_name(want));
   e->w = calloc((size_t)n, sizeof *e->w);
   const void **host = calloc((size_t)n, sizeof *host);
   xpi_status s = e->w && host ? XPI_OK : xpi_err(XPI_ERR_OUT_OF_MEMORY, "experts: out of memory");
