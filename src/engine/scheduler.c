@@ -29,7 +29,7 @@ void xpi_sched_release_blocks(xpi_engine *e, xpi_seq *s) {
   s->n_blocks = 0;
   s->n_computed = 0;
   s->n_published = 0;
-  s->last_hash = 0;
+  s->last_hash = s->hash_root;
 }
 
 void xpi_sched_truncate(xpi_engine *e, xpi_seq *s, int32_t n) {
@@ -41,7 +41,7 @@ void xpi_sched_truncate(xpi_engine *e, xpi_seq *s, int32_t n) {
   if (s->n_published > full) { /* a published block must never be written again: recompute from its start */
     s->n_computed = full * e->o.block_size;
     s->n_published = 0;
-    s->last_hash = 0;
+    s->last_hash = s->hash_root;
     while (s->n_published < full) {
       s->last_hash = xpi_kv_blocks_hash(s->last_hash, s->tokens + (size_t)s->n_published * e->o.block_size,
                                         e->o.block_size);
@@ -178,7 +178,7 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
         for (int32_t i = s->n_blocks - 1; i >= 0; i--) xpi_kv_blocks_release(e->bm, s->blocks[i]);
         e->stats.prefix_cache_hits -= (uint64_t)s->n_published;
         s->n_blocks = s->n_computed = s->n_published = 0;
-        s->last_hash = 0;
+        s->last_hash = s->hash_root;
       }
       break;
     }
@@ -221,6 +221,7 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
     const xpi_chunk *ch = &e->chunks[c];
     decode &= ch->count == 1 && is_output(ch->s, ch->from);
     e->row_seq[c] = ch->s;
+    e->row_long_from[c] = ch->s->rope_long_from;
     memcpy(e->tables + (size_t)c * (size_t)e->max_blocks, ch->s->blocks, (size_t)ch->s->n_blocks * sizeof(int32_t));
   }
   p->n = n;

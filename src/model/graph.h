@@ -96,6 +96,10 @@ typedef struct xpi_graph_batch {
   int (*topk_full)(void *user, int32_t r, const int32_t *ids, const float *vals, int32_t n);
   void *topk_user;
   unsigned char *full;             /* host [n_out]: 1 where the whole row was read too */
+  const int32_t *rope_long_from;   /* host [n_rows] or NULL. longrope models: row r's tokens at positions from
+                                    * rope_long_from[r] take the long factors (NULL: original_max_position_embeddings
+                                    * for every row); the engine gives 0 for a sequence whose first prompt was
+                                    * longer than that, as transformers computes such a prompt */
   int decode;                      /* every token is the only one of its sequence and n_out == n: the step may
                                     * replay the recording of its batch-size bucket */
 } xpi_graph_batch;
@@ -129,6 +133,6 @@ xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, con
  * an infinity first appears (the embedding row, layer L's output, the final norm or the lm_head) and the first
  * token position holding one; another status if the re-run itself fails. */
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
-                                      int32_t pos0, const int32_t *table, int32_t n_table);
+                                      int32_t pos0, const int32_t *table, int32_t n_table, int32_t rope_long_from);
 
 #endif

@@ -303,6 +303,7 @@ typedef struct {
   const xpi_weight *qn, *kn;
   float eps;
   int do_norm, do_rope;
+  const int32_t *long_sel;
 } rope_job;
 
 /* rotate_half convention: x1 = x[:hd/2], x2 = x[hd/2:]; out = (x1*cos - x2*sin, x2*cos + x1*sin). */
@@ -333,8 +334,9 @@ static void rope_run(void *ctx, int ith, int nth) {
     if (!j->do_rope) continue;
     /* As transformers: angle = f32(pos * inv_freq), then cos/sin of it (computed in double, rounded). */
     float p = (float)j->pos[t];
+    const float *inv_freq = j->inv_freq + (j->long_sel && j->long_sel[t] ? half : 0);
     for (int32_t i = 0; i < half; i++) {
-      float ang = p * j->inv_freq[i];
+      float ang = p * inv_freq[i];
       cs[i] = (float)cos((double)ang);
       sn[i] = (float)sin((double)ang);
     }
@@ -350,7 +352,7 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
   if (hd <= 0 || hd % 2 || hd > 1024) return xpi_err(XPI_ERR_UNSUPPORTED, "rope: head_dim %d is not supported (even, <= 1024)", hd);
   if ((q_norm && q_norm->cols != hd) || (k_norm && k_norm->cols != hd))
     return xpi_err(XPI_ERR_INTERNAL, "rope: q/k norm weight size differs from head_dim %d", hd);
-  rope_job j = {impl_of(be)->k, q, k, pos, n, hq, hk, hd, inv_freq, q_norm, k_norm, eps, 1, 1};
+  rope_job j = {impl_of(be)->k, q, k, pos, n, hq, hk, hd, inv_freq, q_norm, k_norm, eps, 1, 1, rp->long_sel};
   if (!be->use_kernels && (q_norm || k_norm)) { /* reference: norm pass, then rotary pass */
     j.do_rope = 0;
     xpi_pool_run_n(impl_of(be)->pool, rope_run, &j, n);
