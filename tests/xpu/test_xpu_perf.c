@@ -11,7 +11,8 @@
  *   moe        the Qwen3-MoE golden model (tests/data/arch_models) with --quant q8 and q4: the quantized expert
  *              GEMVs of a decode step (3 a layer: gate, up, down) read the k chosen experts' blocks (quants + a
  *              half scale per 32 weights) plus only small operands (the slots' int8 activation rows, the ids),
- *              write the k slots' rows, and count 2 FLOPs a weight of the chosen experts. */
+ *              write the k slots' rows, and count 2 FLOPs a weight of the chosen experts; the weights a step
+ *              must read count k experts of each layer's n. */
 #include <string.h>
 
 #include "xpu_load.h"
@@ -129,8 +130,15 @@ static int moe(void) {
           "--quant %s: expert GEMVs: %lld launches (want %.0f), %.0f bytes read (the chosen experts' %.0f + at most "
           "%.0f), %.0f written (want %.0f), %.0f FLOPs (want %.0f)", quants[q], g ? (long long)g->launches : 0LL,
           3 * L, g ? g->bytes_read : 0, w, small, g ? g->bytes_written : 0, wr, g ? g->flops : 0, fl);
-    printf("qwen3_moe --quant %s: expert GEMVs read %.0f bytes a decode step (chosen experts' blocks %.0f)\n",
-           quants[q], g ? g->bytes_read : 0, w);
+    /* the step must read every placed weight but the embedding (one row) and the 2 unchosen experts of 4 */
+    xpi_model_info in = {.struct_size = sizeof in};
+    CHECK_OK(xpi_model_get_info(m, &in));
+    const double all_ex = L * 4 * (2 * I * nbH + H * nbI) * blk, embed = 4096 * H * 2;
+    const double must = (double)in.weight_bytes - embed + H * 2 - all_ex / 2;
+    CHECK(r.weight_bytes == must, "--quant %s: a step must read %.0f bytes of weights, want %.0f", quants[q],
+          r.weight_bytes, must);
+    printf("qwen3_moe --quant %s: expert GEMVs read %.0f bytes a decode step (chosen experts' blocks %.0f); weights "
+           "a step must read %.0f\n", quants[q], g ? g->bytes_read : 0, w, r.weight_bytes);
     xpi_model_free(m);
   }
   free(dir);
