@@ -7,9 +7,9 @@
  * s_b (same weight quants, activation quants made by the same arithmetic: quant.h's rounding, both divisions
  * correctly rounded); the CPU oracle sums in double, the XPU in f32 in another order, with d*dx*s two roundings
  * per term. So |y_xpu - y_cpu| <= (nb + 3) u S, S = sum_b |d_b dx_b s_b| <= sum_c |d q_c| |dx xq_c| (xt_q_bound,
- * xpu_test_util.h, per output from the dequantized operands), + u |bias| for the bias add. One activation quant off by one
- * would move y by d |q| dx ~ 1e-2 here, two to three orders above this bound: the test also checks that the
- * device quantizes activations exactly as the CPU does. */
+ * xpu_test_util.h, per output from the dequantized operands), + u |bias| for the bias add. One activation quant
+ * off by one would move y by d |q| dx ~ 1e-2 here, two to three orders above this bound: the test also checks
+ * that the device quantizes activations exactly as the CPU does. */
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"

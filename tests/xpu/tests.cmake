@@ -22,8 +22,8 @@ add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
 add_test(NAME xpu/test_xpu_perf_moe COMMAND test_xpu_perf moe) # the q8/q4 expert kernels' cost table entries
 set_tests_properties(xpu/test_xpu_perf_moe PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
 set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
-list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_perf_moe xpu/test_xpu_host_embed xpu/test_xpu_memplan
-                          xpu/test_xpu_memplan_q4)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_perf_moe xpu/test_xpu_host_embed
+                          xpu/test_xpu_memplan xpu/test_xpu_memplan_q4)
 # q8/q4 weights (issue 17): the matmul against the CPU's, and models against the CPU with the same --quant; the
 # mixture-of-experts golden models (q8/q4 experts, issue 15) as a test of their own
 add_test(NAME xpu/test_xpu_quant_moe_model COMMAND test_xpu_quant_model moe)
