@@ -109,11 +109,13 @@ XPI_MOE_GEMV_Q(q8, XPI_QK, char)
 XPI_MOE_GEMV_Q(q4, XPI_QK / 2, uchar)
 
 /* Prefill, grouped by expert: group (rt, x) computes rows [16 rt, 16 rt + 16) of expert x for the slots that
- * chose x, 16 slots at a time (gathered in order by a scan of the ids), as 16 x 16 tiles of the dense GEMM's
- * block step: each weight block is read once per 16 of the expert's slots, an expert nobody chose is never read.
- * Groups (rt, 0) also zero their rows of slots whose id is out of range. Grid: local (16, 16), groups
- * (ceil(rows/16), ne). */
+ * chose x, 16 slots at a time, as 16 x 16 tiles of the dense GEMM's block step: each weight block is read once
+ * per 16 of the expert's slots, an expert nobody chose is never read. The slots are gathered by all 256
+ * work-items scanning 256 ids at a time (in any order: each slot's row is computed alone, so the result does not
+ * depend on it) until 16 are waiting or the ids end; fewer than 16 wait for the next scan. Groups (rt, 0) also
+ * zero their rows of slots whose id is out of range. Grid: local (16, 16), groups (ceil(rows/16), ne). */
 #define XPI_MOE_QT 16
+#define XPI_MOE_SCAN (XPI_MOE_QT * XPI_MOE_QT)
 #define XPI_MOE_GEMM_Q(SUFFIX, BS, WT)                                                                        \
   __attribute__((reqd_work_group_size(XPI_MOE_QT, XPI_MOE_QT, 1)))                                          \
   kernel void xpi_moe_gemm_##SUFFIX(global float *out, const global char *xq, const global float *dx,         \
@@ -121,35 +123,45 @@ XPI_MOE_GEMV_Q(q4, XPI_QK / 2, uchar)
                                     int slots, int in_k, int k) {                                             \
     local char xs[XPI_MOE_QT][XPI_QTILE_LD], ws[XPI_MOE_QT][XPI_QTILE_LD];                                   \
     local float xd[XPI_MOE_QT], wd[XPI_MOE_QT];                                                              \
-    local int sl[XPI_MOE_QT], got, next;                                                                     \
-    const int lx = get_local_id(0), ly = get_local_id(1), x = get_group_id(1);                               \
+    local int sl[XPI_MOE_QT + XPI_MOE_SCAN], have; /* gathered slots: up to 15 waiting + one scan */         \
+    const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * XPI_MOE_QT + lx, x = get_group_id(1);   \
     const int r0 = get_group_id(0) * XPI_MOE_QT, rl = r0 + ly, r = r0 + lx;                                  \
     const int nb = (cols + XPI_QK - 1) / XPI_QK;                                                             \
     if (x == 0)                                                                                              \
       for (int s = ly; s < slots; s += XPI_MOE_QT)                                                           \
         if ((ids[s] < 0 || ids[s] >= ne) && r < rows) out[(ulong)s * rows + r] = 0.0f;                      \
-    if (lx == 0 && ly == 0) next = 0;                                                                        \
+    if (lid == 0) have = 0;                                                                                  \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                            \
+    int base = 0, h = 0; /* uniform: the next id to scan, the slots gathered */                              \
     for (;;) {                                                                                               \
-      if (lx == 0 && ly == 0) { /* the next (up to) 16 slots on expert x */                                  \
-        int c = 0, s = next;                                                                                 \
-        for (; s < slots && c < XPI_MOE_QT; s++)                                                             \
-          if (ids[s] == x) sl[c++] = s;                                                                      \
-        got = c, next = s;                                                                                   \
+      while (h < XPI_MOE_QT && base < slots) {                                                               \
+        const int s = base + lid;                                                                            \
+        if (s < slots && ids[s] == x) sl[atomic_inc(&have)] = s;                                             \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+        h = have;                                                                                            \
+        base += XPI_MOE_SCAN;                                                                                \
+        barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read have before the next scan changes it */     \
       }                                                                                                      \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
-      const int c = got; /* uniform */                                                                       \
-      if (c == 0) break;                                                                                     \
-      const int ts = ly < c ? sl[ly] : 0, xr = in_k == 1 ? ts / k : ts; /* the slot this work-item stages */ \
+      if (h == 0) break;                                                                                     \
+      const int end = base >= slots ? h : h - h % XPI_MOE_QT; /* whole tiles, or all once the ids end */      \
       const global WT *w = (const global WT *)table[x];                                                      \
       const global half *d = (const global half *)table[ne + x];                                             \
-      float acc = 0.0f;                                                                                      \
-      for (int b = 0; b < nb; b++)                                                                           \
-        acc += xpi_qtile_block_##SUFFIX(xs, ws, xd, wd, lx, ly, ly < c, xq + ((ulong)xr * nb + b) * XPI_QK,   \
-                                        dx + (ulong)xr * nb + b, rl < rows, w + ((ulong)rl * nb + b) * (BS),  \
-                                        d + (ulong)rl * nb + b);                                             \
-      if (ly < c && r < rows) out[(ulong)sl[ly] * rows + r] = acc;                                           \
-      barrier(CLK_LOCAL_MEM_FENCE); /* sl, got and next are rewritten next round */                          \
+      for (int j0 = 0; j0 < end; j0 += XPI_MOE_QT) {                                                         \
+        const int c = min(XPI_MOE_QT, end - j0), ts = ly < c ? sl[j0 + ly] : 0, xr = in_k == 1 ? ts / k : ts; \
+        float acc = 0.0f;                                                                                    \
+        for (int b = 0; b < nb; b++)                                                                         \
+          acc += xpi_qtile_block_##SUFFIX(xs, ws, xd, wd, lx, ly, ly < c, xq + ((ulong)xr * nb + b) * XPI_QK, \
+                                          dx + (ulong)xr * nb + b, rl < rows, w + ((ulong)rl * nb + b) * (BS), \
+                                          d + (ulong)rl * nb + b);                                           \
+        if (ly < c && r < rows) out[(ulong)ts * rows + r] = acc;                                             \
+      }                                                                                                      \
+      const int left = h - end; /* fewer than 16: to the front, for the next scan */                         \
+      const int keep = lid < left ? sl[end + lid] : 0;                                                       \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
+      if (lid < left) sl[lid] = keep;                                                                        \
+      if (lid == 0) have = left;                                                                             \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
+      h = left;                                                                                              \
     }                                                                                                        \
   }
 XPI_MOE_GEMM_Q(q8, XPI_QK, char)

@@ -19,7 +19,7 @@
 #define K 2
 #define ROWS 37 /* two 16-row tiles and a partial one */
 #define COLS 67 /* a partial last 32-block */
-#define NMAX 40
+#define NMAX 150 /* 300 slots: more than one 256-id scan of the grouped q8/q4 GEMM */
 
 static xpi_backend *cpu, *xpu;
 static double g_worst_q; /* largest |xpu - cpu| / bound of the q8/q4 experts (printed) */
@@ -77,7 +77,7 @@ static void make_ids(int32_t *ids, int n) {
   static const int32_t pre[7 * K] = {0, 2, 2, 0, 3, 1, 0, 3, -1, 2, 1, 0, 3, 9};
   if (n == 1) ids[0] = 3, ids[1] = 1;
   else if (n <= 7) memcpy(ids, pre, (size_t)n * K * sizeof *ids);
-  else /* expert 2: 27 slots (two 16-slot rounds), 0: 25, 1: 14, 3: 13, 4: none; slot 17 out of range */
+  else /* n 40: expert 2: 27 slots (two 16-slot tiles), 0: 25, 1: 14, 3: 13, 4: none; slot 17 out of range */
     for (int s = 0; s < n * K; s++) ids[s] = s == 17 ? E : s % 3 == 0 ? 1 + 2 * (s % 2) : s % 3 == 1 ? 2 : 0;
 }
 
@@ -91,9 +91,9 @@ static void test_matmul(xpi_dtype src_dt, xpi_dtype want) {
   CHECK_OK(xpi_experts_create(xpu, &ex, (const void *const *)src, src_dt, E, ROWS, COLS, want));
   CHECK(ex.dtype == want && ex.bytes == ec.bytes, "%s experts placed as %s, %llu bytes (cpu %llu)",
         xpi_dtype_name(want), xpi_dtype_name(ex.dtype), (unsigned long long)ex.bytes, (unsigned long long)ec.bytes);
-  /* 1: decode; 3: the CPU's fused GEMVs of gathered rows, q8/q4's per-slot GEMV; 7, 40: GEMMs */
-  static const int ns[] = {1, 3, 7, NMAX};
-  for (int ni = 0; ni < 4; ni++)
+  /* 1: decode; 3: the CPU's fused GEMVs of gathered rows, q8/q4's per-slot GEMV; 7, 40, 150: GEMMs */
+  static const int ns[] = {1, 3, 7, 40, NMAX};
+  for (int ni = 0; ni < 5; ni++)
     for (int ik = 1; ik <= K; ik += K - 1) {
       const int n = ns[ni];
       int32_t ids[NMAX * K];
