@@ -262,7 +262,8 @@ typedef struct xpi_perf_report {
   int32_t n_ctx;                   /* the step's token is at position n_ctx - 1 */
   int64_t launches;
   double bytes_read, bytes_written, flops;
-  double weight_bytes;             /* weights a decode step must read: all of them but the embedding (one row) */
+  double weight_bytes;             /* weights a decode step must read: all of them but the embedding (one row)
+                                    * and the experts a token does not choose (k of each MoE layer's n) */
   double kv_bytes;                 /* K and V of n_ctx positions over all layers */
   int32_t n_kernels;
   xpi_perf_kernel kernels[XPI_PERF_MAX_KERNELS];

@@ -8,8 +8,8 @@
  * Only the f32 order of the per-block sums differs from the CPU. Weights: quants qs[rows][nb*32] (q8, int8) or
  * [rows][nb*16] (q4, byte j = element j low nibble, element 16+j high nibble), scales d[rows][nb] as half bits. */
 #include "xpi_cl.h"
+#include "xpi_quant.h" /* XPI_QK, the block dots, the weight-quant unpacking */
 
-#define XPI_QK 32
 #define XPI_QWG 64
 #define XPI_QT 16
 
@@ -46,21 +46,6 @@ kernel void xpi_quant_act(global char *xq, global float *dx, const global float 
   dx[(ulong)t * nb + b] = xpi_div_rn(amax, 127.0f);
 }
 
-/* Integer dot of one weight block with an activation block (both 32 quants). */
-static inline int xpi_qdot_q8(const global char *w, const global char *x) {
-  int s = 0;
-  for (int j = 0; j < XPI_QK; j += 16) {
-    const int16 p = convert_int16(vload16(0, w + j)) * convert_int16(vload16(0, x + j));
-    s += p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
-  }
-  return s;
-}
-static inline int xpi_qdot_q4(const global uchar *w, const global char *x) {
-  const int16 v = convert_int16(vload16(0, w));
-  const int16 p = ((v & 15) - 8) * convert_int16(vload16(0, x)) + ((v >> 4) - 8) * convert_int16(vload16(0, x + 16));
-  return p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
-}
-
 /* Decode GEMV. Grid: (rows, n) groups of 64; group (r, t) writes out[t, r]; work-item i takes blocks i, i+64, ... */
 #define XPI_GEMV_Q(SUFFIX, BS, WT)                                                                          \
   __attribute__((reqd_work_group_size(XPI_QWG, 1, 1)))                                                     \
@@ -70,63 +55,36 @@ static inline int xpi_qdot_q4(const global uchar *w, const global char *x) {
     local float red[XPI_QWG];                                                                              \
     const int r = get_group_id(0), t = get_group_id(1), lid = get_local_id(0);                             \
     const int nb = (cols + XPI_QK - 1) / XPI_QK;                                                           \
-    const global WT *wr = (const global WT *)w + (ulong)r * nb * (BS);                                     \
-    const global char *xt = xq + (ulong)t * nb * XPI_QK;                                                   \
-    float acc = 0.0f;                                                                                      \
-    for (int b = lid; b < nb; b += XPI_QWG)                                                                \
-      acc += vload_half((ulong)r * nb + b, (const global half *)d) * dx[(ulong)t * nb + b] *               \
-             (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK);                                     \
-    red[lid] = acc;                                                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
-    for (int s = XPI_QWG / 2; s > 0; s >>= 1) {                                                            \
-      if (lid < s) red[lid] += red[lid + s];                                                               \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
-    }                                                                                                      \
-    if (lid == 0) out[(ulong)t * rows + r] = red[0] + (has_bias ? xpi_load(bias, bdt, r) : 0.0f);          \
+    const float acc = xpi_qrow_part_##SUFFIX((const global WT *)w + (ulong)r * nb * (BS),                  \
+                                             (const global half *)d + (ulong)r * nb, xq + (ulong)t * nb * XPI_QK, \
+                                             dx + (ulong)t * nb, nb, lid, XPI_QWG);                        \
+    const float sum = xpi_wg_sum(red, acc, lid, XPI_QWG);                                                  \
+    if (lid == 0) out[(ulong)t * rows + r] = sum + (has_bias ? xpi_load(bias, bdt, r) : 0.0f);             \
   }
 XPI_GEMV_Q(q8, XPI_QK, char)
 XPI_GEMV_Q(q4, XPI_QK / 2, uchar)
 
-/* One weight quant (signed) of a staged block: q8 element j; q4 byte j % 16, low nibble for j < 16. */
-static inline char xpi_wq_q8(const global char *w, int j) { return w[j]; }
-static inline char xpi_wq_q4(const global uchar *w, int j) {
-  const uchar v = w[j & 15];
-  return (char)((j < 16 ? (v & 15) : (v >> 4)) - 8);
-}
-
 /* Prefill GEMM. Grid: local (16, 16), groups (ceil(rows/16), ceil(n/16)); work-item (lx, ly) writes
  * out[t0+ly, r0+lx]. Per 32-column block the 16 tokens' and 16 rows' quants and scales are staged in local
- * memory (q4 unpacked to signed int8 there), then each work-item sums one exact int32 block dot. */
+ * memory (q4 unpacked to signed int8 there), then each work-item sums one exact int32 block dot
+ * (xpi_qtile_block, kernels/common/xpi_quant.h). */
 #define XPI_GEMM_Q(SUFFIX, BS, WT)                                                                          \
   __attribute__((reqd_work_group_size(XPI_QT, XPI_QT, 1)))                                                 \
   kernel void xpi_gemm_##SUFFIX(global float *out, const global char *xq, const global float *dx,           \
                                 const global void *w, const global ushort *d, const global void *bias,      \
                                 int bdt, int has_bias, int rows, int cols, int n) {                        \
-    local char xs[XPI_QT][XPI_QK + 4];                                                                     \
-    local char ws[XPI_QT][XPI_QK + 4];                                                                     \
+    local char xs[XPI_QT][XPI_QTILE_LD], ws[XPI_QT][XPI_QTILE_LD];                                          \
     local float xd[XPI_QT], wd[XPI_QT];                                                                    \
     const int lx = get_local_id(0), ly = get_local_id(1);                                                  \
     const int r0 = get_group_id(0) * XPI_QT, t0 = get_group_id(1) * XPI_QT;                                \
     const int nb = (cols + XPI_QK - 1) / XPI_QK;                                                           \
     const int tl = t0 + ly, rl = r0 + ly; /* the token and row this work-item stages */                    \
     float acc = 0.0f;                                                                                      \
-    for (int b = 0; b < nb; b++) {                                                                         \
-      const global char *xb = xq + ((ulong)tl * nb + b) * XPI_QK;                                          \
-      const global WT *wb = (const global WT *)w + ((ulong)rl * nb + b) * (BS);                            \
-      xs[ly][lx] = tl < n ? xb[lx] : (char)0;                                                              \
-      xs[ly][lx + 16] = tl < n ? xb[lx + 16] : (char)0;                                                    \
-      ws[ly][lx] = rl < rows ? xpi_wq_##SUFFIX(wb, lx) : (char)0;                                          \
-      ws[ly][lx + 16] = rl < rows ? xpi_wq_##SUFFIX(wb, lx + 16) : (char)0;                                \
-      if (lx == 0) {                                                                                       \
-        xd[ly] = tl < n ? dx[(ulong)tl * nb + b] : 0.0f;                                                   \
-        wd[ly] = rl < rows ? vload_half((ulong)rl * nb + b, (const global half *)d) : 0.0f;                \
-      }                                                                                                    \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
-      int s = 0;                                                                                           \
-      for (int k = 0; k < XPI_QK; k++) s += (int)ws[lx][k] * (int)xs[ly][k];                               \
-      acc += wd[lx] * xd[ly] * (float)s;                                                                   \
-      barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
-    }                                                                                                      \
+    for (int b = 0; b < nb; b++)                                                                           \
+      acc += xpi_qtile_block_##SUFFIX(xs, ws, xd, wd, lx, ly, tl < n, xq + ((ulong)tl * nb + b) * XPI_QK,   \
+                                      dx + (ulong)tl * nb + b, rl < rows,                                  \
+                                      (const global WT *)w + ((ulong)rl * nb + b) * (BS),                  \
+                                      (const global half *)d + (ulong)rl * nb + b);                        \
     const int r = r0 + lx, t = t0 + ly;                                                                    \
     if (r < rows && t < n) out[(ulong)t * rows + r] = acc + (has_bias ? xpi_load(bias, bdt, r) : 0.0f);    \
   }

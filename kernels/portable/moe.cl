@@ -2,6 +2,7 @@
  * table of device addresses (one per expert), so the kernels choose each token's experts from device memory and
  * a recorded decode step replays with whatever the router picked (the backend sets indirect access). */
 #include "xpi_cl.h"
+#include "xpi_quant.h" /* the q8/q4 block dots of the dense quantized matmuls */
 
 #define XPI_MOE_WG 64
 
@@ -75,6 +76,96 @@ kernel void xpi_moe_matmul(global float *out, const global float *in, int in_k, 
     barrier(CLK_LOCAL_MEM_FENCE);
   }
 }
+
+/* q8/q4 experts (the dense formats, kernels/common/xpi_quant.h): the table holds the n experts' quants, then
+ * their half scales (table[ne + x]). The activations come quantized by xpi_quant_act: xq/dx row i is in[i], so a
+ * slot reads row s / k (in_k 1) or s (in_k k). Each output is the dense kernels' sum of d * dx * (exact int32
+ * block dot): the CPU's integer semantics, only the f32 order of the block sums differs. */
+
+/* Decode (a few tokens): group (r, s) writes out[s, r] from row r of the slot's expert, so a step reads exactly
+ * its chosen experts' rows, each by as many groups as slots chose it. An out-of-range id gets a zero row.
+ * Grid: (rows, slots) groups of 64. */
+#define XPI_MOE_GEMV_Q(SUFFIX, BS, WT)                                                                        \
+  __attribute__((reqd_work_group_size(XPI_MOE_WG, 1, 1)))                                                   \
+  kernel void xpi_moe_gemv_##SUFFIX(global float *out, const global char *xq, const global float *dx,         \
+                                    const global ulong *table, int ne, int rows, int cols, const global int *ids, \
+                                    int in_k, int k) {                                                        \
+    local float red[XPI_MOE_WG];                                                                             \
+    const int r = get_group_id(0), s = get_group_id(1), lid = get_local_id(0);                               \
+    const int e = ids[s]; /* uniform over the group */                                                       \
+    if (e < 0 || e >= ne) {                                                                                  \
+      if (lid == 0) out[(ulong)s * rows + r] = 0.0f;                                                         \
+      return;                                                                                                \
+    }                                                                                                        \
+    const int nb = (cols + XPI_QK - 1) / XPI_QK, xr = in_k == 1 ? s / k : s;                                 \
+    const global WT *w = (const global WT *)table[e] + (ulong)r * nb * (BS);                                 \
+    const global half *d = (const global half *)table[ne + e] + (ulong)r * nb;                               \
+    const float acc = xpi_qrow_part_##SUFFIX(w, d, xq + (ulong)xr * nb * XPI_QK, dx + (ulong)xr * nb, nb, lid, \
+                                             XPI_MOE_WG);                                                    \
+    const float sum = xpi_wg_sum(red, acc, lid, XPI_MOE_WG);                                                 \
+    if (lid == 0) out[(ulong)s * rows + r] = sum;                                                            \
+  }
+XPI_MOE_GEMV_Q(q8, XPI_QK, char)
+XPI_MOE_GEMV_Q(q4, XPI_QK / 2, uchar)
+
+/* Prefill, grouped by expert: group (rt, x) computes rows [16 rt, 16 rt + 16) of expert x for the slots that
+ * chose x, 16 slots at a time, as 16 x 16 tiles of the dense GEMM's block step: each weight block is read once
+ * per 16 of the expert's slots, an expert nobody chose is never read. The slots are gathered by all 256
+ * work-items scanning 256 ids at a time (in any order: each slot's row is computed alone, so the result does not
+ * depend on it) until 16 are waiting or the ids end; fewer than 16 wait for the next scan. Groups (rt, 0) also
+ * zero their rows of slots whose id is out of range. Grid: local (16, 16), groups (ceil(rows/16), ne). */
+#define XPI_MOE_QT 16
+#define XPI_MOE_SCAN (XPI_MOE_QT * XPI_MOE_QT)
+#define XPI_MOE_GEMM_Q(SUFFIX, BS, WT)                                                                        \
+  __attribute__((reqd_work_group_size(XPI_MOE_QT, XPI_MOE_QT, 1)))                                          \
+  kernel void xpi_moe_gemm_##SUFFIX(global float *out, const global char *xq, const global float *dx,         \
+                                    const global ulong *table, int ne, int rows, int cols, const global int *ids, \
+                                    int slots, int in_k, int k) {                                             \
+    local char xs[XPI_MOE_QT][XPI_QTILE_LD], ws[XPI_MOE_QT][XPI_QTILE_LD];                                   \
+    local float xd[XPI_MOE_QT], wd[XPI_MOE_QT];                                                              \
+    local int sl[XPI_MOE_QT + XPI_MOE_SCAN], have; /* gathered slots: up to 15 waiting + one scan */         \
+    const int lx = get_local_id(0), ly = get_local_id(1), lid = ly * XPI_MOE_QT + lx, x = get_group_id(1);   \
+    const int r0 = get_group_id(0) * XPI_MOE_QT, rl = r0 + ly, r = r0 + lx;                                  \
+    const int nb = (cols + XPI_QK - 1) / XPI_QK;                                                             \
+    if (x == 0)                                                                                              \
+      for (int s = ly; s < slots; s += XPI_MOE_QT)                                                           \
+        if ((ids[s] < 0 || ids[s] >= ne) && r < rows) out[(ulong)s * rows + r] = 0.0f;                      \
+    if (lid == 0) have = 0;                                                                                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                            \
+    int base = 0, h = 0; /* uniform: the next id to scan, the slots gathered */                              \
+    for (;;) {                                                                                               \
+      while (h < XPI_MOE_QT && base < slots) {                                                               \
+        const int s = base + lid;                                                                            \
+        if (s < slots && ids[s] == x) sl[atomic_inc(&have)] = s;                                             \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                                        \
+        h = have;                                                                                            \
+        base += XPI_MOE_SCAN;                                                                                \
+        barrier(CLK_LOCAL_MEM_FENCE); /* every work-item has read have before the next scan changes it */     \
+      }                                                                                                      \
+      if (h == 0) break;                                                                                     \
+      const int end = base >= slots ? h : h - h % XPI_MOE_QT; /* whole tiles, or all once the ids end */      \
+      const global WT *w = (const global WT *)table[x];                                                      \
+      const global half *d = (const global half *)table[ne + x];                                             \
+      for (int j0 = 0; j0 < end; j0 += XPI_MOE_QT) {                                                         \
+        const int c = min(XPI_MOE_QT, end - j0), ts = ly < c ? sl[j0 + ly] : 0, xr = in_k == 1 ? ts / k : ts; \
+        float acc = 0.0f;                                                                                    \
+        for (int b = 0; b < nb; b++)                                                                         \
+          acc += xpi_qtile_block_##SUFFIX(xs, ws, xd, wd, lx, ly, ly < c, xq + ((ulong)xr * nb + b) * XPI_QK, \
+                                          dx + (ulong)xr * nb + b, rl < rows, w + ((ulong)rl * nb + b) * (BS), \
+                                          d + (ulong)rl * nb + b);                                           \
+        if (ly < c && r < rows) out[(ulong)ts * rows + r] = acc;                                             \
+      }                                                                                                      \
+      const int left = h - end; /* fewer than 16: to the front, for the next scan */                         \
+      const int keep = lid < left ? sl[end + lid] : 0;                                                       \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
+      if (lid < left) sl[lid] = keep;                                                                        \
+      if (lid == 0) have = left;                                                                             \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                          \
+      h = left;                                                                                              \
+    }                                                                                                        \
+  }
+XPI_MOE_GEMM_Q(q8, XPI_QK, char)
+XPI_MOE_GEMM_Q(q4, XPI_QK / 2, uchar)
 
 /* out[t, c] = sum_j wts[t, j] y[t*k + j, c] (+ sigmoid(gate[t]) shared[t, c] when has_shared), one work-item per
  * element of out[n, d]. Grid: ceil(n*d/256) groups of 256. */

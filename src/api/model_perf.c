@@ -7,10 +7,18 @@
 #include "core/status.h"
 #include "runtime/xpu.h"
 
-/* Weights every decode step reads: all placed weights, with the embedding counted as the one row gathered. */
+/* Weights every decode step reads: all placed weights, with the embedding counted as the one row gathered and a
+ * mixture-of-experts layer's experts as the k a token chooses (the others are never read). */
 static double must_read_weights(const xpi_model *m) {
   const xpi_model_weights *w = &m->w;
   double b = (double)w->bytes;
+  const int32_t k = m->cfg.n_experts_per_tok;
+  for (int32_t l = 0; l < w->n_layers; l++) {
+    const xpi_layer_weights *L = &w->layers[l];
+    const xpi_experts *ex[3] = {&L->ex_gate, &L->ex_up, &L->ex_down};
+    for (int i = 0; L->moe && i < 3; i++)
+      if (ex[i]->n > k) b -= (double)ex[i]->bytes * (double)(ex[i]->n - k) / (double)ex[i]->n;
+  }
   const size_t es = xpi_dtype_size(w->embed.dtype);
   const double row = (double)m->cfg.hidden_size * (double)(es ? es : 4);
   if (!w->lm_head_is_embed) b -= (double)w->embed.bytes; /* a table of its own: only the step's row */

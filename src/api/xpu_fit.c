@@ -32,6 +32,7 @@ static void add(fit_table *t, xpi_backend *be, uint64_t bytes) {
 }
 
 static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want);
+static uint64_t placed_layer_bytes(const xpi_st_tensor *t, int want);
 
 xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want) {
   int32_t nl = cfg->n_layers;
@@ -43,7 +44,7 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
     uint64_t b = placed_matrix_bytes(ts, want);
     int layer = -1;
     if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
-      if (layer >= 0 && layer < nl) add(&t, layer_be[layer], b);
+      if (layer >= 0 && layer < nl) add(&t, layer_be[layer], placed_layer_bytes(ts, want));
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
       add(&t, first, placed_matrix_bytes(ts, want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want)); /* gathered */
       if (cfg->tie_word_embeddings && last != first) add(&t, last, b); /* the tied head is placed again */
@@ -81,6 +82,20 @@ static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want) {
   if (want == XPI_DT_Q8 || want == XPI_DT_Q4) return rows * ((cols + 31) / 32) * (want == XPI_DT_Q8 ? 34u : 18u);
   size_t ws = xpi_dtype_size((xpi_dtype)want);
   return ws ? rows * cols * ws : t->nbytes;
+}
+
+/* A layer tensor's placed bytes. Under q8/q4 the mixture-of-experts router and the shared expert's gate stay
+ * as stored (model/moe.c loads them with xpi_load_matrix_float: they decide which experts run), every other
+ * matrix, the experts included, in the block format. */
+static uint64_t placed_layer_bytes(const xpi_st_tensor *t, int want) {
+  static const char *const as_stored[] = {".mlp.gate.weight", ".mlp.shared_expert_gate.weight"};
+  const size_t nl = strlen(t->name);
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4)
+    for (size_t i = 0; i < sizeof as_stored / sizeof as_stored[0]; i++) {
+      const size_t sl = strlen(as_stored[i]);
+      if (nl >= sl && !strcmp(t->name + nl - sl, as_stored[i])) return placed_matrix_bytes(t, -1);
+    }
+  return placed_matrix_bytes(t, want);
 }
 
 typedef struct plan_in {
@@ -213,7 +228,7 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
     const xpi_st_tensor *ts = xpi_st_at(st, i);
     int layer = -1;
     if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
-      if (layer >= 0 && layer < nl) in.layer[layer] += placed_matrix_bytes(ts, want);
+      if (layer >= 0 && layer < nl) in.layer[layer] += placed_layer_bytes(ts, want);
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
       in.embed = placed_matrix_bytes(ts, quant ? -1 : want); /* gathered rows: never quantized */
       if (cfg->tie_word_embeddings) {

@@ -1,7 +1,8 @@
 /* Expert-stacked weights (ops.h, xpi_experts): every expert is an ordinary weight of its backend, so each
  * backend's conversions and q8/q4 quantization apply per expert unchanged; the pointer table lets a kernel
  * choose the expert of each token from device memory (moe_matmul), so a recorded decode step replays with
- * whatever experts the router picks. */
+ * whatever experts the router picks. Which dtypes a backend's moe_matmul takes is its own to say (its op
+ * returns XPI_ERR_UNSUPPORTED with what to do); nothing here depends on the backend. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,14 +25,8 @@ xpi_status xpi_experts_create(xpi_backend *be, xpi_experts *e, const void *const
   if (n <= 0 || rows <= 0 || cols <= 0)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "experts: %d experts of [%lld, %lld]", n, (long long)rows,
                    (long long)cols);
-  /* The XPU's moe_matmul reads f32/f16/bf16 experts only (kernels/portable/moe.cl), though the XPU now places q8/q4
-   * matrices: refuse quantized experts there at load rather than at the first step. */
-  if ((want == XPI_DT_Q8 || want == XPI_DT_Q4) && !strcmp(be->ops->name, "xpu"))
-    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: %s mixture-of-experts weights are not supported on XPU yet (its moe_matmul "
-                   "reads f32/f16/bf16 experts): load this model without --quant there, or on the CPU", be->device,
-                   xpi_dtype_name(want));
   e->w = calloc((size_t)n, sizeof *e->w);
-  const void **host = calloc((size_t)n, sizeof *host);
+  const void **host = calloc(2 * (size_t)n, sizeof *host); /* data pointers, then scales (q8/q4) */
   xpi_status s = e->w && host ? XPI_OK : xpi_err(XPI_ERR_OUT_OF_MEMORY, "experts: out of memory");
   e->n = n;
   for (int32_t i = 0; s == XPI_OK && i < n; i++) {
@@ -39,9 +34,17 @@ xpi_status xpi_experts_create(xpi_backend *be, xpi_experts *e, const void *const
     if (s != XPI_OK) s = xpi_err_prefix(s, "expert %d: ", i);
     else e->bytes += e->w[i].bytes, host[i] = e->w[i].data;
   }
+  int scaled = s == XPI_OK && e->w[0].aux != NULL; /* a block format: its kernels need each expert's scales too */
+  for (int32_t i = 0; s == XPI_OK && i < n; i++) {
+    if ((e->w[i].aux != NULL) != scaled)
+      s = xpi_err(XPI_ERR_INTERNAL, "experts: expert %d placed %s scales, expert 0 %s", i,
+                  e->w[i].aux ? "with" : "without", scaled ? "with" : "without");
+    host[n + i] = e->w[i].aux;
+  }
+  const size_t tbytes = (size_t)n * (scaled ? 2 : 1) * sizeof *host;
   if (s == XPI_OK) {
-    e->table = be->ops->alloc(be, (size_t)n * sizeof *host);
-    s = e->table ? be->ops->write(be, (void *)e->table, host, (size_t)n * sizeof *host) : XPI_ERR_OUT_OF_MEMORY;
+    e->table = be->ops->alloc(be, tbytes);
+    s = e->table ? be->ops->write(be, (void *)e->table, host, tbytes) : XPI_ERR_OUT_OF_MEMORY;
   }
   free(host);
   if (s != XPI_OK) {

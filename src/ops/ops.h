@@ -103,7 +103,7 @@ typedef struct xpi_experts {
   int64_t rows, cols;
   xpi_dtype dtype;
   xpi_weight *w;          /* [n] */
-  const void **table;     /* backend memory: [n] w[e].data */
+  const void **table;     /* backend memory: [n] w[e].data, then [n] w[e].aux where the experts have scales (q8/q4) */
   uint64_t bytes;         /* bytes of the n matrices on the backend */
 } xpi_experts;
 

@@ -68,8 +68,12 @@ if(TARGET ze_zesim)
   set(XPI_ARCH_XPU_ENV "${XPI_TEST_ENV};ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>;ZESIM_DEVICES=0000:3a:00.0=256M,0000:1a:00.0=256M;POCL_CACHE_DIR=${PROJECT_BINARY_DIR}/pocl-cache;LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/xpu/lsan.supp")
   add_test(NAME model/test_arch_goldens_xpu COMMAND test_arch_goldens xpu:0)
   add_test(NAME model/test_arch_goldens_xpu_map COMMAND test_arch_goldens auto none auto)
-  set_tests_properties(model/test_arch_goldens_xpu model/test_arch_goldens_xpu_map
-    PROPERTIES LABELS "model;xpu" ENVIRONMENT "${XPI_ARCH_XPU_ENV}")
+  # --quant q8/q4 on xpu:0 against transformers with the CPU runs' quantized tolerances (every family: the MoE
+  # ones run the XPU's q8/q4 expert kernels)
+  add_test(NAME model/test_arch_goldens_xpu_q8 COMMAND test_arch_goldens xpu:0 q8)
+  add_test(NAME model/test_arch_goldens_xpu_q4 COMMAND test_arch_goldens xpu:0 q4)
+  set_tests_properties(model/test_arch_goldens_xpu model/test_arch_goldens_xpu_map model/test_arch_goldens_xpu_q8
+    model/test_arch_goldens_xpu_q4 PROPERTIES LABELS "model;xpu" ENVIRONMENT "${XPI_ARCH_XPU_ENV}")
 endif()
 
 # mkrandmodel --arch for every family (the generator of issue 15's bench models) writes what the loader reads.

@@ -7,7 +7,12 @@
  *              design target is <= 1.1x; today's kernels move 1.444x: SDPA reads every K/V row once per query
  *              head of its GQA pair (2x the KV bytes: +939.5 MB at 4K); every other kernel together moves
  *              under 1.01x. The test asserts that measured value (so a kernel change shows up here) and that
- *              without SDPA's re-read the step would be within the target. */
+ *              without SDPA's re-read the step would be within the target.
+ *   moe        the Qwen3-MoE golden model (tests/data/arch_models) with --quant q8 and q4: the quantized expert
+ *              GEMVs of a decode step (3 a layer: gate, up, down) read the k chosen experts' blocks (quants + a
+ *              half scale per 32 weights) plus only small operands (the slots' int8 activation rows, the ids),
+ *              write the k slots' rows, and count 2 FLOPs a weight of the chosen experts; the weights a step
+ *              must read count k experts of each layer's n. */
 #include <string.h>
 
 #include "xpu_load.h"
@@ -101,8 +106,48 @@ static int qwen06b(void) {
   return 0;
 }
 
+static int moe(void) {
+  char *dir = xpi_test_strf("%s/arch_models/tiny-qwen3_moe", xpi_test_env("XPI_TEST_DATA"));
+  const char *quants[2] = {"q8", "q4"};
+  for (int q = 0; q < 2; q++) {
+    xpi_model_options o;
+    xpi_model_options_default(&o);
+    o.device = "xpu:0";
+    o.quant = quants[q];
+    xpi_model *m = NULL;
+    CHECK_OK(xpi_model_load(dir, &o, &m));
+    if (!m) break;
+    /* config.json: hidden 64, moe_intermediate_size 64, 2 experts a token, 4 layers, all sparse */
+    const double H = 64, I = 64, k = 2, L = 4, nbH = H / 32, nbI = I / 32, blk = (q ? 16 : 32) + 2;
+    xpi_perf_report r = {.struct_size = sizeof r};
+    CHECK_OK(xpi_model_perf_decode(m, 32, &r));
+    const xpi_perf_kernel *g = kernel(&r, q ? "xpi_moe_gemv_q4" : "xpi_moe_gemv_q8");
+    const double w = L * k * (2 * I * nbH + H * nbI) * blk; /* gate and up: I rows of H; down: H rows of I */
+    const double small = L * k * (2 * nbH + nbI) * 36 + L * k * (2 * I + H) * 4; /* activation blocks, ids */
+    const double wr = L * k * (2 * I + H) * 4, fl = L * k * 3 * 2 * I * H;
+    CHECK(g && g->launches == 3 * L && g->bytes_read >= w && g->bytes_read <= w + small && g->bytes_written == wr &&
+              g->flops == fl,
+          "--quant %s: expert GEMVs: %lld launches (want %.0f), %.0f bytes read (the chosen experts' %.0f + at most "
+          "%.0f), %.0f written (want %.0f), %.0f FLOPs (want %.0f)", quants[q], g ? (long long)g->launches : 0LL,
+          3 * L, g ? g->bytes_read : 0, w, small, g ? g->bytes_written : 0, wr, g ? g->flops : 0, fl);
+    /* the step must read every placed weight but the embedding (one row) and the 2 unchosen experts of 4 */
+    xpi_model_info in = {.struct_size = sizeof in};
+    CHECK_OK(xpi_model_get_info(m, &in));
+    const double all_ex = L * 4 * (2 * I * nbH + H * nbI) * blk, embed = 4096 * H * 2;
+    const double must = (double)in.weight_bytes - embed + H * 2 - all_ex / 2;
+    CHECK(r.weight_bytes == must, "--quant %s: a step must read %.0f bytes of weights, want %.0f", quants[q],
+          r.weight_bytes, must);
+    printf("qwen3_moe --quant %s: expert GEMVs read %.0f bytes a decode step (chosen experts' blocks %.0f); weights "
+           "a step must read %.0f\n", quants[q], g ? g->bytes_read : 0, w, r.weight_bytes);
+    xpi_model_free(m);
+  }
+  free(dir);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  int rc = argc > 1 && !strcmp(argv[1], "0.6b") ? qwen06b() : tiny();
+  const char *mode = argc > 1 ? argv[1] : "";
+  int rc = !strcmp(mode, "0.6b") ? qwen06b() : !strcmp(mode, "moe") ? moe() : tiny();
   if (rc == 77) return 77;
   return xpi_test_done();
 }

@@ -6,10 +6,10 @@
  * Tolerance. Both sides compute y = sum over blocks b of d_b * dx_b * s_b with the same exact int32 block dots
  * s_b (same weight quants, activation quants made by the same arithmetic: quant.h's rounding, both divisions
  * correctly rounded); the CPU oracle sums in double, the XPU in f32 in another order, with d*dx*s two roundings
- * per term. So |y_xpu - y_cpu| <= (nb + 3) u S, S = sum_b |d_b dx_b s_b| <= sum_c |d q_c| |dx xq_c| (computed
- * here per output from the dequantized operands), + u |bias| for the bias add. One activation quant off by one
- * would move y by d |q| dx ~ 1e-2 here, two to three orders above this bound: the test also checks that the
- * device quantizes activations exactly as the CPU does. */
+ * per term. So |y_xpu - y_cpu| <= (nb + 3) u S, S = sum_b |d_b dx_b s_b| <= sum_c |d q_c| |dx xq_c| (xt_q_bound,
+ * xpu_test_util.h, per output from the dequantized operands), + u |bias| for the bias add. One activation quant
+ * off by one would move y by d |q| dx ~ 1e-2 here, two to three orders above this bound: the test also checks
+ * that the device quantizes activations exactly as the CPU does. */
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
@@ -19,25 +19,6 @@
 
 static xpi_backend *cpu, *xpu;
 static double g_worst; /* largest |xpu - cpu| / bound over every output (printed) */
-
-/* Bound S of the header for every output: |dequantized weights| . |dequantized activations| per row, token. */
-static void bound_s(xpi_dtype dt, const xpi_weight *w, const float *x, int n, double *S) {
-  const int64_t rows = w->rows, cols = w->cols, nb = xpi_q_nblocks(cols);
-  float *wr = malloc(sizeof(float) * (size_t)cols), *xa = malloc(sizeof(float) * (size_t)cols);
-  int8_t *xq = malloc((size_t)nb * XPI_QK);
-  float *dx = malloc(sizeof(float) * (size_t)nb), *sx = malloc(sizeof(float) * (size_t)nb);
-  for (int t = 0; t < n; t++) {
-    xpi_quantize_act_scalar(xq, dx, sx, x + (size_t)t * cols, cols);
-    for (int64_t c = 0; c < cols; c++) xa[c] = fabsf(dx[c / XPI_QK] * (float)xq[c]);
-    for (int64_t r = 0; r < rows; r++) {
-      xpi_dequantize_row(dt, wr, w->data, w->aux, r, cols);
-      double s = 0;
-      for (int64_t c = 0; c < cols; c++) s += fabs((double)wr[c]) * xa[c];
-      S[(size_t)t * rows + r] = s;
-    }
-  }
-  free(wr), free(xa), free(xq), free(dx), free(sx);
-}
 
 static void check_matmul(xpi_dtype dt, int rows, int cols, int n, int bias, xpi_dtype sdt) {
   const size_t nw = (size_t)rows * cols;
@@ -75,15 +56,12 @@ static void check_matmul(xpi_dtype dt, int rows, int cols, int n, int bias, xpi_
   float *yc = malloc((size_t)n * rows * 4), *yx = malloc((size_t)n * rows * 4);
   xt_down(cpu, yc, oc, (size_t)n * rows * 4);
   xt_down(xpu, yx, ox, (size_t)n * rows * 4);
-  double *S = malloc(sizeof(double) * (size_t)n * rows);
-  bound_s(dt, &wc, x, n, S);
-  const int nb = (int)xpi_q_nblocks(cols);
   size_t bad = 0, worst = 0;
   double wratio = 0;
   for (int t = 0; t < n; t++)
     for (int r = 0; r < rows; r++) {
       const size_t i = (size_t)t * rows + r;
-      const double tol = (nb + 3) * U * S[i] + (bias ? 2 * U * (fabs(yc[i]) + 1) : 0) + 1e-30;
+      const double tol = xt_q_bound(&wc, r, x + (size_t)t * cols) + (bias ? 2 * U * (fabs(yc[i]) + 1) : 0) + 1e-30;
       const double e = fabs((double)yx[i] - (double)yc[i]);
       if (!(e <= tol)) bad++;
       if (!(e / tol <= wratio)) wratio = e / tol, worst = i;
@@ -91,7 +69,7 @@ static void check_matmul(xpi_dtype dt, int rows, int cols, int n, int bias, xpi_
   if (wratio > g_worst) g_worst = wratio;
   CHECK(bad == 0, "%s: %zu of %zu outputs beyond the bound; worst [%zu] xpu %.9g cpu %.9g (%.2f x bound)", what, bad,
         (size_t)n * rows, worst, (double)yx[worst], (double)yc[worst], wratio);
-  free(S), free(yc), free(yx), free(hq), free(hd), free(wv), free(x), free(bv), free(src), free(bsrc);
+  free(yc), free(yx), free(hq), free(hd), free(wv), free(x), free(bv), free(src), free(bsrc);
   free((void *)what);
   cpu->ops->free(cpu, xc), cpu->ops->free(cpu, oc), xpu->ops->free(xpu, xx), xpu->ops->free(xpu, ox);
   cpu->ops->weight_free(cpu, &wc), cpu->ops->weight_free(cpu, &bc);

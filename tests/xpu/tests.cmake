@@ -19,11 +19,16 @@ endif()
 # the performance model: tinyfortunes (default mode) and the 0.6B shape at 4K context (a 4 GiB device).
 add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)
 add_test(NAME xpu/test_xpu_perf_06b COMMAND test_xpu_perf 0.6b)
+add_test(NAME xpu/test_xpu_perf_moe COMMAND test_xpu_perf moe) # the q8/q4 expert kernels' cost table entries
+set_tests_properties(xpu/test_xpu_perf_moe PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
 set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
-list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_host_embed xpu/test_xpu_memplan
-                          xpu/test_xpu_memplan_q4)
-# q8/q4 weights (issue 17): the matmul against the CPU's, and models against the CPU with the same --quant
-list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_perf_moe xpu/test_xpu_host_embed
+                          xpu/test_xpu_memplan xpu/test_xpu_memplan_q4)
+# q8/q4 weights (issue 17): the matmul against the CPU's, and models against the CPU with the same --quant; the
+# mixture-of-experts golden models (q8/q4 experts, issue 15) as a test of their own
+add_test(NAME xpu/test_xpu_quant_moe_model COMMAND test_xpu_quant_model moe)
+set_tests_properties(xpu/test_xpu_quant_moe_model PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model)
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
@@ -36,7 +41,7 @@ foreach(t ${XPI_XPU_TESTS})
     set(devices "0000:1a:00.0=800M,0000:3a:00.0=800M")
   elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
     set(devices "0000:1a:00.0=700M")
-  elseif(t STREQUAL "xpu/test_xpu_quant_model")
+  elseif(t STREQUAL "xpu/test_xpu_quant_model" OR t STREQUAL "xpu/test_xpu_quant_moe_model")
     set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices (issue 17)
   endif()
   if(TARGET ze_zesim)
@@ -62,4 +67,4 @@ set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_p
 # the third position of 'The meaning of life is', measured 2026-12-01; those three and the XPU agree within 6e-6),
 # a CPU-side discrepancy reported with issue 17, not a property of the XPU path.
 set_tests_properties(xpu/test_xpu_quant_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow") # ~4 min
-set_property(TEST xpu/test_xpu_quant_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")
+set_property(TEST xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "ops/cpu/quant.h"
+#include "ops/half.h"
 #include "ops/ops.h"
 #include "runtime/xpu.h"
 
@@ -64,6 +66,52 @@ static inline void xt_close(const char *what, const float *a, const float *b, si
   }
   CHECK(bad == 0, "%s: %zu of %zu elements differ; worst [%zu] xpu %.9g cpu %.9g", what, bad, n, worst,
         (double)a[worst], (double)b[worst]);
+}
+
+/* A host copy of v[n] in dtype dt (f32, f16 or bf16), to pass as weight source; free() it. */
+static inline void *xt_host_weight(const float *v, size_t n, xpi_dtype dt) {
+  if (dt == XPI_DT_F32) {
+    void *p = malloc(n * 4);
+    memcpy(p, v, n * 4);
+    return p;
+  }
+  uint16_t *h = malloc(n * 2);
+  for (size_t i = 0; i < n; i++) h[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(v[i]) : xpi_f32_to_f16(v[i]);
+  return h;
+}
+
+/* The CPU oracle and the XPU backend of an op test (cpu: the scalar kernels, 2 threads). Returns as xt_open_xpu:
+ * 77 when the software device is not in this tree, 1 on failure (both NULL), else 0. */
+static inline int xt_open_pair(xpi_backend **cpu, xpi_backend **xpu) {
+  *cpu = NULL;
+  int rc = xt_open_xpu("xpu:0", xpu);
+  if (rc) return rc;
+  xpi_backend_config cc = {.device = "cpu", .n_threads = 2, .use_kernels = 0};
+  CHECK_OK(xpi_backend_cpu_create(&cc, cpu));
+  if (*cpu) return 0;
+  (*xpu)->ops->destroy(*xpu);
+  *xpu = NULL;
+  return 1;
+}
+
+/* Bound on how far a q8/q4 matmul output y = x . W[r] may differ between the XPU and the CPU oracle. Both compute
+ * y = sum over blocks b of d_b * dx_b * s_b with the same exact int32 block dots s_b (the same weight quants;
+ * activation quants made by the same arithmetic, both divisions correctly rounded: tests/xpu/test_xpu_quant.c
+ * checks it); the oracle sums in double, the XPU in f32 in another order, with d*dx*s two roundings per term. So
+ * |y_xpu - y_cpu| <= (nb + 3) u S, S = sum_b |d_b dx_b s_b| <= sum_c |d q_c| |dx xq_c|: this returns that bound,
+ * from the dequantized operands of row r of w (placed on the CPU) and the activation row x[w->cols]. One
+ * activation quant off by one moves y by d |q| dx, orders of magnitude above it. */
+static inline double xt_q_bound(const xpi_weight *w, int64_t r, const float *x) {
+  const int64_t cols = w->cols, nb = xpi_q_nblocks(cols);
+  float *wr = malloc(sizeof(float) * (size_t)cols), *dx = malloc(sizeof(float) * (size_t)nb);
+  float *sx = malloc(sizeof(float) * (size_t)nb);
+  int8_t *xq = malloc((size_t)nb * XPI_QK);
+  xpi_quantize_act_scalar(xq, dx, sx, x, cols);
+  xpi_dequantize_row(w->dtype, wr, w->data, w->aux, r, cols);
+  double s = 0;
+  for (int64_t c = 0; c < cols; c++) s += fabs((double)wr[c]) * fabsf(dx[c / XPI_QK] * (float)xq[c]);
+  free(wr), free(dx), free(sx), free(xq);
+  return (double)(nb + 3) * 5.96e-8 * s;
 }
 
 #endif

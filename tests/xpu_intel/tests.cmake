@@ -27,6 +27,9 @@ endif()
 # off by 2.5 ulp; matmul_q.cl's xpi_div_rn keeps the activation quants the CPU's on any compiler)
 add_test(NAME xpu_intel/test_xpu_quant COMMAND test_xpu_quant)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_quant)
+# mixture-of-experts ops, q8/q4 experts included (issue 15): the expert GEMV and grouped GEMM by Intel's compiler
+add_test(NAME xpu_intel/test_xpu_moe COMMAND test_xpu_moe)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_moe)
 
 set(iocl_skip "")
 if(NOT TARGET ze_zesim)

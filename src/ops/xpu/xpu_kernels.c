@@ -40,7 +40,15 @@ static const struct {
   [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
   [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
   [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
+  [XK_MOE_GEMV_Q8] = {"xpi_moe_gemv_q8", 0}, [XK_MOE_GEMV_Q4] = {"xpi_moe_gemv_q4", 0},
+  [XK_MOE_GEMM_Q8] = {"xpi_moe_gemm_q8", 0}, [XK_MOE_GEMM_Q4] = {"xpi_moe_gemm_q4", 0},
 };
+
+/* Kernels that read the experts through a table of device addresses (ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE). */
+static int reads_expert_table(int kid) {
+  return kid == XK_MOE_MATMUL || kid == XK_MOE_GEMV_Q8 || kid == XK_MOE_GEMV_Q4 || kid == XK_MOE_GEMM_Q8 ||
+         kid == XK_MOE_GEMM_Q4;
+}
 
 const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }
 
@@ -111,7 +119,7 @@ static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tune
       return xpi_err(XPI_ERR_DEVICE, "xpu:%d: creating kernel %s failed (%s)", d->index, k_kernels[i].name,
                      xpu_ze_result_name(r));
     }
-    if (i == XK_MOE_MATMUL) { /* reads the experts through a table of device addresses */
+    if (reads_expert_table(i)) {
       r = d->ze->zeKernelSetIndirectAccess(d->k[i], ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE);
       if (r != ZE_RESULT_SUCCESS)
         return xpi_err(XPI_ERR_DEVICE, "xpu:%d: indirect access for kernel %s failed (%s)", d->index,

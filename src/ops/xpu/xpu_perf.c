@@ -8,6 +8,7 @@
  * first read) which count once. f32 activations; weights and KV in the dtype of the launch. A kernel whose
  * argument count differs from the table's fails the count (its layout changed: update the table). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/status.h"
@@ -60,6 +61,8 @@ static int expected_args(xpu_kid kid) {
     case XK_QUANT_ACT: return 5;
     case XK_GEMV_Q8: case XK_GEMV_Q4: return 10;
     case XK_GEMM_Q8: case XK_GEMM_Q4: return 11;
+    case XK_MOE_GEMV_Q8: case XK_MOE_GEMV_Q4: return 10;
+    case XK_MOE_GEMM_Q8: case XK_MOE_GEMM_Q4: return 11;
     case XK_SDPA: return 20;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
@@ -173,6 +176,36 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       double bias = I32(7) ? rows * dsize(I32(6)) : 0;
       rd = rows * wrow * (gemm ? gy : 1) + n * xrow * (gemm ? gx : 1) + bias, wr = rows * n * 4;
       fl = 2 * rows * cols * n;
+      break;
+    }
+    case XK_MOE_GEMV_Q8: case XK_MOE_GEMV_Q4: {
+      /* group (r, s): row r of slot s's expert (quants + half scales per block), the slot's int8 activation row
+       * (shared by the row's groups: once per slot) and its id */
+      const int q4 = kid == XK_MOE_GEMV_Q4;
+      double rows = I32(5), cols = I32(6), slots = gy, nb = (double)((I32(6) + XPI_QK - 1) / XPI_QK);
+      double wrow = nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2), xrow = nb * (XPI_QK + 4);
+      rd = slots * rows * wrow + slots * xrow + slots * rows * 4, wr = slots * rows * 4;
+      fl = 2 * slots * rows * cols;
+      break;
+    }
+    case XK_MOE_GEMM_Q8: case XK_MOE_GEMM_Q4: {
+      /* group (rt, x): its 16 rows of expert x once per 16 of x's slots, those slots' activation rows once per
+       * row tile (gx), and one scan of the ids; the slots per expert are read back from the launch's ids */
+      const int q4 = kid == XK_MOE_GEMM_Q4, ne = I32(4), slots = I32(8);
+      double rows = I32(5), cols = I32(6), nb = (double)((I32(6) + XPI_QK - 1) / XPI_QK);
+      double wrow = nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2), xrow = nb * (XPI_QK + 4);
+      int *id = slots > 0 ? malloc((size_t)slots * sizeof *id) : NULL;
+      int *per = ne > 0 ? calloc((size_t)ne, sizeof *per) : NULL;
+      xpi_status st = id && per ? xpu_read_uncounted(be, id, PTR(7), (size_t)slots * sizeof *id)
+                                : xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: performance model: out of memory", be->device);
+      double tiles = 0, chosen = 0;
+      for (int i = 0; st == XPI_OK && i < slots; i++)
+        if (id[i] >= 0 && id[i] < ne) per[id[i]]++, chosen++;
+      for (int x = 0; st == XPI_OK && x < ne; x++) tiles += (per[x] + 15) / 16;
+      free(id), free(per);
+      XPI_TRY(st);
+      rd = tiles * rows * wrow + chosen * xrow * gx + (double)gx * gy * slots * 4, wr = slots * rows * 4;
+      fl = 2 * chosen * rows * cols;
       break;
     }
     case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */
