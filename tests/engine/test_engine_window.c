@@ -96,6 +96,14 @@ static void check_ids(const char *what, const run *r, const int32_t *want, int G
         bad >= 0 ? r->ids[bad] : 0, bad >= 0 ? want[bad] : 0);
 }
 
+/* Steps until nothing is pending; a sequence that can never get its blocks shows as unfinished. */
+#define MAX_STEPS 4000
+static void drive(xpi_engine *e) {
+  int32_t pending = 1;
+  for (int guard = 0; pending > 0 && guard < MAX_STEPS; guard++)
+    if (xpi_engine_step(e, &pending) != XPI_OK) break;
+}
+
 static int32_t bound_blocks(int32_t window, int32_t chunk) { return (window + chunk + BS - 1) / BS + 1; }
 
 /* ------------------------------------------------------------------ batched == single, past the window */
@@ -142,7 +150,7 @@ static void test_batched(xpi_model *m, const char *name, const cJSON *mj) {
     CHECK_OK(xpi_engine_submit(e, prompts[i], (size_t)lens[i], &go, on_event, &r[i], NULL));
   }
   int32_t pending = 1, most = 0, max_running = 0;
-  while (pending > 0) {
+  for (int guard = 0; pending > 0 && guard < MAX_STEPS; guard++) {
     if (xpi_engine_step(e, &pending) != XPI_OK) break;
     xpi_engine_get_stats(e, &st);
     most = st.kv_window_blocks_used > most ? st.kv_window_blocks_used : most;
@@ -190,7 +198,7 @@ static void test_bound(xpi_model *m, const char *name) {
   xpi_gen_options go = greedy(GL, 0);
   CHECK_OK(xpi_engine_submit(e, p[0], 20, &go, on_event, &a, NULL));
   int32_t pending = 1, most = 0, steps = 0;
-  while (pending > 0) {
+  for (int guard = 0; pending > 0 && guard < MAX_STEPS; guard++) {
     if (xpi_engine_step(e, &pending) != XPI_OK) break;
     xpi_engine_get_stats(e, &st);
     most = st.kv_window_blocks_used > most ? st.kv_window_blocks_used : most;
@@ -204,9 +212,7 @@ static void test_bound(xpi_model *m, const char *name) {
   memset(b, 0, sizeof b);
   const uint64_t pre = st.preemptions;
   for (int s = 0; s < 2; s++) CHECK_OK(xpi_engine_submit(e, p[s], 20, &go, on_event, &b[s], NULL));
-  pending = 1;
-  while (pending > 0)
-    if (xpi_engine_step(e, &pending) != XPI_OK) break;
+  drive(e);
   xpi_engine_get_stats(e, &st);
   for (int s = 0; s < 2; s++) check_ids("two sequences sharing the window pool", &b[s], want[s], GL);
   CHECK(st.preemptions == pre && st.kv_window_blocks_used == 0, "%s: %llu preemptions, %d window blocks left held",
@@ -236,24 +242,20 @@ static void test_prefix(xpi_model *m, const char *name) {
   xpi_gen_options go = greedy(GP, 1);
   run r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0};
   CHECK_OK(xpi_engine_submit(e, a, SYS + 2, &go, on_event, &r1, NULL));
-  int32_t pending = 1;
-  while (pending > 0 && xpi_engine_step(e, &pending) == XPI_OK) {}
+  drive(e);
   CHECK_OK(xpi_engine_submit(e, b, SYS + 2, &go, on_event, &r2, NULL));
-  pending = 1;
-  while (pending > 0 && xpi_engine_step(e, &pending) == XPI_OK) {}
+  drive(e);
   ref_greedy(m, b, SYS + 2, GP, want);
   check_ids("prefix-cached (window resident) vs single", &r2, want, GP);
   /* the hit ends at the last full block of the shared prefix (96), whose window (blocks 5..5) r1 left cached */
   CHECK(r2.res.n_cached_tokens == 96, "%s: %d tokens from the prefix cache (want 96)", name, r2.res.n_cached_tokens);
   /* another prompt cycles the window pool; the main pool keeps the system prompt's chain */
   CHECK_OK(xpi_engine_submit(e, other, 200, &go, on_event, &r3, NULL));
-  pending = 1;
-  while (pending > 0 && xpi_engine_step(e, &pending) == XPI_OK) {}
+  drive(e);
   xpi_engine_stats st = {.struct_size = sizeof st};
   xpi_engine_get_stats(e, &st);
   CHECK_OK(xpi_engine_submit(e, c, SYS + 2, &go, on_event, &r4, NULL));
-  pending = 1;
-  while (pending > 0 && xpi_engine_step(e, &pending) == XPI_OK) {}
+  drive(e);
   ref_greedy(m, c, SYS + 2, GP, want);
   check_ids("prefix cache after the window pool was churned vs single", &r4, want, GP);
   /* the chain (6 blocks) is still in the main pool (127 blocks), not the window: no usable hit */
