@@ -146,9 +146,13 @@ static void locate_numeric(xpi_engine *e, xpi_seq *s, int32_t start) {
                                              e->bw ? s->wblocks : NULL, s->n_blocks);
   if (st == XPI_ERR_NUMERIC) {
     const int32_t step = s->out.n_generated;
-    if (step == 0)
-      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d): ", s->gen_start - s->n_prompt,
-                     s->n_tok - 1);
+    const int32_t first = s->gen_start - s->n_prompt;
+    if (step == 0 && start > first) /* earlier positions' KV is shared or out of the kept window: not re-run,
+                                     * a NaN there reaches the re-run positions through attention */
+      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d; re-run from %d, positions %d-%d not "
+                     "checked): ", first, s->n_tok - 1, start, first, start - 1);
+    else if (step == 0)
+      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d): ", first, s->n_tok - 1);
     else
       xpi_err_prefix(st, "generation step %d (token position %d): ", step, s->n_tok - 1);
   }

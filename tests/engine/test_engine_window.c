@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "check.h"
 #include "engine/engine_internal.h"
 
@@ -267,6 +269,92 @@ static void test_prefix(xpi_model *m, const char *name) {
   xpi_engine_free(e);
 }
 
+/* ------------------------------------------------------------------ NaN beyond the released blocks */
+
+/* tiny-mistral with embedding row `bad` set to NaN, in a temporary folder. */
+static char *nan_model(int32_t bad) {
+  char *src = xpi_test_strf("%s/arch_models/tiny-mistral", xpi_test_env("XPI_TEST_DATA"));
+  char *tmp = xpi_test_tmpdir("wkv-nan");
+  const char *files[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"};
+  for (int i = 0; i < 4; i++) {
+    char *a = xpi_test_strf("%s/%s", src, files[i]), *b = xpi_test_strf("%s/%s", tmp, files[i]);
+    CHECK(symlink(a, b) == 0, "symlink %s", b);
+    free(a);
+    free(b);
+  }
+  char *path = xpi_test_strf("%s/model.safetensors", src), *out = xpi_test_strf("%s/model.safetensors", tmp);
+  FILE *f = fopen(path, "rb");
+  CHECK(f != NULL, "open %s", path);
+  unsigned char *buf = NULL;
+  long size = 0;
+  if (f) {
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)size);
+    CHECK(fread(buf, 1, (size_t)size, f) == (size_t)size, "read %s", path);
+    fclose(f);
+  }
+  if (buf) {
+    uint64_t hl = 0;
+    memcpy(&hl, buf, 8);
+    char *hdr = malloc(hl + 1);
+    memcpy(hdr, buf + 8, hl);
+    hdr[hl] = 0;
+    cJSON *h = cJSON_Parse(hdr), *t = cJSON_GetObjectItem(h, "model.embed_tokens.weight");
+    const int64_t cols = (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(t, "shape"), 1)->valuedouble;
+    const int64_t off = (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(t, "data_offsets"), 0)->valuedouble;
+    CHECK(!strcmp(cJSON_GetObjectItem(t, "dtype")->valuestring, "BF16"), "embedding dtype");
+    const uint16_t nan16 = 0x7fc0;
+    for (int64_t c = 0; c < cols; c++) memcpy(buf + 8 + hl + off + ((int64_t)bad * cols + c) * 2, &nan16, 2);
+    CHECK(xpi_test_write_file(out, buf, (size_t)size) == 0, "write %s", out);
+    cJSON_Delete(h);
+    free(hdr);
+    free(buf);
+  }
+  free(path);
+  free(out);
+  free(src);
+  return tmp;
+}
+
+/* A prompt whose NaN token sits where later chunks have released the window blocks before it: the sequence
+ * fails alone with XPI_ERR_NUMERIC (the locator re-runs only positions whose window is still held: a re-run from
+ * the prompt's start would write through released, -1 table entries), and the other sequence is unharmed. */
+static void test_numeric(void) {
+  enum { BAD = 1234, GN = 40 };
+  char *dir = nan_model(BAD);
+  xpi_model *m = load(dir, g_device, g_map);
+  if (m) {
+    int32_t pa[70], pb[50], want[GN];
+    for (int i = 0; i < 70; i++) pa[i] = (int32_t)((i * 29 + 7) % 1000) + 10;
+    for (int i = 0; i < 50; i++) pb[i] = (int32_t)((i * 41 + 3) % 1000) + 10;
+    pa[60] = BAD;
+    ref_greedy(m, pb, 50, GN, want);
+    xpi_engine_options eo;
+    xpi_engine_options_default(&eo);
+    eo.block_size = BS;
+    eo.step_tokens = BS; /* the prompt in chunks of 16: blocks 0-2 are released before its last chunk */
+    eo.kv_pool_tokens = 1024;
+    xpi_engine *e = NULL;
+    CHECK_OK(xpi_engine_create(m, &eo, &e));
+    run ra = {0}, rb = {0};
+    xpi_gen_options ga = greedy(GN, 0), gb = greedy(GN, 1);
+    if (e) {
+      CHECK_OK(xpi_engine_submit(e, pa, 70, &ga, on_event, &ra, NULL));
+      CHECK_OK(xpi_engine_submit(e, pb, 50, &gb, on_event, &rb, NULL));
+      drive(e);
+      CHECK(ra.done && ra.res.status == XPI_ERR_NUMERIC && strstr(ra.error, "NaN") && ra.n == 0,
+            "the NaN sequence on %s: status %s, '%s'", g_device, xpi_status_name(ra.res.status), ra.error);
+      check_ids("beside a NaN sequence", &rb, want, GN);
+      printf("NaN at position 60 of 70 (window 16) on %s: %s\n", g_device, ra.error);
+      xpi_engine_free(e);
+    }
+    xpi_model_free(m);
+  }
+  free(dir);
+}
+
 /* ------------------------------------------------------------------ memory at 32k */
 
 static void test_memory(const char *dir, const char *what, double min_ratio) {
@@ -335,6 +423,7 @@ int main(int argc, char **argv) {
     }
     free(dir);
   }
+  test_numeric();
   const char *wm = getenv("XPI_WINDOW_MODELS");
   if (!strcmp(g_device, "cpu") && wm && *wm) {
     char *g3 = xpi_test_strf("%s/gemma3-w1024", wm), *mi = xpi_test_strf("%s/mistral-w4096", wm);
