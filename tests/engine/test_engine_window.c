@@ -13,6 +13,8 @@
  * - prefix cache: a hit needs the window pool's blocks of the window where it ends: hits give the ids of an
  *   engine without a cache, and after the window pool was churned by another prompt (the main pool still holds
  *   the chain) the hit falls back to what both pools hold;
+ * - a NaN embedding row at a position whose window blocks later chunks released: the sequence fails alone with
+ *   XPI_ERR_NUMERIC (the locator re-runs only what the window still holds), its neighbour gives the single ids;
  * - memory (CPU only): at 32k positions, a Gemma-3-like layout (5 of 6 layers sliding, window 1024) and Mistral
  *   (window 4096), random weights made by mkrandmodel (XPI_WINDOW_MODELS): kv_pool_bytes is what the design
  *   predicts, printed against keeping every position.
