@@ -15,6 +15,8 @@
  *   the chain) the hit falls back to what both pools hold;
  * - a NaN embedding row at a position whose window blocks later chunks released: the sequence fails alone with
  *   XPI_ERR_NUMERIC (the locator re-runs only what the window still holds), its neighbour gives the single ids;
+ * - a session's context cut back (xpi_sched_truncate) keeps its blocks where the new end's window is held and
+ *   starts again from the prefix cache where it is not; the logits after the cut equal a fresh request's;
  * - memory (CPU only): at 32k positions, a Gemma-3-like layout (5 of 6 layers sliding, window 1024) and Mistral
  *   (window 4096), random weights made by mkrandmodel (XPI_WINDOW_MODELS): kv_pool_bytes is what the design
  *   predicts, printed against keeping every position.
@@ -271,6 +273,53 @@ static void test_prefix(xpi_model *m, const char *name) {
   xpi_engine_free(e);
 }
 
+/* ------------------------------------------------------------------ a session's context cut back */
+
+/* Max |a - b| over n floats. */
+static double max_diff(const float *a, const float *b, size_t n) {
+  double w = 0;
+  for (size_t i = 0; i < n; i++) w = fmax(w, fabs((double)a[i] - b[i]));
+  return w;
+}
+
+/* A request's context cut back (xpi_sched_truncate): where the new end's window is still held the blocks stay
+ * (cut to 99 of 100); where its window was released (cut to 50) the context starts again from the prefix cache.
+ * Either way the logits of what follows equal a fresh request's over the same ids (1e-4: only the batch's
+ * summation order differs, ~1e-6 here). */
+static void test_truncate(xpi_model *m, const char *name) {
+  enum { N = 100, M = 10 };
+  int32_t t[N + M];
+  for (int i = 0; i < N + M; i++) t[i] = (int32_t)((i * 23 + 9) % 2000) + 10;
+  const int32_t V = m->cfg.vocab_size;
+  float *la = malloc(sizeof(float) * (size_t)V * M), *lf = malloc(sizeof(float) * (size_t)V * (N + M));
+  xpi_request *a = NULL, *f = NULL;
+  CHECK_OK(xpi_request_create(m, NULL, &a));
+  CHECK_OK(xpi_request_create(m, NULL, &f));
+  if (a && f && la && lf) {
+    CHECK_OK(xpi_request_eval(f, t, N + M, 1, lf, (size_t)V * (N + M)));
+    const int32_t cuts[2] = {99, 50};
+    for (int k = 0; k < 2; k++) {
+      CHECK_OK(xpi_request_eval(a, t, N, 0, NULL, 0));
+      xpi_engine_lock(a->e);
+      const int32_t w_lo = a->seq->w_lo;
+      xpi_sched_truncate(a->e, a->seq, cuts[k]);
+      const int32_t computed = a->seq->n_computed, held = a->seq->n_blocks;
+      xpi_engine_unlock(a->e);
+      CHECK(w_lo > 0 && (k == 0 ? computed == cuts[k] && held > 0 : computed == 0 && held == 0),
+            "%s: cut to %d (window blocks from %d released): %d computed, %d blocks held", name, cuts[k], w_lo,
+            computed, held);
+      CHECK_OK(xpi_request_eval(a, t + cuts[k], M, 1, la, (size_t)V * M));
+      double w = max_diff(la, lf + (size_t)V * (size_t)cuts[k], (size_t)V * M);
+      CHECK(w < 1e-4, "%s: after the cut to %d the logits differ from a fresh request's by %g", name, cuts[k], w);
+      xpi_request_reset(a);
+    }
+  }
+  xpi_request_free(a);
+  xpi_request_free(f);
+  free(la);
+  free(lf);
+}
+
 /* ------------------------------------------------------------------ NaN beyond the released blocks */
 
 /* tiny-mistral with embedding row `bad` set to NaN, in a temporary folder. */
@@ -420,6 +469,7 @@ int main(int argc, char **argv) {
       {
         test_bound(m, names[i]);
         test_prefix(m, names[i]);
+        test_truncate(m, names[i]);
       }
       xpi_model_free(m);
     }
