@@ -40,13 +40,15 @@ kernel void xpi_rmsnorm(global float *out, global float *x, const global float *
 }
 
 /* rope_forward(q[n,hq,hd], k[n,hk,hd]) in place: optional per-head RMSNorm (q_norm / k_norm weights [hd]),
- * then rotate_half RoPE at position pos[i] with angle pos * inv_freq[j] (f32, as transformers). Positions are
+ * then rotate_half RoPE at position pos[i] with angle pos * inv_freq[j] (f32, as transformers; with has_sel,
+ * inv_freq[hd/2 + j] where long_sel[i] is nonzero: longrope's long factors). Positions are
  * read from device memory so a recorded step replays at new positions. Grid: n*(hq+hk) groups of 64; group
  * index = token * (hq+hk) + head, heads >= hq being k heads. */
 __attribute__((reqd_work_group_size(XPI_NWG, 1, 1)))
 kernel void xpi_rope(global float *q, global float *k, const global int *pos, int hq, int hk, int hd,
                      const global float *inv_freq, const global void *qn, int qndt, int has_qn,
-                     const global void *kn, int kndt, int has_kn, float eps) {
+                     const global void *kn, int kndt, int has_kn, float eps, const global int *long_sel,
+                     int has_sel) {
   local float red[XPI_NWG];
   int lid = get_local_id(0);
   int g = get_group_id(0);
@@ -64,6 +66,7 @@ kernel void xpi_rope(global float *q, global float *k, const global int *pos, in
   }
   float p = (float)pos[i];
   int half_d = hd / 2;
+  if (has_sel && long_sel[i]) inv_freq += half_d; /* longrope's long factors for this token */
   for (int j = lid; j < half_d; j += XPI_NWG) {
     float x1 = x[j], x2 = x[j + half_d];
     if (has_norm) {

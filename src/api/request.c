@@ -61,11 +61,6 @@ xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts,
   if (!model) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_request_create: model is NULL");
   int32_t max_pos = model->cfg.max_position_embeddings > 0 ? model->cfg.max_position_embeddings : 4096;
   int32_t n_ctx = opts && opts->n_ctx ? opts->n_ctx : xpi_request_default_ctx(model);
-  if (n_ctx > max_pos && model->cfg.longrope_long_ctx > 0)
-    return xpi_err(XPI_ERR_UNSUPPORTED,
-                   "n_ctx = %d: this model's longrope RoPE switches to its long factors past "
-                   "original_max_position_embeddings = %d (up to %d), which is not supported: use n_ctx <= %d",
-                   n_ctx, max_pos, model->cfg.longrope_long_ctx, max_pos);
   if (n_ctx < 1 || n_ctx > max_pos)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "n_ctx = %d is outside [1, %d] (the model's max_position_embeddings)",
                    n_ctx, max_pos);

@@ -46,11 +46,6 @@ static xpi_status check_options(const xpi_model *m, xpi_engine_options *o) {
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: give kv_pool_bytes or kv_pool_tokens (>= 0), not both");
   int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
   if (o->max_seq_len == 0) o->max_seq_len = max_pos;
-  if (o->max_seq_len > max_pos && m->cfg.longrope_long_ctx > 0)
-    return xpi_err(XPI_ERR_UNSUPPORTED,
-                   "engine: max_seq_len = %d: this model's longrope RoPE switches to its long factors past "
-                   "original_max_position_embeddings = %d, which is not supported: use max_seq_len <= %d",
-                   o->max_seq_len, max_pos, max_pos);
   if (o->max_seq_len < 1 || o->max_seq_len > max_pos)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "engine: max_seq_len = %d is outside [1, %d] (max_position_embeddings)",
                    o->max_seq_len, max_pos);
@@ -120,6 +115,7 @@ static void engine_release(xpi_engine *e) {
   free(e->tk_norm);
   free(e->next);
   free(e->row_seq);
+  free(e->row_long_from);
   free(e->out_seq);
   free(e->out_pos);
   free(e->out_logits);
@@ -217,6 +213,7 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
     e->argmax = calloc((size_t)T, sizeof *e->argmax);
     e->next = calloc((size_t)T, sizeof *e->next);
     e->row_seq = calloc((size_t)S, sizeof *e->row_seq);
+    e->row_long_from = calloc((size_t)S, sizeof *e->row_long_from);
     e->out_seq = calloc((size_t)T, sizeof *e->out_seq);
     e->out_pos = calloc((size_t)T, sizeof *e->out_pos);
     e->out_logits = calloc((size_t)T, sizeof *e->out_logits);
@@ -230,7 +227,8 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
     }
     /* rows sampled on the host: one per sequence at most; pages are touched only by rows in use */
     e->host_logits = malloc((size_t)S * (size_t)e->vocab * sizeof *e->host_logits);
-    if (!e->chunks || !e->ids || !e->tables_win || !e->hashes || !e->pos || !e->seqrow || !e->tables || !e->argmax || !e->next || !e->row_seq || !e->out_seq ||
+    if (!e->chunks || !e->ids || !e->tables_win || !e->hashes || !e->pos || !e->seqrow || !e->tables || !e->argmax ||
+        !e->next || !e->row_seq || !e->row_long_from || !e->out_seq ||
         !e->out_pos || !e->out_logits || !e->events || !e->host_logits || !e->topk_n || !e->full || !e->tk_norm ||
         (e->max_topk > 0 && (!e->tk_ids || !e->tk_vals)))
       s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "engine: out of memory for the step buffers");
@@ -343,6 +341,13 @@ xpi_status xpi_seq_job_generate(xpi_engine *e, xpi_seq *s, const xpi_gen_options
 /* Appends ids and queues the job (e->mu held). */
 xpi_status xpi_engine_enqueue(xpi_engine *e, xpi_seq *s, const int32_t *ids, int32_t n) {
   XPI_TRY(xpi_seq_reserve_tokens(s, s->n_tok + n));
+  if (s->n_tok == 0) { /* a new context: transformers runs a first prompt longer than longrope's original context
+                        * with the long factors at every position, a shorter one switches at that position */
+    const int32_t orig = e->g->cfg->rope_long_from;
+    s->rope_long_from = orig > 0 && n > orig ? 0 : orig;
+    s->hash_root = orig > 0 && n > orig ? 0x6c6f6e67726f7065ull : 0; /* "longrope" */
+    if (s->n_blocks == 0) s->last_hash = s->hash_root;
+  }
   memcpy(s->tokens + s->n_tok, ids, (size_t)n * sizeof *ids);
   s->n_tok += n;
   s->gen_start = s->n_tok;

@@ -62,7 +62,7 @@ void xpi_sched_release_blocks(xpi_engine *e, xpi_seq *s) {
   s->n_blocks = 0;
   s->n_computed = 0;
   s->n_published = 0;
-  s->last_hash = 0;
+  s->last_hash = s->hash_root;
 }
 
 void xpi_sched_truncate(xpi_engine *e, xpi_seq *s, int32_t n) {
@@ -74,7 +74,7 @@ void xpi_sched_truncate(xpi_engine *e, xpi_seq *s, int32_t n) {
   if (s->n_published > full) { /* a published block must never be written again: recompute from its start */
     s->n_computed = full * e->o.block_size;
     s->n_published = 0;
-    s->last_hash = 0;
+    s->last_hash = s->hash_root;
     while (s->n_published < full) {
       s->last_hash = xpi_kv_blocks_hash(s->last_hash, s->tokens + (size_t)s->n_published * e->o.block_size,
                                         e->o.block_size);
@@ -167,7 +167,7 @@ static void take_cached(xpi_engine *e, xpi_seq *s) {
   int32_t limit = s->out_from < s->n_tok - 1 ? s->out_from : s->n_tok - 1; /* the last token always runs */
   int32_t k = 0;
   uint64_t *h = e->hashes;
-  for (uint64_t prev = 0; (int64_t)(k + 1) * bs <= limit; k++) {
+  for (uint64_t prev = s->hash_root; (int64_t)(k + 1) * bs <= limit; k++) {
     const int32_t *ids = s->tokens + (size_t)k * bs;
     h[k] = xpi_kv_blocks_hash(prev, ids, bs);
     if (xpi_kv_blocks_find(e->bm, h[k], prev, ids) < 0) break;
@@ -177,19 +177,20 @@ static void take_cached(xpi_engine *e, xpi_seq *s) {
   for (; e->bw && k > 0; k--) { /* the longest k whose window the window pool holds */
     lo = xpi_sched_first_block(e, (int64_t)k * bs);
     int32_t j = lo;
-    while (j < k && xpi_kv_blocks_find(e->bw, h[j], j ? h[j - 1] : 0, s->tokens + (size_t)j * bs) >= 0) j++;
+    while (j < k && xpi_kv_blocks_find(e->bw, h[j], j ? h[j - 1] : s->hash_root, s->tokens + (size_t)j * bs) >= 0)
+      j++;
     if (j == k) break;
   }
   if (k == 0) lo = 0;
   for (int32_t j = 0; j < k; j++) {
-    const uint64_t prev = j ? h[j - 1] : 0;
+    const uint64_t prev = j ? h[j - 1] : s->hash_root;
     const int32_t *ids = s->tokens + (size_t)j * bs;
     s->blocks[j] = xpi_kv_blocks_lookup(e->bm, h[j], prev, ids);
     if (e->bw) s->wblocks[j] = j >= lo ? xpi_kv_blocks_lookup(e->bw, h[j], prev, ids) : -1;
   }
   s->n_blocks = s->n_published = k;
   s->w_lo = lo;
-  s->last_hash = k ? h[k - 1] : 0;
+  s->last_hash = k ? h[k - 1] : s->hash_root;
   e->stats.prefix_cache_hits += (uint64_t)k;
   s->n_computed = s->n_blocks * bs;
 }
@@ -290,6 +291,7 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
     const xpi_chunk *ch = &e->chunks[c];
     decode &= ch->count == 1 && is_output(ch->s, ch->from);
     e->row_seq[c] = ch->s;
+    e->row_long_from[c] = ch->s->rope_long_from;
     memcpy(e->tables + (size_t)c * (size_t)e->max_blocks, ch->s->blocks, (size_t)ch->s->n_blocks * sizeof(int32_t));
     if (e->bw)
       memcpy(e->tables_win + (size_t)c * (size_t)e->max_blocks, ch->s->wblocks,

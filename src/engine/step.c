@@ -143,7 +143,7 @@ static int32_t numeric_start(const xpi_engine *e, const xpi_seq *s) {
  * layer): its error. No lock held; the graph state is the stepping thread's. */
 static void locate_numeric(xpi_engine *e, xpi_seq *s, int32_t start) {
   xpi_status st = xpi_graph_locate_nonfinite(e->g, e->gs, s->tokens + start, s->n_tok - start, start, s->blocks,
-                                             e->bw ? s->wblocks : NULL, s->n_blocks);
+                                             e->bw ? s->wblocks : NULL, s->n_blocks, s->rope_long_from);
   if (st == XPI_ERR_NUMERIC) {
     const int32_t step = s->out.n_generated;
     const int32_t first = s->gen_start - s->n_prompt;
@@ -193,8 +193,9 @@ xpi_status xpi_engine_step_locked(xpi_engine *e) {
   pthread_mutex_unlock(&e->mu);
 
   xpi_graph_batch b = {.n = p.n, .ids = e->ids, .pos = e->pos, .seq = e->seqrow, .n_rows = p.n_rows,
-                       .tables = e->tables, .tables_win = e->bw ? e->tables_win : NULL, .n_out = p.n_out, .argmax = any_argmax ? e->argmax : NULL,
-                       .logits = e->out_logits, .decode = p.decode};
+                       .tables = e->tables, .tables_win = e->bw ? e->tables_win : NULL, .n_out = p.n_out,
+                       .argmax = any_argmax ? e->argmax : NULL, .logits = e->out_logits, .decode = p.decode,
+                       .rope_long_from = e->row_long_from};
   if (any_topk) {
     b.topk_n = e->topk_n, b.topk_ids = e->tk_ids, b.topk_vals = e->tk_vals, b.topk_norm = e->tk_norm;
     b.topk_full = topk_undecided, b.topk_user = e, b.full = e->full;

@@ -172,7 +172,9 @@ static xpi_status attention(xpi_fwd *f, const xpi_layer_weights *L, const float 
   }
   if (!c->layer_norope[l]) {
     const int r = c->n_rope > 1 && c->layer_sliding[l] ? 1 : 0;
-    XPI_TRY(o->rope(be, f->q, f->k, f->pos, n, hq, hk, &c->rope[r].p, f->inv_freq[r], qn, kn, c->rms_norm_eps));
+    xpi_rope_params rp = c->rope[r].p;
+    rp.long_sel = c->rope[r].long_from > 0 ? f->long_sel : NULL;
+    XPI_TRY(o->rope(be, f->q, f->k, f->pos, n, hq, hk, &rp, f->inv_freq[r], qn, kn, c->rms_norm_eps));
   } else if (qn) {
     return xpi_err(XPI_ERR_INTERNAL, "layer %d: per-head q/k norm without RoPE", l); /* refused at parse */
   }

@@ -277,6 +277,7 @@ static xpi_status read_rope_set(const char *what, const cJSON *root, const cJSON
           if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 1e6)
             return xpi_err(XPI_ERR_FORMAT, "%s: \"%s\"[%d] must be a positive number", what, lists[k], i);
           if (k == 0) r->ext[i] = (float)v->valuedouble;
+          else r->ext_long[i] = (float)v->valuedouble;
         }
       }
       r->has_ext = 1;
@@ -291,10 +292,7 @@ static xpi_status read_rope_set(const char *what, const cJSON *root, const cJSON
       XPI_TRY(opt_num(what, rp, "attention_factor", 0.0, 1, 1e3, &af, &have_af));
       if (!have_af) af = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log((double)orig));
       r->attention_factor = (float)af;
-      if (c->max_position_embeddings > orig) { /* past orig transformers switches to the long factors */
-        c->longrope_long_ctx = c->max_position_embeddings;
-        c->max_position_embeddings = orig;
-      }
+      if (c->max_position_embeddings > orig) r->long_from = orig; /* where transformers switches to the long factors */
     } else {
       return xpi_err(XPI_ERR_UNSUPPORTED,
                      "%s: rope_type \"%.32s\" is not supported (supported: default, llama3, linear, longrope)", what,
@@ -425,8 +423,10 @@ static xpi_status parse_config(const char *path, const cJSON *root, xpi_config *
   XPI_TRY(fam->parse(path, root, c));
   /* longrope's attention factor scales cos and sin of q and k: q.k by its square */
   c->attn_scale *= c->rope[0].attention_factor * c->rope[0].attention_factor;
-  if (c->n_rope == 2 && c->rope[1].attention_factor != c->rope[0].attention_factor)
+  if (c->n_rope == 2 && (c->rope[1].attention_factor != c->rope[0].attention_factor ||
+                         c->rope[1].long_from != c->rope[0].long_from))
     return xpi_err(XPI_ERR_UNSUPPORTED, "%s: per-layer-type longrope parameters are not supported", path);
+  c->rope_long_from = c->rope[0].long_from;
   return XPI_OK;
 }
 

@@ -24,6 +24,10 @@ typedef struct xpi_rope_set {
   float linear_factor;         /* rope_type "linear": inv_freq / factor (1 when none) */
   int has_ext;                 /* longrope: inv_freq / ext[i] (short factors) */
   float ext[XPI_MAX_ROPE_EXT];
+  int32_t long_from;           /* longrope past original_max_position_embeddings: positions from this one use
+                                * inv_freq / ext_long[i] (the long factors), as transformers switches; 0: no
+                                * long set (the model's max_position_embeddings is no larger than the original) */
+  float ext_long[XPI_MAX_ROPE_EXT];
   float attention_factor;      /* longrope mscale: multiplies cos and sin, i.e. q.k by its square (1 when none) */
 } xpi_rope_set;
 
@@ -32,7 +36,7 @@ typedef struct xpi_config {
   char model_type[32];         /* as written: "llama", "mistral", "qwen2", "gemma2", ... */
   int32_t vocab_size, hidden_size, intermediate_size;
   int32_t n_layers, n_heads, n_kv_heads, head_dim;  /* head_dim given or the family's default */
-  int32_t max_position_embeddings; /* positions a request may use (longrope: the original context, see below) */
+  int32_t max_position_embeddings; /* positions a request may use */
   float rms_norm_eps;
   int tie_word_embeddings;
   int attention_bias;          /* q/k/v biases (qwen2: true by default) */
@@ -51,9 +55,8 @@ typedef struct xpi_config {
   unsigned char layer_norope[XPI_MAX_LAYERS];  /* 1: layer l applies no RoPE (SmolLM3 no_rope_layers) */
   int n_rope;                  /* 1, or 2 when sliding layers use rope[1] (Gemma 3 local base) */
   xpi_rope_set rope[2];
-  int32_t longrope_long_ctx;   /* longrope: the checkpoint's max_position_embeddings, beyond which transformers
-                                * switches to the long factors (not implemented: the usable context stops at
-                                * original_max_position_embeddings); 0 otherwise */
+  int32_t rope_long_from;      /* longrope with long factors: original_max_position_embeddings (rope[0].long_from,
+                                * the same for every set); 0 otherwise */
   xpi_dtype torch_dtype;       /* "dtype"/"torch_dtype"; F32 when absent */
   int32_t bos_id;              /* -1 when none */
   int32_t eos_ids[XPI_MAX_EOS];/* union of config.json and generation_config.json */

@@ -27,6 +27,7 @@ typedef struct xpi_fwd {
   xpi_kv *kv;
   const xpi_kv_map *map;
   const int32_t *pos;              /* [n] backend memory */
+  const int32_t *long_sel;         /* [n] backend memory or NULL: longrope's per-token choice (ops.h rope) */
   const float *const *inv_freq;    /* per RoPE set (c->n_rope): backend memory [head_dim / 2] */
   xpi_attn_impl impl;
   /* activations (backend memory, sized for max_tokens): x, h, t [n, hidden]; q, att [n, hq*hd]; k, v

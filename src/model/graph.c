@@ -19,6 +19,8 @@ typedef struct dev_state {
   xpi_kv *kv;                               /* the pool of this device's layers (without a window pool: all) */
   xpi_kv *kv_win;                           /* the window pool of its sliding layers, or NULL */
   int32_t *ids, *pos, *seq;                 /* [max_tokens] */
+  int32_t *lsel;                            /* [max_tokens] longrope: 1 where a token takes the long factors
+                                             * (models that have them, else NULL) */
   int32_t *tables;                          /* [max_rows + 1][max_blocks]: the extra row maps padding tokens */
   int32_t *tables_win;                      /* the same for the window pool (a state with one) */
   float *x, *h, *t, *q, *k, *v, *att, *res, *gate, *up; /* activations for max_tokens tokens */
@@ -37,6 +39,8 @@ struct xpi_graph_state {
   dev_state dev[XPI_MAX_BACKENDS];
   float *host_x;                            /* boundary copies through the host */
   int32_t *host_in;                         /* padded inputs of a replayed step: ids, pos, seq [max_out each] */
+  int32_t *host_sel;                        /* [max(max_tokens, max_out)] longrope selections of a step */
+  int32_t single_long_from;                 /* xpi_graph_forward's sequence: where its long factors start */
   void *rec[N_BUCKETS];                     /* recorded decode steps of 2^i sequences (single backend with
                                              * capture): layers + lm_head + argmax of every row */
   uint64_t kv_bytes;
@@ -74,24 +78,29 @@ static void inv_freq_of(const xpi_config *c, int r, float *out) {
   const xpi_rope_set *rs = &c->rope[r];
   xpi_rope_params rp = rs->p;
   rp.head_dim = c->head_dim;
+  const int32_t half = c->head_dim / 2;
   xpi_rope_inv_freq(&rp, out);
-  for (int32_t i = 0; i < c->head_dim / 2; i++) {
+  for (int32_t i = 0; i < half; i++) {
     double f = out[i];
     if (rs->has_ext) f = 1.0 / ((double)rs->ext[i] * pow((double)rp.theta, (double)(2 * i) / c->head_dim));
     out[i] = (float)(f / rs->linear_factor);
+    if (rs->long_from > 0) /* the long factors' table follows: [2][hd/2] */
+      out[half + i] = (float)(1.0 / ((double)rs->ext_long[i] * pow((double)rp.theta, (double)(2 * i) / c->head_dim)) /
+                              rs->linear_factor);
   }
 }
 
 xpi_status xpi_graph_init(xpi_graph *g) {
   int32_t half = g->cfg->head_dim / 2;
-  float *tmp = malloc((size_t)half * sizeof *tmp);
+  float *tmp = malloc(2 * (size_t)half * sizeof *tmp);
   if (!tmp) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int r = 0; r < g->cfg->n_rope; r++) {
     inv_freq_of(g->cfg, r, tmp);
+    const size_t bytes = (g->cfg->rope[r].long_from > 0 ? 2 : 1) * (size_t)half * sizeof *tmp;
     for (int d = 0; d < g->n_backends; d++) {
       xpi_backend *be = g->backends[d];
-      g->inv_freq[r][d] = be->ops->alloc(be, (size_t)half * sizeof *tmp);
-      xpi_status s = g->inv_freq[r][d] ? be->ops->write(be, g->inv_freq[r][d], tmp, (size_t)half * sizeof *tmp)
+      g->inv_freq[r][d] = be->ops->alloc(be, bytes);
+      xpi_status s = g->inv_freq[r][d] ? be->ops->write(be, g->inv_freq[r][d], tmp, bytes)
                                        : XPI_ERR_OUT_OF_MEMORY;
       if (s != XPI_OK) {
         free(tmp);
@@ -156,12 +165,14 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     if (ds->kv) be->ops->kv_free(be, ds->kv);
     if (ds->kv_win) be->ops->kv_free(be, ds->kv_win);
     xpi_moe_bufs_free(be, &ds->moe);
-    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->tables, ds->tables_win, ds->x, ds->h, ds->t, ds->q, ds->k, ds->v, ds->att, ds->res,
+    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->lsel, ds->tables, ds->tables_win, ds->x, ds->h, ds->t, ds->q, ds->k,
+                    ds->v, ds->att, ds->res,
                     ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
   }
   free(st->host_x);
+  free(st->host_sel);
   free(st->host_in);
   free(st->in_win);
   free(st->kv_layer);
@@ -205,6 +216,7 @@ uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, 
   uint64_t n = 4 * (3 * P + T + P * (4 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res t q att
                                                                           * k v gate up (4-byte elements) */
   if (c->n_experts > 0) n += xpi_moe_bufs_bytes(c, (int32_t)P);
+  if (c->rope_long_from > 0) n += 4 * P; /* lsel */
   if (last) /* logits, greedy ids, top-k ids + values + normalisers */
     n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
   return n;
@@ -279,8 +291,10 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   xpi_status s = XPI_OK;
   st->host_x = malloc(P * H * sizeof(float));
   st->host_in = malloc(3 * O * sizeof(int32_t));
+  st->host_sel = malloc(P * sizeof(int32_t));
+  st->single_long_from = c->rope_long_from;
   int32_t *trash = malloc((size_t)lim->max_blocks * sizeof *trash);
-  if (!st->host_x || !st->host_in || !trash || !st->in_win || !st->kv_layer)
+  if (!st->host_x || !st->host_in || !st->host_sel || !trash || !st->in_win || !st->kv_layer)
     s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* each layer's pool and index in it */
     int32_t k[2] = {0, 0};
@@ -295,6 +309,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->ids = balloc(be, P, sizeof(int32_t), &s);
     ds->pos = balloc(be, P, sizeof(int32_t), &s);
     ds->seq = balloc(be, P, sizeof(int32_t), &s);
+    if (c->rope_long_from > 0) ds->lsel = balloc(be, P, sizeof(int32_t), &s);
     ds->tables = balloc(be, T, sizeof(int32_t), &s);
     if (st->win) ds->tables_win = balloc(be, T, sizeof(int32_t), &s);
     ds->x = balloc(be, P * H, sizeof(float), &s);
@@ -424,8 +439,9 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
     const xpi_kv_map map = {D->pos, D->seq, in_win ? D->tables_win : D->tables, st->lim.max_blocks};
     const float *inv[2] = {g->inv_freq[0][cur], g->inv_freq[1][cur]};
     xpi_fwd f = {.c = c, .be = D->be, .o = D->be->ops, .n = n, .layer = l, .kv_layer = st->kv_layer[l],
-                 .kv = in_win ? D->kv_win : D->kv, .map = &map, .pos = D->pos, .inv_freq = inv, .impl = g->attn,
-                 .x = D->x, .h = D->h, .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att, .res = D->res, .gate = D->gate,
+                 .kv = in_win ? D->kv_win : D->kv, .map = &map, .pos = D->pos, .long_sel = D->lsel, .inv_freq = inv,
+                 .impl = g->attn, .x = D->x, .h = D->h, .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att,
+                 .res = D->res, .gate = D->gate,
                  .up = D->up, .moe = c->n_experts > 0 ? &D->moe : NULL, .pending = pending};
     XPI_TRY(c->family->layer(&f, &w->layers[l]));
     pending = f.pending;
@@ -533,7 +549,20 @@ static xpi_status embed_from_host(const xpi_graph *g, xpi_graph_state *st, const
   return D->be->ops->write(D->be, D->x, st->host_x, (size_t)n * H * sizeof(float));
 }
 
-/* Writes a step's inputs (n tokens, n_rows table rows) to every backend that needs them. */
+/* longrope: which of the n tokens take the long factors (into st->host_sel): those at positions from their
+ * row's long_from (the original context when the step gives none; see xpi_graph_batch). Tokens past n_real
+ * are padding (row max_rows). */
+static void long_select(const xpi_graph *g, xpi_graph_state *st, const int32_t *pos, const int32_t *seq, int32_t n,
+                        int32_t n_real, const int32_t *row_long_from) {
+  if (g->cfg->rope_long_from <= 0) return;
+  for (int32_t i = 0; i < n; i++) {
+    const int32_t from = i < n_real && row_long_from ? row_long_from[seq[i]] : g->cfg->rope_long_from;
+    st->host_sel[i] = i < n_real && pos[i] >= from;
+  }
+}
+
+/* Writes a step's inputs (n tokens, n_rows table rows; the longrope selections in st->host_sel) to every
+ * backend that needs them. */
 static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, const int32_t *pos,
                                const int32_t *seq, int32_t n, const int32_t *tables, const int32_t *tables_win,
                                int32_t n_rows) {
@@ -545,6 +574,7 @@ static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const in
     if (d == 0 || g->layer_dev[d] == 0) XPI_TRY(D->be->ops->write(D->be, D->ids, ids, (size_t)n * sizeof *ids));
     XPI_TRY(D->be->ops->write(D->be, D->pos, pos, (size_t)n * sizeof *pos));
     XPI_TRY(D->be->ops->write(D->be, D->seq, seq, (size_t)n * sizeof *seq));
+    if (D->lsel) XPI_TRY(D->be->ops->write(D->be, D->lsel, st->host_sel, (size_t)n * sizeof *st->host_sel));
     XPI_TRY(D->be->ops->write(D->be, D->tables, tables, tb));
     if (st->win) XPI_TRY(D->be->ops->write(D->be, D->tables_win, tables_win, tb));
   }
@@ -572,6 +602,7 @@ static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st, const
   memcpy(pos, b->pos, (size_t)b->n * sizeof *pos);
   memcpy(seq, b->seq, (size_t)b->n * sizeof *seq);
   for (int32_t i = b->n; i < B; i++) ids[i] = 0, pos[i] = 0, seq[i] = st->lim.max_rows;
+  long_select(g, st, pos, seq, B, b->n, b->rope_long_from);
   XPI_TRY(write_inputs(g, st, ids, pos, seq, B, b->tables, b->tables_win, b->n_rows));
   if (!st->rec[bi]) {
     XPI_TRY(be->ops->capture_begin(be));
@@ -601,6 +632,7 @@ xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_gra
   xpi_backend *be0 = st->dev[0].be;
   int can_replay = g->n_backends == 1 && be0->ops->capture_begin && be0->ops->capture_end && be0->ops->replay;
   if (b->decode && b->n_out == b->n && b->n <= lim->max_out && can_replay) return decode_replayed(g, st, b);
+  long_select(g, st, b->pos, b->seq, b->n, b->n, b->rope_long_from);
   XPI_TRY(write_inputs(g, st, b->ids, b->pos, b->seq, b->n, b->tables, b->tables_win, b->n_rows));
   const int32_t row0 = b->n - b->n_out;
   XPI_TRY(run_layers(g, st, b->n, row0, b->n_out));
@@ -649,13 +681,16 @@ static xpi_status forward_single(const xpi_graph *g, xpi_graph_state *st, const 
   }
   int32_t *tables = buf, *pos = buf + lim->max_blocks, *seq = pos + T;
   for (int32_t i = 0; i < lim->max_blocks; i++) tables[i] = i;
+  /* longrope: a first call longer than the original context runs every position with the long factors, as
+   * transformers' forward over such a prompt does; otherwise they start at the original context */
+  if (n_past == 0) st->single_long_from = n > g->cfg->rope_long_from ? 0 : g->cfg->rope_long_from;
   xpi_status s = XPI_OK;
   for (int32_t done = 0; done < n && s == XPI_OK;) {
     const int32_t m = n - done < T ? n - done : T;
     const int last = done + m == n;
     for (int32_t i = 0; i < m; i++) pos[i] = n_past + done + i, seq[i] = 0;
     xpi_graph_batch b = {.n = m, .ids = ids + done, .pos = pos, .seq = seq, .n_rows = 1, .tables = tables,
-                         .tables_win = tables};
+                         .tables_win = tables, .rope_long_from = &st->single_long_from};
     if (token) {
       b.n_out = last;
       b.argmax = last ? token : NULL;
@@ -689,7 +724,7 @@ xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, con
 
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
                                       int32_t pos0, const int32_t *table, const int32_t *table_win,
-                                      int32_t n_table) {
+                                      int32_t n_table, int32_t rope_long_from) {
   const xpi_graph_limits *lim = &st->lim;
   if (!ids || !table || n <= 0 || pos0 < 0 || n_table <= 0 || n_table > lim->max_blocks ||
       (int64_t)pos0 + n > (int64_t)n_table * lim->block_size)
@@ -711,6 +746,7 @@ xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, c
     const int last_chunk = done + m == n;
     for (int32_t i = 0; i < m; i++) pos[i] = pos0 + done + i, seq[i] = 0;
     p.pos0 = pos0 + done;
+    long_select(g, st, pos, seq, m, m, &rope_long_from);
     s = write_inputs(g, st, ids + done, pos, seq, m, tables, tables_win, 1);
     if (s == XPI_OK) s = run_layers_probed(g, st, m, m - 1, last_chunk, &p);
     if (s == XPI_OK && !p.found && last_chunk) { /* the lm_head over the last position, as the step ran it */

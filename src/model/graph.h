@@ -113,6 +113,10 @@ typedef struct xpi_graph_batch {
   int (*topk_full)(void *user, int32_t r, const int32_t *ids, const float *vals, int32_t n);
   void *topk_user;
   unsigned char *full;             /* host [n_out]: 1 where the whole row was read too */
+  const int32_t *rope_long_from;   /* host [n_rows] or NULL. longrope models: row r's tokens at positions from
+                                    * rope_long_from[r] take the long factors (NULL: original_max_position_embeddings
+                                    * for every row); the engine gives 0 for a sequence whose first prompt was
+                                    * longer than that, as transformers computes such a prompt */
   int decode;                      /* every token is the only one of its sequence and n_out == n: the step may
                                     * replay the recording of its batch-size bucket */
 } xpi_graph_batch;
@@ -147,6 +151,6 @@ xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, con
  * token position holding one; another status if the re-run itself fails. */
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
                                       int32_t pos0, const int32_t *table, const int32_t *table_win,
-                                      int32_t n_table);
+                                      int32_t n_table, int32_t rope_long_from);
 
 #endif

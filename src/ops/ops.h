@@ -64,6 +64,9 @@ typedef struct xpi_rope_params {
   /* llama3 scaling */
   float factor, low_freq_factor, high_freq_factor;
   int32_t original_max_position_embeddings;
+  /* longrope's two sets (the rope op): NULL, or backend memory [n] where a nonzero entry makes token t use the
+   * second half of inv_freq ([2][hd/2]: the short, then the long factors' frequencies) */
+  const int32_t *long_sel;
 } xpi_rope_params;
 
 /* Inverse frequencies for RoPE, head_dim/2 of them, as transformers computes them (in double, stored f32).
@@ -144,7 +147,8 @@ typedef struct xpi_backend_ops {
   xpi_status (*matmul)(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                        int32_t n);
   /* In place on q[n, hq, hd] and k[n, hk, hd]: optional per-head RMSNorm (qwen3 q_norm/k_norm, weights [hd];
-   * NULL to skip), then rotary embedding at positions pos[n] (rotate_half convention of transformers). */
+   * NULL to skip), then rotary embedding at positions pos[n] (rotate_half convention of transformers), token t
+   * with inv_freq, or inv_freq + hd/2 where rp->long_sel[t] is nonzero. */
   xpi_status (*rope)(xpi_backend *be, float *q, float *k, const int32_t *pos, int32_t n, int32_t hq, int32_t hk,
                      const xpi_rope_params *rp, const float *inv_freq /* backend memory [hd/2] */,
                      const xpi_weight *q_norm, const xpi_weight *k_norm, float eps);

@@ -220,7 +220,7 @@ static void families(void) {
   if (load_text(FAM("mistral", "MistralForCausalLM", ",\"sliding_window\":4096"), NULL, &c) == XPI_OK)
     CHECK(c.sliding_window == 4096 && c.layer_sliding[0] && c.layer_sliding[3], "mistral: every layer");
   /* Phi-3 longrope: factor = max / original = 4 gives attention_factor sqrt(1 + ln 4 / ln 1024) (transformers'
-   * _compute_longrope_parameters), folded squared into the attention scale; the context stops at 1024. */
+   * _compute_longrope_parameters), folded squared into the attention scale; the long factors from 1024 on. */
   if (load_text(FAM("phi3", "Phi3ForCausalLM", ",\"original_max_position_embeddings\":1024,\"rope_scaling\":{"
                                                "\"type\":\"longrope\",\"short_factor\":[1,1,1,1,1,1,1,2],"
                                                "\"long_factor\":[2,2,2,2,2,2,2,2]}"),
@@ -229,8 +229,9 @@ static void families(void) {
     CHECK(fabs(c.rope[0].attention_factor - af) < 1e-6 && fabs(c.attn_scale - af * af / 4.0) < 1e-6 &&
               c.rope[0].has_ext && c.rope[0].ext[7] == 2.0f,
           "phi3 longrope: attention factor %g scale %g", c.rope[0].attention_factor, c.attn_scale);
-    CHECK(c.max_position_embeddings == 1024 && c.longrope_long_ctx == 4096, "longrope context: %d",
-          c.max_position_embeddings);
+    CHECK(c.max_position_embeddings == 4096 && c.rope_long_from == 1024 && c.rope[0].long_from == 1024 &&
+              c.rope[0].ext_long[0] == 2.0f,
+          "longrope context: %d, long factors from %d", c.max_position_embeddings, c.rope_long_from);
   }
 }
 

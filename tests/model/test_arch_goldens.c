@@ -217,27 +217,102 @@ static void check_v4_layout(const char *name, const cJSON *mj) {
   free(src);
 }
 
-/* Phi-3 longrope: contexts past original_max_position_embeddings (where transformers switches to the long
- * factors) are refused with a message that says so. */
-static void check_longrope_refusal(void) {
-  char *dir = xpi_test_strf("%s/arch_models/tiny-phi3-longrope", xpi_test_env("XPI_TEST_DATA"));
-  xpi_model *m = NULL;
+/* Phi-3 longrope past original_max_position_embeddings (64 here) against transformers' generation with the
+ * KV cache (longrope_goldens.json, tests/tools/longrope_goldens.py): an 80-token prompt runs the long factors
+ * at every position, a 50-token one switches to them at position 64 of its continuation, a 20-token one never
+ * does. Each case evaluates its prompt (last position's top-5 and logsumexp) and then its golden continuation one
+ * token at a time; each step's sorted top-5 logits must match, and its argmax where the margin allows. The cases
+ * share their first 20-50 tokens and run in both orders on one model, so a prefix-cache hit across the two
+ * kinds of sequence (keys rotated with other factors) fails them. */
+static void longrope_case(xpi_model *m, int32_t V, const char *what, const char *cname, const cJSON *cs) {
+  const cJSON *ids_j = cJSON_GetObjectItem(cs, "input_ids"), *gids = cJSON_GetObjectItem(cs, "greedy_new_ids");
+  const cJSON *gm = cJSON_GetObjectItem(cs, "greedy_margins"), *gt5 = cJSON_GetObjectItem(cs, "greedy_top5_logits");
+  const cJSON *first = cJSON_GetObjectItem(cs, "prompt_last");
+  const int n = cJSON_GetArraySize(ids_j), ng = cJSON_GetArraySize(gids);
+  int32_t *ids = malloc(sizeof(int32_t) * (size_t)(n + ng));
+  float *logits = malloc(sizeof(float) * (size_t)V);
+  for (int i = 0; i < n; i++) ids[i] = item_int(ids_j, i);
+  for (int i = 0; i < ng; i++) ids[n + i] = item_int(gids, i);
+  xpi_request_options ro;
+  xpi_request_options_default(&ro);
+  ro.n_ctx = 128; /* past the original 64: refused before longrope's long factors were implemented */
+  xpi_request *r = NULL;
+  CHECK_OK(xpi_request_create(m, &ro, &r));
+  xpi_status s = r ? xpi_request_eval(r, ids, (size_t)n, 0, logits, (size_t)V) : XPI_ERR_INTERNAL;
+  CHECK(s == XPI_OK, "%s '%s': prefill: %s", what, cname, xpi_last_error());
+  if (s == XPI_OK) {
+    const cJSON *t5i = cJSON_GetObjectItem(first, "top5_ids"), *t5l = cJSON_GetObjectItem(first, "top5_logits");
+    for (int k = 0; k < 5; k++) {
+      double e = fabs(logits[item_int(t5i, k)] - item_num(t5l, k));
+      if (e > g_max_err) g_max_err = e;
+      CHECK(e <= LOGIT_TOL, "%s '%s' prompt top%d: logit %.6f, golden %.6f", what, cname, k, logits[item_int(t5i, k)],
+            item_num(t5l, k));
+    }
+    double mx = -INFINITY, sum = 0;
+    for (int32_t i = 0; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+    for (int32_t i = 0; i < V; i++) sum += exp(logits[i] - mx);
+    const double lse = mx + log(sum), want = cJSON_GetObjectItem(first, "logsumexp")->valuedouble;
+    CHECK(fabs(lse - want) <= LOGIT_TOL, "%s '%s': logsumexp %.6f, golden %.6f", what, cname, lse, want);
+  }
+  for (int k = 0; s == XPI_OK && k < ng; k++) {
+    float top[5] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (int32_t i = 0; i < V; i++) /* sorted top 5 */
+      for (int j = 0; j < 5; j++)
+        if (logits[i] > top[j]) {
+          memmove(top + j + 1, top + j, (size_t)(4 - j) * sizeof *top);
+          top[j] = logits[i];
+          break;
+        }
+    const cJSON *gl = cJSON_GetArrayItem(gt5, k);
+    for (int j = 0; j < 5; j++) {
+      double e = fabs(top[j] - item_num(gl, j));
+      if (e > g_max_err) g_max_err = e;
+      CHECK(e <= LOGIT_TOL, "%s '%s' step %d (position %d) top%d: %.6f, golden %.6f", what, cname, k, n + k, j, top[j],
+            item_num(gl, j));
+    }
+    if (item_num(gm, k) > 10 * LOGIT_TOL) {
+      CHECK(argmax_row(logits, V) == ids[n + k], "%s '%s' greedy step %d: %d, golden %d", what, cname, k,
+            argmax_row(logits, V), ids[n + k]);
+      g_compared++;
+    }
+    s = xpi_request_eval(r, &ids[n + k], 1, 0, logits, (size_t)V);
+    CHECK(s == XPI_OK, "%s '%s' decode step %d: %s", what, cname, k, xpi_last_error());
+  }
+  xpi_request_free(r);
+  free(ids);
+  free(logits);
+}
+
+static void check_longrope(const char *device, const char *map) {
+  const char *data = xpi_test_env("XPI_TEST_DATA");
+  char *dir = xpi_test_strf("%s/arch_models/tiny-phi3-longrope", data);
+  char *path = xpi_test_strf("%s/arch_models/longrope_goldens.json", data);
+  cJSON *g = xpi_test_load_json(path);
+  CHECK(g != NULL, "%s", path);
   xpi_model_options o;
   xpi_model_options_default(&o);
-  o.device = "cpu";
+  o.device = device;
+  o.device_map = map;
+  o.n_threads = 2;
+  xpi_model *m = NULL;
   CHECK_OK(xpi_model_load(dir, &o, &m));
-  if (m) {
-    xpi_request_options ro;
-    xpi_request_options_default(&ro);
-    ro.n_ctx = 65;
-    xpi_request *r = NULL;
-    CHECK_ERR(xpi_request_create(m, &ro, &r), XPI_ERR_UNSUPPORTED, "original_max_position_embeddings = 64");
-    xpi_request_free(r);
-    ro.n_ctx = 64;
-    CHECK_OK(xpi_request_create(m, &ro, &r));
-    xpi_request_free(r);
+  if (m && g) {
+    xpi_model_info info = {.struct_size = sizeof info};
+    CHECK_OK(xpi_model_get_info(m, &info));
+    const cJSON *cases = cJSON_GetObjectItem(g, "cases"), *cs;
+    const int nc = cJSON_GetArraySize(cases);
+    char *what = xpi_test_strf("phi3-longrope/%s%s", device, map ? "/map" : "");
+    for (int pass = 0; pass < 2; pass++) /* forward, then backward: every case after every other kind */
+      for (int i = 0; i < nc; i++) {
+        cs = cJSON_GetArrayItem(cases, pass ? nc - 1 - i : i);
+        longrope_case(m, info.vocab_size, what, cs->string, cs);
+      }
+    printf("%-20s %-18s max |diff| so far %.3g\n", "tiny-phi3-longrope", "long factors", g_max_err);
+    free(what);
   }
   xpi_model_free(m);
+  cJSON_Delete(g);
+  free(path);
   free(dir);
 }
 
@@ -256,8 +331,8 @@ int main(int argc, char **argv) {
   const cJSON *mj;
   if (g)
     cJSON_ArrayForEach(mj, cJSON_GetObjectItem(g, "models")) check_model(mj->string, mj, device, quant, map);
+  if (!quant) check_longrope(device, map);
   if (!strcmp(device, "cpu") && !quant && !map) {
-    check_longrope_refusal();
     const int models = g_models;
     if (g)
       cJSON_ArrayForEach(mj, cJSON_GetObjectItem(g, "models")) check_v4_layout(mj->string, mj);

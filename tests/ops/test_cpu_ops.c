@@ -146,7 +146,7 @@ static void ref_rope(double *x, int hd, int pos, const float *inv) {
 
 static void test_rope(xpi_backend *be) {
   enum { HQ = 3, HK = 1, HD = 10, N = 7 };
-  xpi_rope_params rp = {XPI_ROPE_DEFAULT, 10000.0f, HD, 0, 0, 0, 0};
+  xpi_rope_params rp = {.type = XPI_ROPE_DEFAULT, .theta = 10000.0f, .head_dim = HD};
   float inv[HD / 2];
   xpi_rope_inv_freq(&rp, inv);
   int32_t pos[N] = {0, 1, 5, 9, 100, 4095, 3};

@@ -264,16 +264,37 @@ static void test_fused(void) {
           }
 }
 
+/* long: longrope's per-token choice of the second inv_freq table (here the first one / (1 + i)); the CPU's
+ * tokens with long_sel set must equal a run over that table alone, and the XPU must match the CPU. */
 static void test_rope(void) {
   const int hq = 6, hk = 2, hd_list[2] = {64, 34};
-  int32_t pos7[7] = {0, 1, 2, 1000, 4097, 7, 31};
+  int32_t pos7[7] = {0, 1, 2, 1000, 4097, 7, 31}, sel7[7] = {1, 0, 0, 1, 1, 0, 1};
   for (int hi = 0; hi < 2; hi++)
     for (int n = 1; n <= 7; n += 6)
-      for (int norm = 0; norm < 2; norm++) {
+      for (int norm = 0; norm < 2; norm++)
+        for (int lng = 0; lng < 2; lng++) {
         int hd = hd_list[hi];
         xpi_rope_params rp = {.type = XPI_ROPE_DEFAULT, .theta = 1e6f, .head_dim = hd};
         float inv[128];
         xpi_rope_inv_freq(&rp, inv);
+        for (int i = 0; i < hd / 2; i++) inv[hd / 2 + i] = inv[i] / (float)(1 + i);
+        bpair bsel = bp(sel7, (size_t)n * 4);
+        if (lng) rp.long_sel = bsel.c;
+        if (lng) { /* the reference of the long tokens: the long table for every token */
+          float *q0 = xt_randv((size_t)n * hq * hd), *k0 = xt_randv((size_t)n * hk * hd);
+          float *q1 = malloc((size_t)n * hq * hd * 4), *k1 = malloc((size_t)n * hk * hd * 4);
+          memcpy(q1, q0, (size_t)n * hq * hd * 4), memcpy(k1, k0, (size_t)n * hk * hd * 4);
+          xpi_rope_params r0 = rp;
+          r0.long_sel = NULL;
+          CHECK_OK(cpu->ops->rope(cpu, q0, k0, pos7, n, hq, hk, &r0, inv + hd / 2, NULL, NULL, 1e-6f));
+          CHECK_OK(cpu->ops->rope(cpu, q1, k1, pos7, n, hq, hk, &rp, inv, NULL, NULL, 1e-6f));
+          for (int t = 0; t < n; t++)
+            if (sel7[t])
+              CHECK(!memcmp(q0 + (size_t)t * hq * hd, q1 + (size_t)t * hq * hd, (size_t)hq * hd * 4) &&
+                        !memcmp(k0 + (size_t)t * hk * hd, k1 + (size_t)t * hk * hd, (size_t)hk * hd * 4),
+                    "rope long_sel: token %d takes the long table (hd %d)", t, hd);
+          free(q0), free(k0), free(q1), free(k1);
+        }
         float *q = xt_randv((size_t)n * hq * hd), *k = xt_randv((size_t)n * hk * hd);
         float *qn = xt_randv(hd), *kn = xt_randv(hd);
         void *qsrc = host_weight(qn, hd, XPI_DT_BF16), *ksrc = host_weight(kn, hd, XPI_DT_F32);
@@ -281,23 +302,24 @@ static void test_rope(void) {
         wpair_make(&wq, qsrc, XPI_DT_BF16, 1, hd, XPI_DT_BF16);
         wpair_make(&wk, ksrc, XPI_DT_F32, 1, hd, XPI_DT_F32);
         bpair bq = bp(q, (size_t)n * hq * hd * 4), bk = bp(k, (size_t)n * hk * hd * 4), bpos = bp(pos7, (size_t)n * 4);
-        bpair binv = bp(inv, (size_t)hd / 2 * 4);
+        bpair binv = bp(inv, (size_t)hd * 4);
         CHECK_OK(cpu->ops->rope(cpu, bq.c, bk.c, bpos.c, n, hq, hk, &rp, binv.c, norm ? &wq.c : NULL,
                                 norm ? &wk.c : NULL, 1e-6f));
+        if (lng) rp.long_sel = bsel.x;
         CHECK_OK(xpu->ops->rope(xpu, bq.x, bk.x, bpos.x, n, hq, hk, &rp, binv.x, norm ? &wq.x : NULL,
                                 norm ? &wk.x : NULL, 1e-6f));
         float *hc, *hx;
         /* cos/sin: the CPU rounds double results, OpenCL's f32 cos/sin are within 4 ulp (spec) of the same
          * f32 angle: <= 5e-7 per factor; values are O(1) (norm weights <= 1 scale by <= ~8 for hd 64). */
         bp_get(&bq, &hc, &hx);
-        char *what = xpi_test_strf("rope q hd=%d n=%d norm=%d", hd, n, norm);
+        char *what = xpi_test_strf("rope q hd=%d n=%d norm=%d long=%d", hd, n, norm, lng);
         xt_close(what, hx, hc, (size_t)n * hq * hd, 2e-5f, 1e-5f);
         free(hc), free(hx), free(what);
         bp_get(&bk, &hc, &hx);
-        what = xpi_test_strf("rope k hd=%d n=%d norm=%d", hd, n, norm);
+        what = xpi_test_strf("rope k hd=%d n=%d norm=%d long=%d", hd, n, norm, lng);
         xt_close(what, hx, hc, (size_t)n * hk * hd, 2e-5f, 1e-5f);
         free(hc), free(hx), free(what), free(q), free(k), free(qn), free(kn), free(qsrc), free(ksrc);
-        bp_free(&bq), bp_free(&bk), bp_free(&bpos), bp_free(&binv), wpair_free(&wq), wpair_free(&wk);
+        bp_free(&bq), bp_free(&bk), bp_free(&bpos), bp_free(&binv), bp_free(&bsel), wpair_free(&wq), wpair_free(&wk);
       }
 }
 

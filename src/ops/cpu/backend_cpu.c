@@ -248,6 +248,38 @@ static xpi_status cpu_rmsnorm(xpi_backend *be, float *out, float *x, const float
 
 /* ------------------------------------------------------------------ matmul */
 
+/* out[t, :] += bias for n tokens, the bias widened to f32 once and the rows split over the pool: a serial add
+ * with a per-element dtype switch cost Qwen2's q/k/v biases ~20% of a 16-thread prefill. */
+typedef struct {
+  float *out;
+  const float *b;
+  int64_t rows;
+  int32_t n;
+} bias_job;
+
+static void bias_run(void *ctx, int ith, int nth) {
+  const bias_job *j = ctx;
+  int64_t t0, t1;
+  xpi_pool_range(j->n, ith, nth, 1, &t0, &t1);
+  for (int64_t t = t0; t < t1; t++) {
+    float *o = j->out + t * j->rows;
+    for (int64_t r = 0; r < j->rows; r++) o[r] += j->b[r];
+  }
+}
+
+static xpi_status add_bias(xpi_pool *pool, float *out, const xpi_weight *bias, int32_t n) {
+  float *b = bias->dtype == XPI_DT_F32 ? NULL : malloc((size_t)bias->cols * sizeof *b);
+  if (bias->dtype != XPI_DT_F32) {
+    if (!b) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "matmul: out of memory widening a bias of %lld elements",
+                           (long long)bias->cols);
+    for (int64_t r = 0; r < bias->cols; r++) b[r] = xpi_cpu_load_elem(bias->data, bias->dtype, r);
+  }
+  bias_job j = {out, b ? b : (const float *)bias->data, bias->cols, n};
+  xpi_pool_run_n(pool, bias_run, &j, n); /* a token each at most: decode runs on the caller alone */
+  free(b);
+  return XPI_OK;
+}
+
 static xpi_status cpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                              int32_t n) {
   const cpu_impl *im = impl_of(be);
@@ -257,10 +289,7 @@ static xpi_status cpu_matmul(xpi_backend *be, float *out, const float *in, const
     return xpi_err(XPI_ERR_INTERNAL, "matmul: bias has %lld elements, weight %lld rows", (long long)bias->cols,
                    (long long)w->rows);
   xpi_cpu_matmul(im->pool, im->ws, im->k, w->dtype, out, w->rows, in, n, w->data, w->aux, 0, w->rows, w->cols);
-  if (bias)
-    for (int32_t t = 0; t < n; t++)
-      for (int64_t r = 0; r < w->rows; r++) out[t * w->rows + r] += xpi_cpu_load_elem(bias->data, bias->dtype, r);
-  return XPI_OK;
+  return bias ? add_bias(im->pool, out, bias, n) : XPI_OK;
 }
 
 /* ------------------------------------------------------------------ rope (+ q/k norm) */
@@ -274,6 +303,7 @@ typedef struct {
   const xpi_weight *qn, *kn;
   float eps;
   int do_norm, do_rope;
+  const int32_t *long_sel;
 } rope_job;
 
 /* rotate_half convention: x1 = x[:hd/2], x2 = x[hd/2:]; out = (x1*cos - x2*sin, x2*cos + x1*sin). */
@@ -304,8 +334,9 @@ static void rope_run(void *ctx, int ith, int nth) {
     if (!j->do_rope) continue;
     /* As transformers: angle = f32(pos * inv_freq), then cos/sin of it (computed in double, rounded). */
     float p = (float)j->pos[t];
+    const float *inv_freq = j->inv_freq + (j->long_sel && j->long_sel[t] ? half : 0);
     for (int32_t i = 0; i < half; i++) {
-      float ang = p * j->inv_freq[i];
+      float ang = p * inv_freq[i];
       cs[i] = (float)cos((double)ang);
       sn[i] = (float)sin((double)ang);
     }
@@ -321,7 +352,7 @@ static xpi_status cpu_rope(xpi_backend *be, float *q, float *k, const int32_t *p
   if (hd <= 0 || hd % 2 || hd > 1024) return xpi_err(XPI_ERR_UNSUPPORTED, "rope: head_dim %d is not supported (even, <= 1024)", hd);
   if ((q_norm && q_norm->cols != hd) || (k_norm && k_norm->cols != hd))
     return xpi_err(XPI_ERR_INTERNAL, "rope: q/k norm weight size differs from head_dim %d", hd);
-  rope_job j = {impl_of(be)->k, q, k, pos, n, hq, hk, hd, inv_freq, q_norm, k_norm, eps, 1, 1};
+  rope_job j = {impl_of(be)->k, q, k, pos, n, hq, hk, hd, inv_freq, q_norm, k_norm, eps, 1, 1, rp->long_sel};
   if (!be->use_kernels && (q_norm || k_norm)) { /* reference: norm pass, then rotary pass */
     j.do_rope = 0;
     xpi_pool_run_n(impl_of(be)->pool, rope_run, &j, n);

@@ -105,9 +105,12 @@ xpi_status xpu_rope(xpi_backend *be, float *q, float *k, const int32_t *pos, int
   int has_qn = q_norm != NULL, has_kn = k_norm != NULL;
   int qdt = q_norm ? (int)q_norm->dtype : 0, kdt = k_norm ? (int)k_norm->dtype : 0;
   const void *qn = q_norm ? q_norm->data : (const void *)inv_freq, *kn = k_norm ? k_norm->data : (const void *)inv_freq;
+  /* long_sel: longrope's per-token choice of the second inv_freq half (pos stands in when there is none) */
+  const int32_t *sel = rp->long_sel ? rp->long_sel : pos;
+  int has_sel = rp->long_sel != NULL;
   xpu_arg a[] = {XA(q), XA(k), XA(pos), XA(hq), XA(hk), XA(hd), XA(inv_freq), XA(qn), XA(qdt), XA(has_qn),
-                 XA(kn), XA(kdt), XA(has_kn), XA(eps)};
-  return xpu_launch(be, XK_ROPE, (uint32_t)(n * (hq + hk)), 1, 1, XPU_WG, 1, 1, a, 14);
+                 XA(kn), XA(kdt), XA(has_kn), XA(eps), XA(sel), XA(has_sel)};
+  return xpu_launch(be, XK_ROPE, (uint32_t)(n * (hq + hk)), 1, 1, XPU_WG, 1, 1, a, 16);
 }
 
 xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const float *k, const float *v, xpi_kv *kv,

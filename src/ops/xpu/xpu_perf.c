@@ -45,7 +45,7 @@ static int expected_args(xpu_kid kid) {
     case XK_ARGMAX: return 3;
     case XK_TOPK: return 6;
     case XK_RMSNORM: case XK_RMSNORM_SG: return 8;
-    case XK_ROPE: return 14;
+    case XK_ROPE: return 16;
     case XK_GEMV_F32: case XK_GEMV_F16: case XK_GEMV_BF16:
     case XK_GEMV_SG_F32: case XK_GEMV_SG_F16: case XK_GEMV_SG_BF16: return 8;
     case XK_GEMM_F32: case XK_GEMM_F16: case XK_GEMM_BF16: case XK_GEMM_DPAS_BF16: return 9;
