@@ -484,6 +484,12 @@ typedef struct xpi_engine_stats {
   double step_seconds;               /* time spent in steps */
   uint64_t readback_bytes;           /* step outputs copied from the device to the host: 4 bytes a greedy
                                       * sequence, 8 (k + 1) + 8 a device top-k one, 4 vocab a whole row */
+  /* A model with sliding-window layers keeps their KV in a window pool (0s otherwise): a sequence holds only
+   * the blocks of its window there (about window / block_size + 2), the kv_blocks_* pool above the blocks of
+   * every position for the other layers (when every layer slides, that pool holds no KV: it only counts
+   * positions). kv_pool_bytes covers both. */
+  int32_t kv_window_blocks_total, kv_window_blocks_used, kv_window_blocks_cached;
+  int32_t window;                    /* the sliding layers' window in positions (0: no window pool) */
 } xpi_engine_stats;
 XPI_API xpi_status xpi_engine_get_stats(const xpi_engine *engine, xpi_engine_stats *out);
 

@@ -52,16 +52,42 @@ static xpi_status check_options(const xpi_model *m, xpi_engine_options *o) {
   return XPI_OK;
 }
 
+/* The window pool's size where the model has sliding layers (0: none): what max_seqs sequences hold at once
+ * when each keeps only its window. A token at p needs the blocks of p - window + 1 .. p, at most
+ * ceil(window / bs) + 1 of them; a prefill chunk of c tokens floor((window + c - 2) / bs) + 2; the chunks of a
+ * step add up to step_tokens. */
+static int32_t window_blocks(const xpi_model *m, const xpi_engine_options *o, int32_t *per_seq) {
+  *per_seq = 0;
+  if (!xpi_graph_has_window(&m->graph)) return 0;
+  const int64_t bs = o->block_size, w = m->cfg.sliding_window, T = o->step_tokens;
+  const int64_t seq_blocks = (o->max_seq_len + bs - 1) / bs;
+  int64_t one = (w + T + bs - 1) / bs + 1;
+  *per_seq = (int32_t)(one < seq_blocks ? one : seq_blocks);
+  int64_t all = (int64_t)o->max_seqs * ((w + bs - 1) / bs + 2) + (T + bs - 1) / bs;
+  if (all > (int64_t)o->max_seqs * seq_blocks) all = (int64_t)o->max_seqs * seq_blocks;
+  if (all < *per_seq) all = *per_seq;
+  return (int32_t)(all < INT32_MAX / 2 ? all : INT32_MAX / 2);
+}
+
 /* Blocks of the pool (the usable ones; the graph adds a spare block for padding, counted in the budget), or 0
- * for the default, sized from free memory by the graph state. */
+ * for the default, sized from free memory by the graph state. A byte budget counts the window pool at its size
+ * beside the main pool (the main pool's positions are what a budget in positions gives). */
 static xpi_status pool_blocks(const xpi_model *m, const xpi_engine_options *o, int32_t *n_blocks) {
   const uint64_t per_tok = xpi_graph_kv_bytes_per_token(&m->graph);
   int64_t tokens = o->kv_pool_tokens;
-  if (o->kv_pool_bytes > 0) tokens = (int64_t)((uint64_t)o->kv_pool_bytes / per_tok);
+  int32_t per_seq;
+  const int32_t max_win = window_blocks(m, o, &per_seq);
   *n_blocks = 0;
   if (tokens == 0 && o->kv_pool_bytes == 0) return XPI_OK;
-  int64_t blocks = tokens / o->block_size - 1;
-  if (blocks > INT32_MAX / 2) blocks = INT32_MAX / 2;
+  int64_t blocks = o->kv_pool_bytes > 0
+                       ? xpi_graph_pool_blocks(&m->graph, (uint64_t)o->kv_pool_bytes, o->block_size, max_win)
+                       : tokens / o->block_size - 1;
+  if (o->kv_pool_bytes > 0) tokens = (int64_t)((uint64_t)o->kv_pool_bytes / per_tok);
+  if (blocks >= INT32_MAX / 2) { /* every layer slides: the main pool only counts positions, as many as max_seqs
+                                  * sequences of max_seq_len take */
+    const int64_t most = (int64_t)o->max_seqs * ((o->max_seq_len + o->block_size - 1) / o->block_size);
+    blocks = most < INT32_MAX / 2 ? most : INT32_MAX / 2;
+  }
   if (blocks < 1)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT,
                    "engine: a KV pool of %lld positions holds no block of %d (a position takes %llu bytes)",
@@ -73,6 +99,9 @@ static xpi_status pool_blocks(const xpi_model *m, const xpi_engine_options *o, i
 static void engine_release(xpi_engine *e) {
   xpi_graph_state_free(e->gs);
   xpi_kv_blocks_free(e->bm);
+  xpi_kv_blocks_free(e->bw);
+  free(e->tables_win);
+  free(e->hashes);
   free(e->chunks);
   free(e->ids);
   free(e->pos);
@@ -126,8 +155,10 @@ static xpi_status engine_limits(const xpi_model *model, const xpi_engine_options
   while (max_out < S && max_out < 256) max_out <<= 1;
   /* top_k + 1 values decide a top-k draw (a tie with the k-th is seen) */
   int32_t max_topk = o.device_topk > 0 ? (o.device_topk + 1 < vocab ? o.device_topk + 1 : vocab) : 0;
+  int32_t per_seq;
   xpi_graph_limits l = {o.step_tokens, S, (o.max_seq_len + o.block_size - 1) / o.block_size, n_blocks,
-                        (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out, max_topk};
+                        (int32_t)(cap > 1 ? cap : 1), o.block_size, max_out, max_topk, window_blocks(model, &o, &per_seq),
+                        0};
   *lim = l;
   *o_out = o;
   return XPI_OK;
@@ -163,7 +194,13 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
   xpi_status s = xpi_graph_state_create(e->g, &lim, &e->gs);
   if (s == XPI_OK) {
     e->n_blocks = n_blocks = xpi_graph_state_limits(e->gs)->n_blocks;
+    e->n_win_blocks = xpi_graph_state_limits(e->gs)->n_win_blocks;
     s = xpi_kv_blocks_create(n_blocks, o.block_size, o.prefix_caching, &e->bm);
+  }
+  if (s == XPI_OK && e->n_win_blocks > 0) { /* the sliding layers keep only their window (scheduler.c) */
+    window_blocks(model, &o, &e->win_per_seq);
+    e->window = model->cfg.sliding_window;
+    s = xpi_kv_blocks_create(e->n_win_blocks, o.block_size, o.prefix_caching, &e->bw);
   }
   if (s == XPI_OK) {
     e->chunks = calloc((size_t)S, sizeof *e->chunks);
@@ -171,6 +208,8 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
     e->pos = calloc((size_t)T, sizeof *e->pos);
     e->seqrow = calloc((size_t)T, sizeof *e->seqrow);
     e->tables = calloc((size_t)S * (size_t)e->max_blocks, sizeof *e->tables);
+    e->tables_win = calloc((size_t)S * (size_t)e->max_blocks, sizeof *e->tables_win);
+    e->hashes = calloc((size_t)e->max_blocks, sizeof *e->hashes);
     e->argmax = calloc((size_t)T, sizeof *e->argmax);
     e->next = calloc((size_t)T, sizeof *e->next);
     e->row_seq = calloc((size_t)S, sizeof *e->row_seq);
@@ -188,7 +227,8 @@ xpi_status xpi_engine_create_capped(xpi_model *model, const xpi_engine_options *
     }
     /* rows sampled on the host: one per sequence at most; pages are touched only by rows in use */
     e->host_logits = malloc((size_t)S * (size_t)e->vocab * sizeof *e->host_logits);
-    if (!e->chunks || !e->ids || !e->pos || !e->seqrow || !e->tables || !e->argmax || !e->next || !e->row_seq || !e->row_long_from || !e->out_seq ||
+    if (!e->chunks || !e->ids || !e->tables_win || !e->hashes || !e->pos || !e->seqrow || !e->tables || !e->argmax ||
+        !e->next || !e->row_seq || !e->row_long_from || !e->out_seq ||
         !e->out_pos || !e->out_logits || !e->events || !e->host_logits || !e->topk_n || !e->full || !e->tk_norm ||
         (e->max_topk > 0 && (!e->tk_ids || !e->tk_vals)))
       s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "engine: out of memory for the step buffers");
@@ -237,7 +277,10 @@ xpi_seq *xpi_seq_new(xpi_engine *e, int32_t max_len) {
   if (!s) return NULL;
   s->max_len = max_len;
   s->blocks = malloc((size_t)e->max_blocks * sizeof *s->blocks);
-  if (!s->blocks) {
+  s->wblocks = malloc((size_t)e->max_blocks * sizeof *s->wblocks);
+  if (!s->blocks || !s->wblocks) {
+    free(s->blocks);
+    free(s->wblocks);
     free(s);
     return NULL;
   }
@@ -452,6 +495,12 @@ xpi_status xpi_engine_get_stats(const xpi_engine *ce, xpi_engine_stats *out) {
   s.kv_blocks_used = xpi_kv_blocks_used(e->bm);
   s.kv_blocks_cached = xpi_kv_blocks_cached(e->bm);
   s.kv_blocks_free = s.kv_blocks_total - s.kv_blocks_used - s.kv_blocks_cached;
+  if (e->bw) {
+    s.kv_window_blocks_total = xpi_kv_blocks_total(e->bw);
+    s.kv_window_blocks_used = xpi_kv_blocks_used(e->bw);
+    s.kv_window_blocks_cached = xpi_kv_blocks_cached(e->bw);
+    s.window = e->window;
+  }
   pthread_mutex_unlock(&e->mu);
   size_t sz = out->struct_size && out->struct_size < sizeof s ? out->struct_size : sizeof s;
   memcpy(out, &s, sz);

@@ -34,6 +34,9 @@ typedef struct xpi_seq {
   /* context: tokens[0..n_tok) are the sequence; the KV of tokens[0..n_computed) is in its blocks */
   int32_t *tokens, n_tok, cap_tok, n_computed, max_len;
   int32_t *blocks, n_blocks;   /* block table (capacity: the engine's max_blocks) */
+  int32_t *wblocks, w_lo;      /* the window pool's table (engines with one), same logical index as blocks: entries
+                                * w_lo..n_blocks-1 are held, those before (out of every later token's window) were
+                                * released and are -1 */
   int32_t n_published;         /* leading blocks published in the prefix cache (or taken from it) */
   uint64_t last_hash;          /* hash of block n_published - 1 (hash_root: none) */
   uint64_t hash_root;          /* the prefix-cache chain's start: 0, or a salt for a longrope sequence that runs
@@ -90,7 +93,10 @@ struct xpi_engine {
   xpi_engine_options o;
   int32_t vocab, max_blocks, n_blocks;
   xpi_graph_state *gs;
-  xpi_kv_blocks *bm;
+  xpi_kv_blocks *bm;           /* the main pool (every layer's, or the global layers' beside a window pool; when
+                                * every layer slides it holds no KV but still counts positions) */
+  xpi_kv_blocks *bw;           /* the window pool of the sliding layers, or NULL */
+  int32_t n_win_blocks, window, win_per_seq; /* its blocks, the layers' window, the most a sequence holds */
 
   pthread_mutex_t mu;
   pthread_cond_t cv;           /* signalled after every step and on new work */
@@ -103,7 +109,8 @@ struct xpi_engine {
   /* step buffers (the stepping thread's) */
   xpi_chunk *chunks;           /* [max_seqs] */
   int32_t n_chunks;
-  int32_t *ids, *pos, *seqrow, *tables, *argmax, *next;
+  int32_t *ids, *pos, *seqrow, *tables, *tables_win, *argmax, *next;
+  uint64_t *hashes;            /* [max_blocks] prefix-cache lookups */
   xpi_seq **row_seq;           /* [max_seqs] the batch's sequences by table row */
   int32_t *row_long_from;      /* [max_seqs] their rope_long_from (xpi_graph_batch.rope_long_from) */
   xpi_seq **out_seq;           /* [step_tokens] the sequence of each output row */
@@ -137,6 +144,8 @@ typedef struct xpi_step_plan {
 xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p);
 /* After the model step: advances the batch's sequences and publishes their full blocks. */
 void xpi_sched_advance(xpi_engine *e, const xpi_step_plan *p);
+/* The first logical block in the window of a token at position p (0 without a window pool). */
+int32_t xpi_sched_first_block(const xpi_engine *e, int64_t p);
 /* Frees a sequence's blocks (full ones stay in the prefix cache); its tokens stay. */
 void xpi_sched_release_blocks(xpi_engine *e, xpi_seq *s);
 /* Drops tokens past n (and the blocks past them). */

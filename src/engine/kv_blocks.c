@@ -139,19 +139,22 @@ uint64_t xpi_kv_blocks_hash(uint64_t prev, const int32_t *ids, int32_t block_siz
   return h ? h : 1; /* 0 means "no previous block" */
 }
 
-int32_t xpi_kv_blocks_lookup(xpi_kv_blocks *bm, uint64_t hash, uint64_t prev, const int32_t *ids) {
+int32_t xpi_kv_blocks_find(const xpi_kv_blocks *bm, uint64_t hash, uint64_t prev, const int32_t *ids) {
   if (!bm->caching) return -1;
-  for (int32_t b = bm->buckets[hash & bm->bucket_mask]; b >= 0; b = bm->chain[b]) {
-    if (bm->hash[b] != hash || bm->prev[b] != prev ||
-        memcmp(bm->tokens + (size_t)b * (size_t)bm->bs, ids, (size_t)bm->bs * sizeof *ids))
-      continue;
-    if (bm->ref[b]++ == 0) {
-      lru_remove(bm, b);
-      bm->n_used++;
-    }
-    return b;
-  }
+  for (int32_t b = bm->buckets[hash & bm->bucket_mask]; b >= 0; b = bm->chain[b])
+    if (bm->hash[b] == hash && bm->prev[b] == prev &&
+        !memcmp(bm->tokens + (size_t)b * (size_t)bm->bs, ids, (size_t)bm->bs * sizeof *ids))
+      return b;
   return -1;
+}
+
+int32_t xpi_kv_blocks_lookup(xpi_kv_blocks *bm, uint64_t hash, uint64_t prev, const int32_t *ids) {
+  const int32_t b = xpi_kv_blocks_find(bm, hash, prev, ids);
+  if (b >= 0 && bm->ref[b]++ == 0) {
+    lru_remove(bm, b);
+    bm->n_used++;
+  }
+  return b;
 }
 
 int xpi_kv_blocks_publish(xpi_kv_blocks *bm, int32_t b, uint64_t hash, uint64_t prev, const int32_t *ids) {

@@ -37,6 +37,8 @@ void xpi_kv_blocks_release(xpi_kv_blocks *bm, int32_t b);
 uint64_t xpi_kv_blocks_hash(uint64_t prev, const int32_t *ids, int32_t block_size);
 /* The published block with this hash, previous hash and ids, with one more reference; -1 if none. */
 int32_t xpi_kv_blocks_lookup(xpi_kv_blocks *bm, uint64_t hash, uint64_t prev, const int32_t *ids);
+/* The same block as xpi_kv_blocks_lookup, but no reference taken and nothing moved (-1 if none). */
+int32_t xpi_kv_blocks_find(const xpi_kv_blocks *bm, uint64_t hash, uint64_t prev, const int32_t *ids);
 /* Publishes block b (held by the caller, now full with ids) under hash. Returns 0 when another block already
  * has that prefix (b then stays private). */
 int xpi_kv_blocks_publish(xpi_kv_blocks *bm, int32_t b, uint64_t hash, uint64_t prev, const int32_t *ids);

@@ -85,6 +85,7 @@ void xpi_seq_destroy(xpi_seq *s) {
   xpi_seq_job_clear(s);
   free(s->tokens);
   free(s->blocks);
+  free(s->wblocks);
   free(s->error);
   free(s);
 }

@@ -126,11 +126,16 @@ static void sample_row(xpi_engine *e, int32_t r, int32_t *next_tok) {
 }
 
 /* The first position of s to run again when its logits were not finite: the current job's first (its
- * prompt) at step 0, else the token of this step; but never inside a block another sequence holds too. */
+ * prompt) at step 0, else the token of this step; but never inside a block another sequence holds too, nor
+ * where the window pool released part of the window. */
 static int32_t numeric_start(const xpi_engine *e, const xpi_seq *s) {
   int32_t start = s->out.n_generated == 0 ? s->gen_start - s->n_prompt : s->n_tok - 1;
   const int32_t bs = e->o.block_size;
-  for (int32_t b = start / bs; b < s->n_blocks && xpi_kv_blocks_refs(e->bm, s->blocks[b]) > 1; b++) start = (b + 1) * bs;
+  if (e->bw && s->w_lo > 0 && start < s->w_lo * bs + e->window - 1) start = s->w_lo * bs + e->window - 1;
+  for (int32_t b = start / bs; b < s->n_blocks && (xpi_kv_blocks_refs(e->bm, s->blocks[b]) > 1 ||
+                                                  (e->bw && xpi_kv_blocks_refs(e->bw, s->wblocks[b]) > 1));
+       b++)
+    start = (b + 1) * bs;
   return start < s->n_tok ? start : s->n_tok - 1;
 }
 
@@ -138,12 +143,16 @@ static int32_t numeric_start(const xpi_engine *e, const xpi_seq *s) {
  * layer): its error. No lock held; the graph state is the stepping thread's. */
 static void locate_numeric(xpi_engine *e, xpi_seq *s, int32_t start) {
   xpi_status st = xpi_graph_locate_nonfinite(e->g, e->gs, s->tokens + start, s->n_tok - start, start, s->blocks,
-                                             s->n_blocks, s->rope_long_from);
+                                             e->bw ? s->wblocks : NULL, s->n_blocks, s->rope_long_from);
   if (st == XPI_ERR_NUMERIC) {
     const int32_t step = s->out.n_generated;
-    if (step == 0)
-      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d): ", s->gen_start - s->n_prompt,
-                     s->n_tok - 1);
+    const int32_t first = s->gen_start - s->n_prompt;
+    if (step == 0 && start > first) /* earlier positions' KV is shared or out of the kept window: not re-run,
+                                     * a NaN there reaches the re-run positions through attention */
+      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d; re-run from %d, positions %d-%d not "
+                     "checked): ", first, s->n_tok - 1, start, first, start - 1);
+    else if (step == 0)
+      xpi_err_prefix(st, "generation step 0 (the prompt, positions %d-%d): ", first, s->n_tok - 1);
     else
       xpi_err_prefix(st, "generation step %d (token position %d): ", step, s->n_tok - 1);
   }
@@ -184,8 +193,9 @@ xpi_status xpi_engine_step_locked(xpi_engine *e) {
   pthread_mutex_unlock(&e->mu);
 
   xpi_graph_batch b = {.n = p.n, .ids = e->ids, .pos = e->pos, .seq = e->seqrow, .n_rows = p.n_rows,
-                       .tables = e->tables, .n_out = p.n_out, .argmax = any_argmax ? e->argmax : NULL,
-                       .logits = e->out_logits, .decode = p.decode, .rope_long_from = e->row_long_from};
+                       .tables = e->tables, .tables_win = e->bw ? e->tables_win : NULL, .n_out = p.n_out,
+                       .argmax = any_argmax ? e->argmax : NULL, .logits = e->out_logits, .decode = p.decode,
+                       .rope_long_from = e->row_long_from};
   if (any_topk) {
     b.topk_n = e->topk_n, b.topk_ids = e->tk_ids, b.topk_vals = e->tk_vals, b.topk_norm = e->tk_norm;
     b.topk_full = topk_undecided, b.topk_user = e, b.full = e->full;

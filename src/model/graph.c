@@ -16,11 +16,13 @@
 
 typedef struct dev_state {
   xpi_backend *be;
-  xpi_kv *kv;
+  xpi_kv *kv;                               /* the pool of this device's layers (without a window pool: all) */
+  xpi_kv *kv_win;                           /* the window pool of its sliding layers, or NULL */
   int32_t *ids, *pos, *seq;                 /* [max_tokens] */
   int32_t *lsel;                            /* [max_tokens] longrope: 1 where a token takes the long factors
                                              * (models that have them, else NULL) */
   int32_t *tables;                          /* [max_rows + 1][max_blocks]: the extra row maps padding tokens */
+  int32_t *tables_win;                      /* the same for the window pool (a state with one) */
   float *x, *h, *t, *q, *k, *v, *att, *res, *gate, *up; /* activations for max_tokens tokens */
   float *logits;                            /* [max_out, vocab] on the last device */
   int32_t *tok;                             /* [max_out] greedy tokens on the last device */
@@ -43,6 +45,9 @@ struct xpi_graph_state {
                                              * capture): layers + lm_head + argmax of every row */
   uint64_t kv_bytes;
   uint64_t bytes_read;                      /* step outputs read back */
+  int win;                                  /* the sliding layers keep their KV in the window pool */
+  unsigned char *in_win;                    /* [n_layers] 1: layer l's KV is in the window pool */
+  int32_t *kv_layer;                        /* [n_layers] its index among its pool's layers on its device */
 };
 
 xpi_status xpi_graph_split(int32_t n_layers, const double *weight, int n_dev, int32_t *first) {
@@ -129,6 +134,24 @@ uint64_t xpi_graph_kv_bytes_per_token(const xpi_graph *g) {
   return 2ull * (uint64_t)c->n_layers * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * xpi_dtype_size(g->kv_dtype);
 }
 
+/* Layer l attends to a sliding window (blocks.c gives it c->sliding_window). */
+static int layer_slides(const xpi_config *c, int32_t l) { return c->sliding_window > 0 && c->layer_sliding[l]; }
+
+int xpi_graph_has_window(const xpi_graph *g) {
+  for (int32_t l = 0; l < g->cfg->n_layers; l++)
+    if (layer_slides(g->cfg, l)) return 1;
+  return 0;
+}
+
+void xpi_graph_kv_bytes_split(const xpi_graph *g, uint64_t *full, uint64_t *win) {
+  const xpi_config *c = g->cfg;
+  int32_t n_win = 0;
+  for (int32_t l = 0; l < c->n_layers; l++) n_win += layer_slides(c, l);
+  const uint64_t per_layer = 2ull * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * xpi_dtype_size(g->kv_dtype);
+  *full = per_layer * (uint64_t)(c->n_layers - n_win);
+  *win = per_layer * (uint64_t)n_win;
+}
+
 /* ------------------------------------------------------------------ state */
 
 void xpi_graph_state_free(xpi_graph_state *st) {
@@ -140,8 +163,10 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     for (int i = 0; i < N_BUCKETS; i++)
       if (d == 0 && st->rec[i] && be->ops->graph_free) be->ops->graph_free(be, st->rec[i]);
     if (ds->kv) be->ops->kv_free(be, ds->kv);
+    if (ds->kv_win) be->ops->kv_free(be, ds->kv_win);
     xpi_moe_bufs_free(be, &ds->moe);
-    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->lsel, ds->tables, ds->x, ds->h, ds->t, ds->q, ds->k, ds->v, ds->att, ds->res,
+    void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->lsel, ds->tables, ds->tables_win, ds->x, ds->h, ds->t, ds->q, ds->k,
+                    ds->v, ds->att, ds->res,
                     ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
@@ -149,6 +174,8 @@ void xpi_graph_state_free(xpi_graph_state *st) {
   free(st->host_x);
   free(st->host_sel);
   free(st->host_in);
+  free(st->in_win);
+  free(st->kv_layer);
   free(st);
 }
 
@@ -165,10 +192,18 @@ uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st) { return st->kv_byt
 
 uint64_t xpi_graph_state_bytes_read(const xpi_graph_state *st) { return st->bytes_read; }
 
-/* Bytes of one pool block on device d (its layers). */
-static uint64_t block_bytes(const xpi_graph *g, int d, int32_t block_size) {
+/* Layers of device d whose KV is in the window pool (pool 1) or in the other one (pool 0), for a state with a
+ * window pool (win) or without (every layer in pool 0). */
+static int32_t pool_layers(const xpi_graph *g, int win, int d, int pool) {
+  int32_t n = 0;
+  for (int32_t l = g->layer_dev[d]; l < g->layer_dev[d + 1]; l++) n += (win && layer_slides(g->cfg, l)) == pool;
+  return n;
+}
+
+/* Bytes of one block of a pool on device d (its layers in that pool). */
+static uint64_t block_bytes(const xpi_graph *g, int win, int d, int pool, int32_t block_size) {
   const xpi_config *c = g->cfg;
-  return 2ull * (uint64_t)(g->layer_dev[d + 1] - g->layer_dev[d]) * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim *
+  return 2ull * (uint64_t)pool_layers(g, win, d, pool) * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim *
          xpi_dtype_size(g->kv_dtype) * (uint64_t)block_size;
 }
 
@@ -177,6 +212,7 @@ uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, 
   uint64_t K = (uint64_t)c->n_kv_heads * c->head_dim, I = (uint64_t)c->intermediate_size;
   uint64_t T = (uint64_t)(lim->max_rows + 1) * (uint64_t)lim->max_blocks, O = (uint64_t)lim->max_out;
   uint64_t P = B > O ? B : O;
+  if (lim->max_win_blocks > 0) T *= 2; /* the window pool's tables */
   uint64_t n = 4 * (3 * P + T + P * (4 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res t q att
                                                                           * k v gate up (4-byte elements) */
   if (c->n_experts > 0) n += xpi_moe_bufs_bytes(c, (int32_t)P);
@@ -186,18 +222,37 @@ uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, 
   return n;
 }
 
+/* Blocks n of the main pool that `bytes` hold on device d with its spare block, and with a window pool of
+ * min(n, max_win) blocks (+ 1 spare) beside it: (n + 1) f + (min(n, max_win) + 1) w <= bytes. */
+static int64_t blocks_in(uint64_t bytes, uint64_t f, uint64_t w, int64_t max_win, int64_t cap) {
+  if (w == 0) return f ? (int64_t)(bytes / f) - 1 : cap;
+  if (bytes < f + w) return -1;
+  bytes -= f + w;
+  if (max_win <= 0 || (uint64_t)max_win * (f + w) >= bytes) return (int64_t)(bytes / (f + w)); /* n <= max_win */
+  if (f == 0) return cap; /* every layer slides: the window pool is all there is */
+  return (int64_t)((bytes - (uint64_t)max_win * w) / f);
+}
+
+int64_t xpi_graph_pool_blocks(const xpi_graph *g, uint64_t bytes, int32_t block_size, int32_t max_win_blocks) {
+  uint64_t f = 0, w = 0;
+  xpi_graph_kv_bytes_split(g, &f, &w);
+  if (max_win_blocks <= 0) f += w, w = 0;
+  return blocks_in(bytes, f * (uint64_t)block_size, w * (uint64_t)block_size, max_win_blocks, INT32_MAX / 2);
+}
+
 /* The default pool: half of what every backend with layers has free, the smallest share over them, or the
  * context the load's memory plan kept room for where that is more (the plan checked it fits). */
-static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim, int32_t *n_blocks) {
+static xpi_status default_blocks(const xpi_graph *g, const xpi_graph_limits *lim, int win, int32_t *n_blocks) {
   int64_t best = -1;
   for (int d = 0; d < g->n_backends; d++) {
-    uint64_t per = block_bytes(g, d, lim->block_size), avail = 0;
-    if (per == 0) continue;
+    uint64_t f = block_bytes(g, win, d, 0, lim->block_size), w = block_bytes(g, win, d, 1, lim->block_size), avail = 0;
+    if (f + w == 0) continue;
     xpi_backend *be = g->backends[d];
     XPI_TRY(be->ops->free_memory(be, &avail));
-    int64_t b = (int64_t)(avail / 2 / per) - 1; /* the spare block */
+    int64_t b = blocks_in(avail / 2, f, w, lim->max_win_blocks, lim->max_pool_blocks);
     int64_t planned = ((int64_t)g->kv_plan_tokens + lim->block_size - 1) / lim->block_size;
-    if (b < planned) b = planned < (int64_t)(avail / per) - 1 ? planned : (int64_t)(avail / per) - 1;
+    int64_t most = blocks_in(avail, f, w, lim->max_win_blocks, lim->max_pool_blocks);
+    if (b < planned) b = planned < most ? planned : most;
     if (best < 0 || b < best) best = b;
   }
   if (best > lim->max_pool_blocks) best = lim->max_pool_blocks;
@@ -215,14 +270,19 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
       (lim->n_blocks == 0 && lim->max_pool_blocks <= 0) || lim->block_size <= 0 ||
       (lim->block_size & (lim->block_size - 1)) || lim->max_out <= 0 || lim->n_blocks == INT32_MAX ||
       lim->max_pool_blocks == INT32_MAX || (int64_t)lim->max_blocks * lim->block_size > INT32_MAX ||
-      lim->max_topk < 0 || lim->max_topk > c->vocab_size ||
+      lim->max_topk < 0 || lim->max_topk > c->vocab_size || lim->max_win_blocks < 0 ||
+      lim->max_win_blocks == INT32_MAX ||
       (int64_t)(lim->max_rows + 1) * lim->max_blocks > INT32_MAX)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: bad limits (%d tokens, %d rows, %d x %d-position blocks)",
                    lim->max_tokens, lim->max_rows, lim->n_blocks, lim->block_size);
   xpi_graph_state *st = calloc(1, sizeof *st);
   if (!st) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   st->lim = *lim;
+  st->lim.n_win_blocks = 0;
   st->n_dev = g->n_backends;
+  st->win = lim->max_win_blocks > 0 && xpi_graph_has_window(g);
+  st->in_win = calloc((size_t)c->n_layers + 1, 1);
+  st->kv_layer = calloc((size_t)c->n_layers + 1, sizeof *st->kv_layer);
   size_t B = (size_t)lim->max_tokens, H = (size_t)c->hidden_size, Q = (size_t)c->n_heads * c->head_dim;
   size_t K = (size_t)c->n_kv_heads * c->head_dim, I = (size_t)c->intermediate_size;
   if ((size_t)c->shared_expert_intermediate_size > I) I = (size_t)c->shared_expert_intermediate_size; /* its scratch */
@@ -234,7 +294,15 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   st->host_sel = malloc(P * sizeof(int32_t));
   st->single_long_from = c->rope_long_from;
   int32_t *trash = malloc((size_t)lim->max_blocks * sizeof *trash);
-  if (!st->host_x || !st->host_in || !st->host_sel || !trash) s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!st->host_x || !st->host_in || !st->host_sel || !trash || !st->in_win || !st->kv_layer)
+    s = xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* each layer's pool and index in it */
+    int32_t k[2] = {0, 0};
+    for (int32_t l = g->layer_dev[d]; l < g->layer_dev[d + 1]; l++) {
+      st->in_win[l] = st->win && layer_slides(c, l);
+      st->kv_layer[l] = k[st->in_win[l]]++;
+    }
+  }
   for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* the step's buffers first, then the pool */
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be = g->backends[d];
@@ -243,6 +311,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->seq = balloc(be, P, sizeof(int32_t), &s);
     if (c->rope_long_from > 0) ds->lsel = balloc(be, P, sizeof(int32_t), &s);
     ds->tables = balloc(be, T, sizeof(int32_t), &s);
+    if (st->win) ds->tables_win = balloc(be, T, sizeof(int32_t), &s);
     ds->x = balloc(be, P * H, sizeof(float), &s);
     ds->h = balloc(be, P * H, sizeof(float), &s);
     ds->res = balloc(be, P * H, sizeof(float), &s);
@@ -264,21 +333,25 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
       }
     }
   }
-  if (s == XPI_OK && st->lim.n_blocks == 0) s = default_blocks(g, lim, &st->lim.n_blocks);
-  /* the pool has one block more than the engine hands out: padding tokens of a replayed step write there */
-  for (int32_t i = 0; trash && i < lim->max_blocks; i++) trash[i] = st->lim.n_blocks;
+  if (s == XPI_OK && st->lim.n_blocks == 0) s = default_blocks(g, lim, st->win, &st->lim.n_blocks);
+  if (st->win)
+    st->lim.n_win_blocks = st->lim.n_blocks < lim->max_win_blocks ? st->lim.n_blocks : lim->max_win_blocks;
   for (int d = 0; d < g->n_backends && s == XPI_OK; d++) {
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be;
-    int32_t nl = g->layer_dev[d + 1] - g->layer_dev[d];
-    if (nl > 0) {
-      s = be->ops->kv_create(be, nl, st->lim.n_blocks + 1, lim->block_size, c->n_kv_heads, c->head_dim, g->kv_dtype,
-                             &ds->kv);
-      st->kv_bytes += (uint64_t)(st->lim.n_blocks + 1) * block_bytes(g, d, lim->block_size);
+    for (int pool = 0; pool < 1 + st->win && s == XPI_OK; pool++) {
+      /* a pool has one block more than the engine hands out: padding tokens of a replayed step write there */
+      const int32_t nb = pool ? st->lim.n_win_blocks : st->lim.n_blocks, nl = pool_layers(g, st->win, d, pool);
+      for (int32_t i = 0; trash && i < lim->max_blocks; i++) trash[i] = nb;
+      if (nl > 0) {
+        s = be->ops->kv_create(be, nl, nb + 1, lim->block_size, c->n_kv_heads, c->head_dim, g->kv_dtype,
+                               pool ? &ds->kv_win : &ds->kv);
+        st->kv_bytes += (uint64_t)(nb + 1) * block_bytes(g, st->win, d, pool, lim->block_size);
+      }
+      if (s == XPI_OK)
+        s = be->ops->write(be, (pool ? ds->tables_win : ds->tables) + (size_t)lim->max_rows * lim->max_blocks, trash,
+                           (size_t)lim->max_blocks * sizeof *trash);
     }
-    if (s == XPI_OK)
-      s = be->ops->write(be, ds->tables + (size_t)lim->max_rows * lim->max_blocks, trash,
-                         (size_t)lim->max_blocks * sizeof *trash);
   }
   free(trash);
   if (s != XPI_OK) {
@@ -361,11 +434,14 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
       cur = d;
       D = &st->dev[cur];
     }
-    const xpi_kv_map map = {D->pos, D->seq, D->tables, st->lim.max_blocks};
+    /* the layer's pool: the window pool for a sliding layer where the state has one */
+    const int in_win = st->in_win[l];
+    const xpi_kv_map map = {D->pos, D->seq, in_win ? D->tables_win : D->tables, st->lim.max_blocks};
     const float *inv[2] = {g->inv_freq[0][cur], g->inv_freq[1][cur]};
-    xpi_fwd f = {.c = c, .be = D->be, .o = D->be->ops, .n = n, .layer = l, .kv_layer = l - g->layer_dev[cur],
-                 .kv = D->kv, .map = &map, .pos = D->pos, .long_sel = D->lsel, .inv_freq = inv, .impl = g->attn, .x = D->x, .h = D->h,
-                 .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att, .res = D->res, .gate = D->gate,
+    xpi_fwd f = {.c = c, .be = D->be, .o = D->be->ops, .n = n, .layer = l, .kv_layer = st->kv_layer[l],
+                 .kv = in_win ? D->kv_win : D->kv, .map = &map, .pos = D->pos, .long_sel = D->lsel, .inv_freq = inv,
+                 .impl = g->attn, .x = D->x, .h = D->h, .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att,
+                 .res = D->res, .gate = D->gate,
                  .up = D->up, .moe = c->n_experts > 0 ? &D->moe : NULL, .pending = pending};
     XPI_TRY(c->family->layer(&f, &w->layers[l]));
     pending = f.pending;
@@ -488,7 +564,8 @@ static void long_select(const xpi_graph *g, xpi_graph_state *st, const int32_t *
 /* Writes a step's inputs (n tokens, n_rows table rows; the longrope selections in st->host_sel) to every
  * backend that needs them. */
 static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, const int32_t *pos,
-                               const int32_t *seq, int32_t n, const int32_t *tables, int32_t n_rows) {
+                               const int32_t *seq, int32_t n, const int32_t *tables, const int32_t *tables_win,
+                               int32_t n_rows) {
   const size_t tb = (size_t)n_rows * (size_t)st->lim.max_blocks * sizeof(int32_t);
   if (g->w->embed_on_host) XPI_TRY(embed_from_host(g, st, ids, n));
   for (int d = 0; d < g->n_backends; d++) {
@@ -499,6 +576,7 @@ static xpi_status write_inputs(const xpi_graph *g, xpi_graph_state *st, const in
     XPI_TRY(D->be->ops->write(D->be, D->seq, seq, (size_t)n * sizeof *seq));
     if (D->lsel) XPI_TRY(D->be->ops->write(D->be, D->lsel, st->host_sel, (size_t)n * sizeof *st->host_sel));
     XPI_TRY(D->be->ops->write(D->be, D->tables, tables, tb));
+    if (st->win) XPI_TRY(D->be->ops->write(D->be, D->tables_win, tables_win, tb));
   }
   return XPI_OK;
 }
@@ -525,7 +603,7 @@ static xpi_status decode_replayed(const xpi_graph *g, xpi_graph_state *st, const
   memcpy(seq, b->seq, (size_t)b->n * sizeof *seq);
   for (int32_t i = b->n; i < B; i++) ids[i] = 0, pos[i] = 0, seq[i] = st->lim.max_rows;
   long_select(g, st, pos, seq, B, b->n, b->rope_long_from);
-  XPI_TRY(write_inputs(g, st, ids, pos, seq, B, b->tables, b->n_rows));
+  XPI_TRY(write_inputs(g, st, ids, pos, seq, B, b->tables, b->tables_win, b->n_rows));
   if (!st->rec[bi]) {
     XPI_TRY(be->ops->capture_begin(be));
     xpi_status s = run_layers(g, st, B, 0, B);
@@ -549,11 +627,13 @@ xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_gra
       b->n_rows > lim->max_rows)
     return xpi_err(XPI_ERR_INTERNAL, "graph step: %d tokens (%d outputs, %d sequences) outside the limits (%d, %d)",
                    b->n, b->n_out, b->n_rows, lim->max_tokens, lim->max_rows);
+  if (st->win && !b->tables_win)
+    return xpi_err(XPI_ERR_INTERNAL, "graph step: the state keeps a window pool, the batch has no tables_win");
   xpi_backend *be0 = st->dev[0].be;
   int can_replay = g->n_backends == 1 && be0->ops->capture_begin && be0->ops->capture_end && be0->ops->replay;
   if (b->decode && b->n_out == b->n && b->n <= lim->max_out && can_replay) return decode_replayed(g, st, b);
   long_select(g, st, b->pos, b->seq, b->n, b->n, b->rope_long_from);
-  XPI_TRY(write_inputs(g, st, b->ids, b->pos, b->seq, b->n, b->tables, b->n_rows));
+  XPI_TRY(write_inputs(g, st, b->ids, b->pos, b->seq, b->n, b->tables, b->tables_win, b->n_rows));
   const int32_t row0 = b->n - b->n_out;
   XPI_TRY(run_layers(g, st, b->n, row0, b->n_out));
   for (int32_t r = 0; r < b->n_out; r += lim->max_out) {
@@ -577,7 +657,7 @@ xpi_status xpi_graph_step(const xpi_graph *g, xpi_graph_state *st, const xpi_gra
 xpi_status xpi_graph_state_create_single(const xpi_graph *g, int32_t n_ctx, xpi_graph_state **out) {
   if (n_ctx <= 0) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "graph state: context of %d positions", n_ctx);
   int32_t nb = (int32_t)(((int64_t)n_ctx + SINGLE_BLOCK - 1) / SINGLE_BLOCK);
-  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, 0, SINGLE_BLOCK, SINGLE_OUT, 0};
+  xpi_graph_limits lim = {SINGLE_TOKENS, 1, nb, nb, 0, SINGLE_BLOCK, SINGLE_OUT, 0, 0, 0};
   return xpi_graph_state_create(g, &lim, out);
 }
 
@@ -610,7 +690,7 @@ static xpi_status forward_single(const xpi_graph *g, xpi_graph_state *st, const 
     const int last = done + m == n;
     for (int32_t i = 0; i < m; i++) pos[i] = n_past + done + i, seq[i] = 0;
     xpi_graph_batch b = {.n = m, .ids = ids + done, .pos = pos, .seq = seq, .n_rows = 1, .tables = tables,
-                         .rope_long_from = &st->single_long_from};
+                         .tables_win = tables, .rope_long_from = &st->single_long_from};
     if (token) {
       b.n_out = last;
       b.argmax = last ? token : NULL;
@@ -643,7 +723,8 @@ xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, con
 }
 
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
-                                      int32_t pos0, const int32_t *table, int32_t n_table, int32_t rope_long_from) {
+                                      int32_t pos0, const int32_t *table, const int32_t *table_win,
+                                      int32_t n_table, int32_t rope_long_from) {
   const xpi_graph_limits *lim = &st->lim;
   if (!ids || !table || n <= 0 || pos0 < 0 || n_table <= 0 || n_table > lim->max_blocks ||
       (int64_t)pos0 + n > (int64_t)n_table * lim->block_size)
@@ -653,17 +734,20 @@ xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, c
   const int32_t V = c->vocab_size, T = lim->max_tokens;
   nonfinite_probe p = {0};
   float *logits = malloc((size_t)V * sizeof *logits);
-  int32_t *buf = malloc(((size_t)lim->max_blocks + 2 * (size_t)T) * sizeof *buf);
+  int32_t *buf = malloc((2 * (size_t)lim->max_blocks + 2 * (size_t)T) * sizeof *buf);
   xpi_status s = logits && buf ? XPI_OK : xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
-  int32_t *tables = buf, *pos = buf ? buf + lim->max_blocks : NULL, *seq = pos ? pos + T : NULL;
+  int32_t *tables = buf, *tables_win = buf ? buf + lim->max_blocks : NULL;
+  int32_t *pos = buf ? tables_win + lim->max_blocks : NULL, *seq = pos ? pos + T : NULL;
+  if (s == XPI_OK && st->win && !table_win) s = xpi_err(XPI_ERR_INVALID_ARGUMENT, "no window-pool table given");
   if (s == XPI_OK) memcpy(tables, table, (size_t)n_table * sizeof *tables);
+  if (s == XPI_OK && table_win) memcpy(tables_win, table_win, (size_t)n_table * sizeof *tables_win);
   for (int32_t done = 0; done < n && s == XPI_OK && !p.found;) {
     const int32_t m = n - done < T ? n - done : T;
     const int last_chunk = done + m == n;
     for (int32_t i = 0; i < m; i++) pos[i] = pos0 + done + i, seq[i] = 0;
     p.pos0 = pos0 + done;
     long_select(g, st, pos, seq, m, m, &rope_long_from);
-    s = write_inputs(g, st, ids + done, pos, seq, m, tables, 1);
+    s = write_inputs(g, st, ids + done, pos, seq, m, tables, tables_win, 1);
     if (s == XPI_OK) s = run_layers_probed(g, st, m, m - 1, last_chunk, &p);
     if (s == XPI_OK && !p.found && last_chunk) { /* the lm_head over the last position, as the step ran it */
       s = run_head(g, st, m - 1, 1, 0);

@@ -41,6 +41,15 @@ void xpi_graph_release(xpi_graph *g);
 
 /* Bytes one KV position takes over all layers (K and V) at the graph's KV dtype. */
 uint64_t xpi_graph_kv_bytes_per_token(const xpi_graph *g);
+/* The same split between the layers that attend to every position (*full) and the sliding-window layers
+ * (*win), which a state with a window pool keeps apart; *full + *win == xpi_graph_kv_bytes_per_token. */
+void xpi_graph_kv_bytes_split(const xpi_graph *g, uint64_t *full, uint64_t *win);
+/* 1 when some layer has a sliding window (a state may keep those layers in a window pool). */
+int xpi_graph_has_window(const xpi_graph *g);
+/* Blocks of the main pool (block_size positions) that `bytes` hold over all backends, each pool with its spare
+ * block, where the window pool of a state with max_win_blocks > 0 holds min(n, max_win_blocks) blocks of the
+ * sliding layers (-1: not one block; INT32_MAX / 2 when every layer slides and the window pool fits). */
+int64_t xpi_graph_pool_blocks(const xpi_graph *g, uint64_t bytes, int32_t block_size, int32_t max_win_blocks);
 
 /* What a state is sized for. */
 typedef struct xpi_graph_limits {
@@ -55,6 +64,11 @@ typedef struct xpi_graph_limits {
                         * recorded and replayed per batch-size bucket (1, 2, 4, ...) where the backend can */
   int32_t max_topk;    /* most top-k values an output row may ask for (0: none); also the row stride of the
                         * batch's topk_ids / topk_vals */
+  int32_t max_win_blocks; /* > 0 (a model with sliding layers): those layers keep their KV in a separate window
+                        * pool of n_win_blocks = min(n_blocks, max_win_blocks) blocks (ids 0..n_win_blocks-1),
+                        * addressed by the batch's tables_win; the other layers in the pool of n_blocks, which
+                        * is not allocated when every layer slides. 0: one pool for every layer */
+  int32_t n_win_blocks;   /* set by xpi_graph_state_create */
 } xpi_graph_limits;
 
 typedef struct xpi_graph_state xpi_graph_state;
@@ -68,7 +82,7 @@ void xpi_graph_state_free(xpi_graph_state *st);
 /* The limits, with n_blocks as allocated. */
 const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st);
 /* Bytes the KV pools take over all backends: n_blocks + 1 blocks (a spare block takes the padding tokens of
- * replayed steps). */
+ * replayed steps), and the window pool's n_win_blocks + 1 blocks of the sliding layers where there is one. */
 uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st);
 
 /* One step. Token i (ids[i]) is at position pos[i] of the sequence whose block table is row seq[i] of tables
@@ -79,6 +93,9 @@ typedef struct xpi_graph_batch {
   const int32_t *ids, *pos, *seq;  /* host [n] */
   int32_t n_rows;                  /* 1..max_rows */
   const int32_t *tables;           /* host [n_rows][max_blocks] */
+  const int32_t *tables_win;       /* host [n_rows][max_blocks]: the window pool's tables (a state with one; the
+                                    * sliding layers' blocks, same logical index as in tables; entries before a
+                                    * token's window are never read and may be -1), else NULL */
   int32_t n_out;                   /* 0..n */
   int32_t *argmax;                 /* host [n_out] or NULL: greedy ids, computed on the device (4 bytes a row
                                     * come back) */
@@ -127,12 +144,13 @@ xpi_status xpi_graph_forward_argmax(const xpi_graph *g, xpi_graph_state *st, con
                                     int32_t n_past, int32_t *token);
 
 /* The diagnostic path (off the hot path) after a step gave non-finite logits for a sequence: runs its tokens
- * ids[0..n) at positions pos0.. again, alone (block table `table`, n_table blocks; their KV slots are written
- * again), layer by layer, reading the residual stream back after the embedding and after each layer, then the
+ * ids[0..n) at positions pos0.. again, alone (block table `table`, n_table blocks, and table_win, the window
+ * pool's, or NULL; their KV slots are written again), layer by layer, reading the residual stream back after the embedding and after each layer, then the
  * final norm and lm_head of the last position. Returns XPI_ERR_NUMERIC with a message naming where a NaN or
  * an infinity first appears (the embedding row, layer L's output, the final norm or the lm_head) and the first
  * token position holding one; another status if the re-run itself fails. */
 xpi_status xpi_graph_locate_nonfinite(const xpi_graph *g, xpi_graph_state *st, const int32_t *ids, int32_t n,
-                                      int32_t pos0, const int32_t *table, int32_t n_table, int32_t rope_long_from);
+                                      int32_t pos0, const int32_t *table, const int32_t *table_win,
+                                      int32_t n_table, int32_t rope_long_from);
 
 #endif

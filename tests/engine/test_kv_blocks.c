@@ -1,6 +1,7 @@
 /* The KV pool's bookkeeping (src/engine/kv_blocks.c): allocation never exceeds the pool, references, the prefix
- * cache (publish, lookup with the ids verified, a duplicate prefix not published twice), and eviction of
- * unreferenced cached blocks in least-recently-released order only once no empty block is left. */
+ * cache (publish, lookup with the ids verified, find without a reference, a duplicate prefix not published
+ * twice), and eviction of unreferenced cached blocks in least-recently-released order only once no empty block
+ * is left. */
 #include "check.h"
 #include "engine/kv_blocks.h"
 
@@ -40,6 +41,10 @@ int main(void) {
   CHECK(xpi_kv_blocks_cached(bm) == 3 && xpi_kv_blocks_used(bm) == 2 && xpi_kv_blocks_available(bm) == 4,
         "cached %d used %d available %d", xpi_kv_blocks_cached(bm), xpi_kv_blocks_used(bm),
         xpi_kv_blocks_available(bm));
+  /* find (the prefix cache's check across pools) takes no reference and leaves the eviction order alone */
+  CHECK(xpi_kv_blocks_find(bm, hb, ha, tb) == held[1] && xpi_kv_blocks_find(bm, hb, ha, other) == -1 &&
+            xpi_kv_blocks_cached(bm) == 3 && xpi_kv_blocks_refs(bm, held[1]) == 0,
+        "find of a cached block: refs %d, cached %d", xpi_kv_blocks_refs(bm, held[1]), xpi_kv_blocks_cached(bm));
   /* a cached block comes back by lookup */
   CHECK(xpi_kv_blocks_lookup(bm, ha, 0, ta) == held[0] && xpi_kv_blocks_cached(bm) == 2, "hit on a cached block");
   xpi_kv_blocks_release(bm, held[0]); /* now the most recently released */

@@ -213,7 +213,7 @@ static void decode_batch(xpi_backend *be, const xpi_config *cfg, const xpi_safet
   model_on m;
   model_load(&m, be, cfg, st);
   const int32_t plen[NS] = {3, 5, 2, 7, 4}, V = cfg->vocab_size;
-  xpi_graph_limits lim = {32, 8, MAXB, NS * MAXB, 0, BS, 8, TK};
+  xpi_graph_limits lim = {32, 8, MAXB, NS * MAXB, 0, BS, 8, TK, 0, 0};
   xpi_graph_state *gs = NULL;
   CHECK_OK(xpi_graph_state_create(&m.g, &lim, &gs));
   int32_t tables[NS * MAXB], ids[32], pos[32], seq[32], n = 0;
