@@ -149,6 +149,16 @@ static void *balloc(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
   return p;
 }
 
+/* A step's inputs and small outputs: where the backend has host-visible memory for them (host USM), writing
+ * them is a memcpy and a replayed decode step needs no copy command. */
+static void *balloc_host(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
+  if (!be->ops->alloc_host) return balloc(be, count, esz, s);
+  if (*s != XPI_OK) return NULL;
+  void *p = be->ops->alloc_host(be, count * esz);
+  if (!p) *s = XPI_ERR_OUT_OF_MEMORY;
+  return p;
+}
+
 const xpi_graph_limits *xpi_graph_state_limits(const xpi_graph_state *st) { return &st->lim; }
 
 uint64_t xpi_graph_state_kv_bytes(const xpi_graph_state *st) { return st->kv_bytes; }
@@ -225,10 +235,10 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* the step's buffers first, then the pool */
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be = g->backends[d];
-    ds->ids = balloc(be, P, sizeof(int32_t), &s);
-    ds->pos = balloc(be, P, sizeof(int32_t), &s);
-    ds->seq = balloc(be, P, sizeof(int32_t), &s);
-    ds->tables = balloc(be, T, sizeof(int32_t), &s);
+    ds->ids = balloc_host(be, P, sizeof(int32_t), &s);
+    ds->pos = balloc_host(be, P, sizeof(int32_t), &s);
+    ds->seq = balloc_host(be, P, sizeof(int32_t), &s);
+    ds->tables = balloc_host(be, T, sizeof(int32_t), &s);
     ds->x = balloc(be, P * H, sizeof(float), &s);
     ds->h = balloc(be, P * H, sizeof(float), &s);
     ds->res = balloc(be, P * H, sizeof(float), &s);
@@ -242,7 +252,7 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     if (s == XPI_OK && c->n_experts > 0) s = xpi_moe_bufs_alloc(be, c, (int32_t)P, &ds->moe);
     if (d == last_dev(g)) {
       ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
-      ds->tok = balloc(be, O, sizeof(int32_t), &s);
+      ds->tok = balloc_host(be, O, sizeof(int32_t), &s);
       if (lim->max_topk > 0) {
         ds->tk_ids = balloc(be, O * (size_t)lim->max_topk, sizeof(int32_t), &s);
         ds->tk_vals = balloc(be, O * (size_t)lim->max_topk, sizeof(float), &s);

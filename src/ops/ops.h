@@ -116,6 +116,10 @@ typedef struct xpi_backend_ops {
 
   /* ---- memory */
   void *(*alloc)(xpi_backend *be, size_t bytes);             /* NULL on failure, error set */
+  /* Optional (NULL: alloc): memory the host writes and reads in place and ops read directly (host USM on an
+   * XPU): a step's inputs (ids, positions, tables) and small outputs, so that write/read of them need no copy
+   * command. Freed with free. */
+  void *(*alloc_host)(xpi_backend *be, size_t bytes);
   void (*free)(xpi_backend *be, void *p);
   xpi_status (*write)(xpi_backend *be, void *dst, const void *host_src, size_t bytes); /* host -> backend */
   xpi_status (*read)(xpi_backend *be, void *host_dst, const void *src, size_t bytes);  /* backend -> host; syncs */
