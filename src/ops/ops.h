@@ -1,7 +1,7 @@
 /* The op interface: the seam between the model graph (written once) and the backends (cpu, xpu).
  *
  * Memory: every pointer an op takes is backend memory from be->ops->alloc (host memory for the CPU backend,
- * Level Zero USM device memory for XPU). Pointer arithmetic inside an allocation is allowed on both.
+ * Level Zero USM device memory for XPU) or be->ops->alloc_host (host USM on an XPU: a step's inputs). Pointer arithmetic inside an allocation is allowed on both.
  * Activations are f32, row-major. Weights are xpi_weight in their stored or quantized dtype.
  *
  * Semantics are "enqueue": the CPU backend may run an op at once, the XPU backend appends it to a command

@@ -92,6 +92,7 @@ int main(int argc, char **argv) {
     return 77;
   }
   const char *mode = argc > 1 ? argv[1] : "copy", *file = argc > 2 ? argv[2] : getenv("XPI_SUBMISSION_LOGITS");
+  if (file && !*file) file = NULL; /* "": no logits file */
   const int copy = strcmp(mode, "nocopy") != 0;
   char *path = xpi_test_strf("%s/goldens/tinyfortunes.json", xpi_test_env("XPI_TEST_DATA"));
   char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));

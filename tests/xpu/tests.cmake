@@ -35,7 +35,11 @@ set_property(TEST xpu/test_xpu_submission APPEND PROPERTY ENVIRONMENT "XPI_SUBMI
 add_test(NAME xpu/test_xpu_submission_nocopy COMMAND test_xpu_submission nocopy ${XPI_SUBMISSION_LOGITS})
 set_tests_properties(xpu/test_xpu_submission_nocopy PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_COPY_ENGINE=0"
                      FIXTURES_REQUIRED xpu_submission_logits LABELS xpu TIMEOUT 900)
-list(APPEND XPI_XPU_TESTS xpu/test_xpu_submission xpu/test_xpu_submission_nocopy)
+# and against an API 1.4 driver (no in-order lists: a barrier after each launch), the same counts
+add_test(NAME xpu/test_xpu_submission_barriers COMMAND test_xpu_submission copy "")
+set_tests_properties(xpu/test_xpu_submission_barriers PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_IN_ORDER=0"
+                     LABELS xpu TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_submission xpu/test_xpu_submission_nocopy xpu/test_xpu_submission_barriers)
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")
