@@ -4,6 +4,7 @@
  *   written by the host into host USM, which the recorded kernels read in place, and the id is read from host
  *   USM once the step's queue has been waited for. Two greedy generations of different lengths from the same
  *   prompt differ only by decode steps, so their counters' difference over the step difference is per step.
+ *   The same with the embedding table in host memory (rows gathered on the host into host USM).
  * - weights go up on the copy engine (the copy-only queue group) where the device has one.
  * Modes (argv, or the file from XPI_SUBMISSION_LOGITS): `copy OUT` (zesim with its copy engine: uploads on it; writes the logits of a prompt and of one decode
  * step to OUT), `nocopy IN` (ZESIM_COPY_ENGINE=0: uploads on the compute group, nothing on a copy engine; the
@@ -148,8 +149,32 @@ int main(int argc, char **argv) {
             "logits differ from the copy-engine load's");
     }
     free(lg), free(want);
+
   }
   xpi_model_free(m);
+  /* The embedding table in host memory (the memory plan's choice on a short device), on a model loaded afresh
+   * (recorded steps keep the table they were recorded with): the step's rows are gathered on the host into host
+   * USM and copied into the residual stream by the recorded step, so the counts stay the same. */
+  xpi_model *m2 = NULL;
+  if (fn && load(dir, "xpu:0", NULL, "sdpa", &m2) == 0) {
+    xpi_backend **layer_be = calloc((size_t)m2->cfg.n_layers, sizeof *layer_be);
+    xpi_graph_layer_backends(&m2->graph, m2->cfg.n_layers, layer_be);
+    xpi_weights_free(&m2->w);
+    CHECK_OK(xpi_weights_load_opt(&m2->cfg, m2->st, layer_be, -1, 1, &m2->w));
+    free(layer_be);
+    CHECK(m2->w.embed_on_host, "weights reloaded with the embedding table on the host");
+    step_counts s;
+    decode_step_counts(m2, fn, ids, n, &s);
+    printf("per decode step, embedding table on the host: %.2f submissions, %.2f immediate-list commands, %.2f copy "
+           "commands, %.2f host waits, %.2f bytes read back\n",
+           s.executes, s.immediate_cmds, s.copies, s.host_syncs, s.bytes_read);
+    CHECK(s.replays == 1 && s.executes == 1 && s.immediate_cmds == 0 && s.copies == 0 && s.host_syncs == 1 &&
+              s.bytes_read == 4,
+          "embedding on the host: %.2f replays, %.2f submissions, %.2f immediate commands, %.2f copies, %.2f host "
+          "waits, %.2f bytes read per decode step (want 1, 1, 0, 0, 1, 4)",
+          s.replays, s.executes, s.immediate_cmds, s.copies, s.host_syncs, s.bytes_read);
+  }
+  xpi_model_free(m2);
   cJSON_Delete(g);
   free(dir), free(path);
   return xpi_test_done();
