@@ -29,6 +29,8 @@ typedef struct dev_state {
   int32_t *tk_ids;                          /* [max_out, max_topk] top-k of the rows that ask, on the last device */
   float *tk_vals, *tk_norm;                 /* [max_out, max_topk], [max_out, 2] */
   xpi_moe_bufs moe;                         /* MoE layers' activations (model/moe.h), when the model has them */
+  float *xin;     /* embedding table on the host, backend with alloc_host: [max_tokens, hidden] host-gathered rows */
+  int32_t *iota;  /* [max_tokens] 0, 1, ...: the embed op copies xin's rows into x inside the (recorded) step */
 } dev_state;
 
 #define N_BUCKETS 16 /* decode recordings for 1, 2, 4, ... 2^15 sequences */
@@ -122,6 +124,13 @@ void xpi_graph_release(xpi_graph *g) {
       }
 }
 
+/* The first device with layers (the embedding lives there). */
+static int first_dev(const xpi_graph *g) {
+  int d = 0;
+  while (d + 1 < g->n_backends && g->layer_dev[d + 1] == 0) d++;
+  return d;
+}
+
 /* The device of the last layer (final norm, lm_head and logits live there). */
 static int last_dev(const xpi_graph *g) {
   int d = g->n_backends - 1;
@@ -166,8 +175,8 @@ void xpi_graph_state_free(xpi_graph_state *st) {
     if (ds->kv_win) be->ops->kv_free(be, ds->kv_win);
     xpi_moe_bufs_free(be, &ds->moe);
     void *bufs[] = {ds->ids, ds->pos, ds->seq, ds->lsel, ds->tables, ds->tables_win, ds->x, ds->h, ds->t, ds->q, ds->k,
-                    ds->v, ds->att, ds->res,
-                    ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals, ds->tk_norm};
+                    ds->v, ds->att, ds->res, ds->gate, ds->up, ds->logits, ds->tok, ds->tk_ids, ds->tk_vals,
+                    ds->tk_norm, ds->xin, ds->iota};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
       if (bufs[i]) be->ops->free(be, bufs[i]);
   }
@@ -182,6 +191,16 @@ void xpi_graph_state_free(xpi_graph_state *st) {
 static void *balloc(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
   if (*s != XPI_OK) return NULL;
   void *p = be->ops->alloc(be, count * esz);
+  if (!p) *s = XPI_ERR_OUT_OF_MEMORY;
+  return p;
+}
+
+/* A step's inputs and small outputs: where the backend has host-visible memory for them (host USM), writing
+ * them is a memcpy and a replayed decode step needs no copy command. */
+static void *balloc_host(xpi_backend *be, size_t count, size_t esz, xpi_status *s) {
+  if (!be->ops->alloc_host) return balloc(be, count, esz, s);
+  if (*s != XPI_OK) return NULL;
+  void *p = be->ops->alloc_host(be, count * esz);
   if (!p) *s = XPI_ERR_OUT_OF_MEMORY;
   return p;
 }
@@ -306,12 +325,12 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* the step's buffers first, then the pool */
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be = g->backends[d];
-    ds->ids = balloc(be, P, sizeof(int32_t), &s);
-    ds->pos = balloc(be, P, sizeof(int32_t), &s);
-    ds->seq = balloc(be, P, sizeof(int32_t), &s);
-    if (c->rope_long_from > 0) ds->lsel = balloc(be, P, sizeof(int32_t), &s);
-    ds->tables = balloc(be, T, sizeof(int32_t), &s);
-    if (st->win) ds->tables_win = balloc(be, T, sizeof(int32_t), &s);
+    ds->ids = balloc_host(be, P, sizeof(int32_t), &s);
+    ds->pos = balloc_host(be, P, sizeof(int32_t), &s);
+    ds->seq = balloc_host(be, P, sizeof(int32_t), &s);
+    if (c->rope_long_from > 0) ds->lsel = balloc_host(be, P, sizeof(int32_t), &s);
+    ds->tables = balloc_host(be, T, sizeof(int32_t), &s);
+    if (st->win) ds->tables_win = balloc_host(be, T, sizeof(int32_t), &s);
     ds->x = balloc(be, P * H, sizeof(float), &s);
     ds->h = balloc(be, P * H, sizeof(float), &s);
     ds->res = balloc(be, P * H, sizeof(float), &s);
@@ -323,9 +342,14 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
     ds->gate = balloc(be, P * I, sizeof(float), &s);
     ds->up = balloc(be, P * I, sizeof(float), &s);
     if (s == XPI_OK && c->n_experts > 0) s = xpi_moe_bufs_alloc(be, c, (int32_t)P, &ds->moe);
+    if (g->w->embed_on_host && be->ops->alloc_host && d == first_dev(g)) { /* rows written in place, no copy */
+      ds->xin = balloc_host(be, P * H, sizeof(float), &s);
+      ds->iota = balloc_host(be, P, sizeof(int32_t), &s);
+      for (size_t i = 0; s == XPI_OK && i < P; i++) ds->iota[i] = (int32_t)i; /* host memory: plain stores */
+    }
     if (d == last_dev(g)) {
       ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
-      ds->tok = balloc(be, O, sizeof(int32_t), &s);
+      ds->tok = balloc_host(be, O, sizeof(int32_t), &s);
       if (lim->max_topk > 0) {
         ds->tk_ids = balloc(be, O * (size_t)lim->max_topk, sizeof(int32_t), &s);
         ds->tk_vals = balloc(be, O * (size_t)lim->max_topk, sizeof(float), &s);
@@ -417,7 +441,12 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
   int cur = 0;
   while (g->layer_dev[cur + 1] == 0) cur++; /* first device with layers (embedding lives there) */
   dev_state *D = &st->dev[cur];
-  if (!w->embed_on_host) XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n)); /* else write_inputs */
+  if (!w->embed_on_host) {
+    XPI_TRY(D->be->ops->embed(D->be, D->x, &w->embed, D->ids, n));
+  } else if (D->xin) { /* rows gathered on the host into xin (write_inputs): x[i] = xin[iota[i]] on the device */
+    const xpi_weight rows = {.dtype = XPI_DT_F32, .rows = n, .cols = H, .data = D->xin};
+    XPI_TRY(D->be->ops->embed(D->be, D->x, &rows, D->iota, n));
+  } /* else write_inputs wrote x */
   XPI_TRY(xpi_op_scale(D->be, D->x, (int64_t)n * H, c->embed_scale));
   if (probe) {
     XPI_TRY(probe_rows(g, st, probe, D->be, D->x, n, -1));
@@ -543,10 +572,8 @@ static xpi_status embed_from_host(const xpi_graph *g, xpi_graph_state *st, const
         dst[j] = E->dtype == XPI_DT_BF16 ? xpi_bf16_to_f32(src[j]) : xpi_f16_to_f32(src[j]);
     }
   }
-  int d = 0;
-  while (g->layer_dev[d + 1] == 0) d++;
-  dev_state *D = &st->dev[d];
-  return D->be->ops->write(D->be, D->x, st->host_x, (size_t)n * H * sizeof(float));
+  dev_state *D = &st->dev[first_dev(g)];
+  return D->be->ops->write(D->be, D->xin ? D->xin : D->x, st->host_x, (size_t)n * H * sizeof(float));
 }
 
 /* longrope: which of the n tokens take the long factors (into st->host_sel): those at positions from their

@@ -1,7 +1,7 @@
 /* The op interface: the seam between the model graph (written once) and the backends (cpu, xpu).
  *
  * Memory: every pointer an op takes is backend memory from be->ops->alloc (host memory for the CPU backend,
- * Level Zero USM device memory for XPU). Pointer arithmetic inside an allocation is allowed on both.
+ * Level Zero USM device memory for XPU) or be->ops->alloc_host (host USM on an XPU: a step's inputs). Pointer arithmetic inside an allocation is allowed on both.
  * Activations are f32, row-major. Weights are xpi_weight in their stored or quantized dtype.
  *
  * Semantics are "enqueue": the CPU backend may run an op at once, the XPU backend appends it to a command
@@ -119,6 +119,10 @@ typedef struct xpi_backend_ops {
 
   /* ---- memory */
   void *(*alloc)(xpi_backend *be, size_t bytes);             /* NULL on failure, error set */
+  /* Optional (NULL: alloc): memory the host writes and reads in place and ops read directly (host USM on an
+   * XPU): a step's inputs (ids, positions, tables) and small outputs, so that write/read of them need no copy
+   * command. Freed with free. */
+  void *(*alloc_host)(xpi_backend *be, size_t bytes);
   void (*free)(xpi_backend *be, void *p);
   xpi_status (*write)(xpi_backend *be, void *dst, const void *host_src, size_t bytes); /* host -> backend */
   xpi_status (*read)(xpi_backend *be, void *host_dst, const void *src, size_t bytes);  /* backend -> host; syncs */

@@ -29,6 +29,22 @@ list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_p
 add_test(NAME xpu/test_xpu_quant_moe_model COMMAND test_xpu_quant_model moe)
 set_tests_properties(xpu/test_xpu_quant_moe_model PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
 list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model)
+# Submission (issue 17 item 4): a replayed decode step is one submission, no copy, one host wait, 4 bytes read
+# (zesim counts the calls); weights go up on zesim's copy engine, and with ZESIM_COPY_ENGINE=0 (no copy-only
+# queue group) on the compute group, giving the same logits bit for bit (the first run writes them, the second
+# compares). Both in the out-of-order mode, where zesim's copy engine runs its commands only at the next host
+# wait, so a kernel reading weights before their upload completed fails the test.
+set(XPI_SUBMISSION_LOGITS ${CMAKE_CURRENT_BINARY_DIR}/xpu_submission_logits.bin)
+set_tests_properties(xpu/test_xpu_submission PROPERTIES FIXTURES_SETUP xpu_submission_logits)
+set_property(TEST xpu/test_xpu_submission APPEND PROPERTY ENVIRONMENT "XPI_SUBMISSION_LOGITS=${XPI_SUBMISSION_LOGITS}")
+add_test(NAME xpu/test_xpu_submission_nocopy COMMAND test_xpu_submission nocopy ${XPI_SUBMISSION_LOGITS})
+set_tests_properties(xpu/test_xpu_submission_nocopy PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_COPY_ENGINE=0"
+                     FIXTURES_REQUIRED xpu_submission_logits LABELS xpu TIMEOUT 900)
+# and against an API 1.4 driver (no in-order lists: a barrier after each launch), the same counts
+add_test(NAME xpu/test_xpu_submission_barriers COMMAND test_xpu_submission copy "")
+set_tests_properties(xpu/test_xpu_submission_barriers PROPERTIES ENVIRONMENT "${XPI_TEST_ENV};ZESIM_IN_ORDER=0"
+                     LABELS xpu TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_submission xpu/test_xpu_submission_nocopy xpu/test_xpu_submission_barriers)
 foreach(t ${XPI_XPU_TESTS})
   set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M")
   if(t STREQUAL "xpu/test_xpu_fit")

@@ -5,6 +5,9 @@
 # runs it. test_xpu_intel_tier fails unless the tuned tier was really selected (xpi_xpu_tier + its kernels), and
 # the op test fails if it prints "kernel tier: portable". Without the runtime every test here is skipped (77)
 # with the reason.
+# They run in zesim's out-of-order mode like tests/xpu: lists without the in-order flag run their launches in
+# reverse between ordering points and the copy engine's commands run only at the next host wait, so a missing
+# barrier or wait fails here too.
 set(XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_tier xpu_intel/test_xpu_intel_dpas_emu xpu_intel/test_xpu_intel_tier_dpas
     xpu_intel/test_xpu_intel_tier_dpas_dg2 xpu_intel/test_xpu_ops xpu_intel/test_xpu_tinyfortunes xpu_intel/test_xpu_model)
 # The DPAS kernels with the matrix builtin emulated (kernels/CMakeLists.txt builds them for tests only).
@@ -15,6 +18,9 @@ add_test(NAME xpu_intel/test_xpu_ops COMMAND test_xpu_ops)
 add_test(NAME xpu_intel/test_xpu_tinyfortunes COMMAND test_xpu_tinyfortunes)
 add_test(NAME xpu_intel/test_xpu_launches COMMAND test_xpu_launches) # the fused decode launches on the tuned tier
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_launches)
+# the submission path (one submission per decode step, uploads on the copy engine) on the tuned tier
+add_test(NAME xpu_intel/test_xpu_submission COMMAND test_xpu_submission copy "")
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_submission)
 # every model family's goldens on the tuned tier (tests/model/test_arch_goldens.c)
 add_test(NAME xpu_intel/test_arch_goldens COMMAND test_arch_goldens xpu:0)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_arch_goldens)
@@ -47,7 +53,7 @@ foreach(t ${XPI_XPU_INTEL_TESTS})
     # does not load libintelocl.so without them on the library path.
     set(env "ZE_ENABLE_ALT_DRIVERS=$<TARGET_FILE:ze_zesim>"
       "ZESIM_DEVICES=0000:3a:00.0=512M,0000:1a:00.0=512M,0000:9a:00.0=512M"
-      "ZESIM_OPENCL_ENGINE=intel"
+      "ZESIM_OPENCL_ENGINE=intel" "ZESIM_OUT_OF_ORDER=1"
       "OCL_ICD_FILENAMES=${XPI_INTEL_OPENCL_LIBDIR}/libintelocl.so"
       "LD_LIBRARY_PATH=${XPI_INTEL_OPENCL_LIBDIR}"
       "ZESIM_CACHE_DIR=${PROJECT_BINARY_DIR}/zesim-cache"

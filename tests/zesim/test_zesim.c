@@ -385,6 +385,107 @@ static void test_ordering(void) {
   ZE_OK(zeCommandQueueDestroy(q));
 }
 
+/* The copy engine (queue group 1, copy only, as on Intel's discrete GPUs): listed with its flags, takes copies,
+ * fills of up to 4-byte patterns and barriers, refuses kernels and a queue of another ordinal; in the
+ * out-of-order mode its immediate commands run only at the next host wait, so a kernel that reads a copy's
+ * destination without waiting for it reads the old bytes. */
+static void test_copy_engine(void) {
+  uint32_t n = 0;
+  ZE_OK(zeDeviceGetCommandQueueGroupProperties(dev, &n, NULL));
+  CHECK(n == 2, "%u queue groups, want compute + copy", n);
+  ze_command_queue_group_properties_t g[2] = {{.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES},
+                                             {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES}};
+  n = 2;
+  ZE_OK(zeDeviceGetCommandQueueGroupProperties(dev, &n, g));
+  CHECK((g[0].flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE) && (g[0].flags & ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY),
+        "group 0 flags %x", (unsigned)g[0].flags);
+  CHECK(g[1].flags == ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY && g[1].numQueues >= 1 && g[1].maxMemoryFillPatternSize == 4,
+        "group 1 flags %x queues %u fill %zu", (unsigned)g[1].flags, g[1].numQueues, g[1].maxMemoryFillPatternSize);
+  ze_command_queue_desc_t cq = {ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC, NULL, 1, 0, 0, ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS,
+                                ZE_COMMAND_QUEUE_PRIORITY_NORMAL};
+  ze_command_list_handle_t cl = NULL, bad = NULL;
+  ZE_OK(zeCommandListCreateImmediate(ctx, dev, &cq, &cl));
+  ze_command_queue_desc_t q3 = cq;
+  q3.ordinal = 2;
+  CHECK(zeCommandListCreateImmediate(ctx, dev, &q3, &bad) == ZE_RESULT_ERROR_INVALID_ARGUMENT, "ordinal 2 of 2 groups");
+  float *x = dev_alloc(64 * sizeof(float)), *y = dev_alloc(64 * sizeof(float));
+  ze_kernel_handle_t k = kernel("axpy");
+  float two = 2.0f;
+  int cnt = 64;
+  ZE_OK(zeKernelSetArgumentValue(k, 0, sizeof y, &y));
+  ZE_OK(zeKernelSetArgumentValue(k, 1, sizeof x, &x));
+  ZE_OK(zeKernelSetArgumentValue(k, 2, sizeof two, &two));
+  ZE_OK(zeKernelSetArgumentValue(k, 3, sizeof cnt, &cnt));
+  ZE_OK(zeKernelSetGroupSize(k, 64, 1, 1));
+  ze_group_count_t gc = {1, 1, 1};
+  CHECK(zeCommandListAppendLaunchKernel(cl, k, &gc, NULL, 0, NULL) == ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE,
+        "a kernel on a copy-engine list must be refused");
+  uint64_t pat8 = 0;
+  uint32_t pat4 = 0;
+  CHECK(zeCommandListAppendMemoryFill(cl, y, &pat8, sizeof pat8, 64 * sizeof(float), NULL, 0, NULL) ==
+            ZE_RESULT_ERROR_INVALID_SIZE, "an 8-byte fill pattern on the copy engine");
+  ZE_OK(zeCommandListAppendMemoryFill(cl, y, &pat4, sizeof pat4, 64 * sizeof(float), NULL, 0, NULL));
+  float hx[64], hy[64];
+  for (int i = 0; i < 64; i++) hx[i] = (float)i;
+  ze_event_pool_desc_t pd = {ZE_STRUCTURE_TYPE_EVENT_POOL_DESC, NULL, ZE_EVENT_POOL_FLAG_HOST_VISIBLE, 2};
+  ze_event_pool_handle_t pool = NULL;
+  ZE_OK(zeEventPoolCreate(ctx, &pd, 1, &dev, &pool));
+  ze_event_desc_t ed = {ZE_STRUCTURE_TYPE_EVENT_DESC, NULL, 0, ZE_EVENT_SCOPE_FLAG_HOST, ZE_EVENT_SCOPE_FLAG_HOST};
+  ze_event_handle_t copied = NULL, done = NULL;
+  ZE_OK(zeEventCreate(pool, &ed, &copied));
+  ed.index = 1;
+  ZE_OK(zeEventCreate(pool, &ed, &done));
+  ZE_OK(zeCommandListAppendMemoryCopy(cl, x, hx, sizeof hx, copied, 0, NULL));
+  /* the compute engine reads x without waiting for the copy: old bytes in the out-of-order mode */
+  ze_command_list_handle_t l = immediate_list();
+  ZE_OK(zeCommandListAppendLaunchKernel(l, k, &gc, NULL, 0, NULL));
+  ZE_OK(zeCommandListAppendBarrier(l, NULL, 0, NULL));
+  ZE_OK(zeCommandListAppendMemoryCopy(l, hy, y, sizeof hy, done, 0, NULL));
+  ZE_OK(zeEventHostSynchronize(done, TIMEOUT_NS));
+  ZE_OK(zeEventHostSynchronize(copied, TIMEOUT_NS));
+  int ooo = getenv("ZESIM_OUT_OF_ORDER") && atoi(getenv("ZESIM_OUT_OF_ORDER"));
+  CHECK(hy[5] == (ooo ? 0.0f : 10.0f), "copy engine, no wait: y[5] = %g (want %g)", (double)hy[5],
+        ooo ? 0.0 : 10.0);
+  /* with the wait (the event of the copy), the kernel sees the copied bytes in every mode */
+  ZE_OK(zeEventHostReset(copied));
+  ZE_OK(zeEventHostReset(done));
+  for (int i = 0; i < 64; i++) hx[i] = (float)(2 * i);
+  ZE_OK(zeCommandListAppendMemoryFill(cl, y, &pat4, sizeof pat4, 64 * sizeof(float), NULL, 0, NULL));
+  ZE_OK(zeCommandListAppendMemoryCopy(cl, x, hx, sizeof hx, copied, 0, NULL));
+  ZE_OK(zeCommandListAppendLaunchKernel(l, k, &gc, NULL, 1, &copied));
+  ZE_OK(zeCommandListAppendBarrier(l, NULL, 0, NULL));
+  ZE_OK(zeCommandListAppendMemoryCopy(l, hy, y, sizeof hy, done, 0, NULL));
+  ZE_OK(zeEventHostSynchronize(done, TIMEOUT_NS));
+  CHECK(hy[5] == 20.0f && hy[63] == 252.0f, "copy engine, waited: y[5] = %g y[63] = %g", (double)hy[5], (double)hy[63]);
+  /* a regular list of the copy group runs only on a copy-group queue */
+  ze_command_list_desc_t ld = {ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC, NULL, 1, 0};
+  ze_command_list_handle_t rl = NULL;
+  ZE_OK(zeCommandListCreate(ctx, dev, &ld, &rl));
+  ZE_OK(zeCommandListAppendMemoryCopy(rl, hy, x, sizeof hy, NULL, 0, NULL));
+  ZE_OK(zeCommandListClose(rl));
+  ze_command_queue_desc_t qd = cq;
+  qd.ordinal = 0;
+  ze_command_queue_handle_t q0 = NULL, q1 = NULL;
+  ZE_OK(zeCommandQueueCreate(ctx, dev, &qd, &q0));
+  ZE_OK(zeCommandQueueCreate(ctx, dev, &cq, &q1));
+  CHECK(zeCommandQueueExecuteCommandLists(q0, 1, &rl, NULL) == ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE,
+        "a copy-group list on a compute queue");
+  ZE_OK(zeCommandQueueExecuteCommandLists(q1, 1, &rl, NULL));
+  ZE_OK(zeCommandQueueSynchronize(q1, TIMEOUT_NS));
+  CHECK(hy[7] == 14.0f, "copy-group regular list: %g", (double)hy[7]);
+  ZE_OK(zeCommandQueueDestroy(q0));
+  ZE_OK(zeCommandQueueDestroy(q1));
+  ZE_OK(zeCommandListDestroy(rl));
+  ZE_OK(zeCommandListDestroy(l));
+  ZE_OK(zeCommandListDestroy(cl));
+  ZE_OK(zeEventDestroy(copied));
+  ZE_OK(zeEventDestroy(done));
+  ZE_OK(zeEventPoolDestroy(pool));
+  ZE_OK(zeKernelDestroy(k));
+  ZE_OK(zeMemFree(ctx, x));
+  ZE_OK(zeMemFree(ctx, y));
+}
+
 static void test_memory(void) {
   /* 64M device, maxMemAllocSize 32M: 40M needs the relaxed-limits descriptor; 80M exceeds the device. */
   ze_device_mem_alloc_desc_t d = {ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC, NULL, 0, 0};
@@ -546,6 +647,7 @@ int main(void) {
   test_regular_replay();
   test_memory();
   test_ordering();
+  test_copy_engine();
   test_errors();
   if (getenv("ZESIM_TEST_INTEL_SPV")) test_intel_subgroups(getenv("ZESIM_TEST_INTEL_SPV"));
   ZE_OK(zeModuleDestroy(mod));

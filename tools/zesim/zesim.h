@@ -11,6 +11,8 @@
 #include <CL/cl.h>
 #include <level_zero/ze_api.h>
 
+#include "zesim_counters.h"
+
 #define ZS_MAX_DEVICES 64
 #define ZS_MAX_TILES 4
 
@@ -40,7 +42,19 @@ typedef struct zs_driver {
   int fp16, fp64;
   int out_of_order;     /* ZESIM_OUT_OF_ORDER=1: lists without the in-order flag run launches out of order */
   int in_order_api;     /* ZESIM_IN_ORDER=0 reports API 1.4 (before the in-order flags) instead of 1.7 */
+  int copy_engine;      /* ZESIM_COPY_ENGINE=0 hides the copy-only queue group (ordinal 1), as on a GPU without one */
 } zs_driver;
+
+/* Queue groups as Intel's compute-runtime reports them on discrete GPUs: ordinal 0 the compute engines
+ * (compute, copy, cooperative kernels, metrics), ordinal 1 the main copy engine (BCS: copy only, fill patterns
+ * up to 4 bytes). Lists and queues of ordinal 1 take copies, fills, barriers, signals and waits, no kernels. */
+#define ZS_ORDINAL_COMPUTE 0u
+#define ZS_ORDINAL_COPY 1u
+#define ZS_COPY_FILL_PATTERN_MAX 4u
+uint32_t zs_queue_groups(void); /* 2 with the copy engine, else 1 */
+
+/* API call counters (zesim_counters.h; guarded by zs_lock). */
+extern zesim_counters zs_count;
 
 /* The in-order flags of Level Zero 1.7 (ze_api.h 1.7+; the Debian 12 header is 1.4). */
 #define ZS_COMMAND_QUEUE_FLAG_IN_ORDER (1u << 1) /* immediate command lists */

@@ -8,7 +8,12 @@
  * Out-of-order mode (ZESIM_OUT_OF_ORDER=1): in a list created without the in-order flag, the launches between two
  * ordering points (a barrier, a copy, fill, signal or event reset, a host wait) run in reverse order, as a GPU may
  * overlap or reorder them, so that a missing barrier shows up as a wrong result. Immediate lists hold such
- * launches until the next ordering point. */
+ * launches until the next ordering point.
+ * Copy engine (queue group ZS_ORDINAL_COPY): its lists take no kernels (ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE,
+ * as a list of an ordinal may only be executed on a queue of that ordinal). In out-of-order mode an immediate list
+ * of the copy engine holds every command until the next host wait or until a command waits on an event, since a
+ * copy engine runs beside the compute engine: a kernel that reads what a copy writes without waiting for it reads
+ * the old bytes. */
 #include "zesim.h"
 
 #include <errno.h>
@@ -33,12 +38,17 @@ typedef struct zs_cmd {
   unsigned char pattern[128];
   size_t pattern_size;
   zs_event *event; /* signaled after the command (OP_SIGNAL: the event; OP_RESET_EVENT: the event reset) */
+  int copy_engine; /* appended to a list of the copy-only queue group (counted) */
+  int waits;       /* waits on events: held copy-engine commands run first */
 } zs_cmd;
 
 typedef struct zs_list {
   uint32_t magic;
   int immediate, synchronous;
   int reorder;  /* out-of-order mode and no in-order flag: launches between ordering points run reversed */
+  uint32_t ordinal;
+  int copy_only; /* of the copy-only queue group: no kernels */
+  int deferred;  /* immediate copy-engine list in out-of-order mode: every command held until a host wait */
   zs_cmd *cmds; /* regular: the recording; immediate with reorder: launches held until the next ordering point */
   size_t n, cap;
 } zs_list;
@@ -46,7 +56,19 @@ typedef struct zs_list {
 typedef struct zs_queue {
   uint32_t magic;
   int synchronous;
+  uint32_t ordinal;
 } zs_queue;
+
+zesim_counters zs_count;
+
+#define ZS_EXPORT __attribute__((visibility("default")))
+ZS_EXPORT void zesimGetCounters(zesim_counters *out);
+ZS_EXPORT void zesimGetCounters(zesim_counters *out) {
+  if (!out) return;
+  pthread_mutex_lock(&zs_lock);
+  *out = zs_count;
+  pthread_mutex_unlock(&zs_lock);
+}
 
 typedef struct zs_fence {
   uint32_t magic;
@@ -80,11 +102,13 @@ static ze_result_t run_held(struct zs_list *l);
 
 ze_result_t zs_flush(void) {
   ze_result_t r = ZE_RESULT_SUCCESS;
-  for (size_t i = 0; i < g_n_held; i++) {
-    ze_result_t h = run_held(g_held[i]);
+  while (g_n_held) { /* taken off before it runs: its copies flush again (and run the other held lists) */
+    struct zs_list *l = g_held[0];
+    memmove(g_held, g_held + 1, (g_n_held - 1) * sizeof *g_held);
+    g_n_held--;
+    ze_result_t h = run_held(l);
     if (r == ZE_RESULT_SUCCESS) r = h;
   }
-  g_n_held = 0;
   if (g_engine_dirty) {
     cl_int e = clFinish(zs_cl.queue);
     g_engine_dirty = 0;
@@ -120,6 +144,10 @@ static ze_result_t signal_later(zs_event *ev) {
 /* Runs one command on the engine (zs_lock held). */
 static ze_result_t exec_cmd(const zs_cmd *c) {
   ze_result_t r = ZE_RESULT_SUCCESS;
+  if (c->waits && g_n_held) { /* what it waits for may be held on a copy engine */
+    r = zs_flush();
+    if (r != ZE_RESULT_SUCCESS) return r;
+  }
   switch (c->op) {
     case OP_LAUNCH: {
       cl_int e = zs_kernel_apply_args(c->k, c->args, c->n_args);
@@ -134,6 +162,11 @@ static ze_result_t exec_cmd(const zs_cmd *c) {
     case OP_COPY:
       r = zs_flush();
       if (c->size) memmove(c->dst, c->src, c->size);
+      zs_count.copies++;
+      if (c->copy_engine) {
+        zs_count.copy_engine_copies++;
+        zs_count.copy_engine_bytes += c->size;
+      }
       break;
     case OP_FILL: {
       r = zs_flush();
@@ -218,9 +251,11 @@ static int push_cmd(zs_list *l, const zs_cmd *c) {
  * ownership of its resources). */
 static ze_result_t submit(zs_list *l, zs_cmd *c) {
   ze_result_t r = ZE_RESULT_SUCCESS;
+  c->copy_engine = l->copy_only;
   if (l->immediate) {
     pthread_mutex_lock(&zs_lock);
-    if (l->reorder && c->op == OP_LAUNCH && !l->synchronous) {
+    zs_count.immediate_cmds++;
+    if ((l->deferred || (l->reorder && c->op == OP_LAUNCH)) && !l->synchronous) {
       int first = l->n == 0; /* not yet in g_held */
       if (push_cmd(l, c)) r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
       else if (first && push_ptr((void ***)&g_held, &g_n_held, &g_cap_held, l)) {
@@ -231,13 +266,14 @@ static ze_result_t submit(zs_list *l, zs_cmd *c) {
       pthread_mutex_unlock(&zs_lock);
       return r;
     }
-    if (l->n) { /* an ordering point: the held launches first */
-      r = run_held(l);
+    if (l->n) { /* an ordering point: the held launches first (off the held set first: they may flush) */
       for (size_t i = 0; i < g_n_held; i++)
         if (g_held[i] == l) {
-          g_held[i] = g_held[--g_n_held];
+          memmove(g_held + i, g_held + i + 1, (g_n_held - i - 1) * sizeof *g_held);
+          g_n_held--;
           break;
         }
+      r = run_held(l);
     }
     if (r == ZE_RESULT_SUCCESS) r = exec_cmd(c);
     if (r == ZE_RESULT_SUCCESS && l->synchronous) r = zs_flush();
@@ -267,14 +303,19 @@ static ze_result_t check_waits(uint32_t n, ze_event_handle_t *w) {
 }
 
 /* ------------------------------------------------------------------ command lists */
-static ze_result_t new_list(int immediate, int synchronous, int in_order, ze_command_list_handle_t *ph) {
+static ze_result_t new_list(int immediate, int synchronous, int in_order, uint32_t ordinal,
+                            ze_command_list_handle_t *ph) {
   if (!ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (ordinal >= zs_queue_groups()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   zs_list *l = calloc(1, sizeof *l);
   if (!l) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   l->magic = ZS_MAGIC_LIST;
   l->immediate = immediate;
   l->synchronous = synchronous;
   l->reorder = zs_drv.out_of_order && !(in_order && zs_drv.in_order_api);
+  l->ordinal = ordinal;
+  l->copy_only = ordinal == ZS_ORDINAL_COPY;
+  l->deferred = immediate && l->copy_only && zs_drv.out_of_order;
   *ph = (ze_command_list_handle_t)l;
   return ZE_RESULT_SUCCESS;
 }
@@ -283,7 +324,7 @@ ze_result_t zs_zeCommandListCreate(ze_context_handle_t hc, ze_device_handle_t hd
                                    ze_command_list_handle_t *ph) {
   if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  return new_list(0, 0, (desc->flags & ZS_COMMAND_LIST_FLAG_IN_ORDER) != 0, ph);
+  return new_list(0, 0, (desc->flags & ZS_COMMAND_LIST_FLAG_IN_ORDER) != 0, desc->commandQueueGroupOrdinal, ph);
 }
 
 ze_result_t zs_zeCommandListCreateImmediate(ze_context_handle_t hc, ze_device_handle_t hd,
@@ -291,7 +332,7 @@ ze_result_t zs_zeCommandListCreateImmediate(ze_context_handle_t hc, ze_device_ha
   if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
   return new_list(1, desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS, (desc->flags & ZS_COMMAND_QUEUE_FLAG_IN_ORDER) != 0,
-                  ph);
+                  desc->ordinal, ph);
 }
 
 ze_result_t zs_zeCommandListReset(ze_command_list_handle_t h) {
@@ -325,6 +366,10 @@ static ze_result_t append_launch(ze_command_list_handle_t hl, ze_kernel_handle_t
   zs_kernel *k = zs_kernel_of(hk);
   if (!l || !k) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!gc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (l->copy_only) {
+    zs_debug("kernel %s appended to a list of the copy-only queue group", k->name);
+    return ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
+  }
   if (sig && !ev_of(sig)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   ze_result_t r = check_waits(nw, w);
   if (r != ZE_RESULT_SUCCESS) return r;
@@ -332,6 +377,7 @@ static ze_result_t append_launch(ze_command_list_handle_t hl, ze_kernel_handle_t
   memset(&c, 0, sizeof c);
   c.op = OP_LAUNCH;
   c.event = ev_of(sig);
+  c.waits = nw > 0;
   c.local[0] = k->gx;
   c.local[1] = k->gy;
   c.local[2] = k->gz;
@@ -413,6 +459,7 @@ ze_result_t zs_zeCommandListAppendMemoryCopy(ze_command_list_handle_t hl, void *
   c.src = src;
   c.size = size;
   c.event = ev_of(sig);
+  c.waits = nw > 0;
   return submit(l, &c);
 }
 
@@ -422,7 +469,9 @@ ze_result_t zs_zeCommandListAppendMemoryFill(ze_command_list_handle_t hl, void *
   zs_list *l = list_of(hl);
   if (!l || (sig && !ev_of(sig))) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!ptr || !pattern) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-  if (pattern_size == 0 || pattern_size > 128 || (pattern_size & (pattern_size - 1))) return ZE_RESULT_ERROR_INVALID_SIZE;
+  if (pattern_size == 0 || pattern_size > (l->copy_only ? ZS_COPY_FILL_PATTERN_MAX : 128) ||
+      (pattern_size & (pattern_size - 1)))
+    return ZE_RESULT_ERROR_INVALID_SIZE;
   ze_result_t r = check_waits(nw, w);
   if (r != ZE_RESULT_SUCCESS) return r;
   zs_cmd c;
@@ -433,6 +482,7 @@ ze_result_t zs_zeCommandListAppendMemoryFill(ze_command_list_handle_t hl, void *
   c.pattern_size = pattern_size;
   memcpy(c.pattern, pattern, pattern_size);
   c.event = ev_of(sig);
+  c.waits = nw > 0;
   return submit(l, &c);
 }
 
@@ -448,6 +498,7 @@ ze_result_t zs_zeCommandListAppendBarrier(ze_command_list_handle_t hl, ze_event_
   memset(&c, 0, sizeof c);
   c.op = sig ? OP_SIGNAL : OP_BARRIER;
   c.event = ev_of(sig);
+  c.waits = nw > 0;
   return submit(l, &c);
 }
 
@@ -514,10 +565,12 @@ ze_result_t zs_zeCommandQueueCreate(ze_context_handle_t hc, ze_device_handle_t h
                                     ze_command_queue_handle_t *ph) {
   if (!hc || !zs_dev(hd)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!desc || !ph) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (desc->ordinal >= zs_queue_groups()) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
   zs_queue *q = calloc(1, sizeof *q);
   if (!q) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
   q->magic = ZS_MAGIC_QUEUE;
   q->synchronous = desc->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS;
+  q->ordinal = desc->ordinal;
   *ph = (ze_command_queue_handle_t)q;
   return ZE_RESULT_SUCCESS;
 }
@@ -543,9 +596,11 @@ ze_result_t zs_zeCommandQueueExecuteCommandLists(ze_command_queue_handle_t hq, u
     zs_list *l = list_of(lists[i]);
     if (!l) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
     if (l->immediate) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (l->ordinal != q->ordinal) return ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
   }
   ze_result_t r = ZE_RESULT_SUCCESS;
   pthread_mutex_lock(&zs_lock);
+  zs_count.executes++;
   for (uint32_t i = 0; i < n && r == ZE_RESULT_SUCCESS; i++) {
     zs_list *l = list_of(lists[i]);
     r = exec_cmds(l->cmds, l->n, l->reorder);
@@ -568,6 +623,7 @@ ze_result_t zs_zeCommandQueueSynchronize(ze_command_queue_handle_t hq, uint64_t 
   (void)timeout;
   if (!queue_of(hq)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   pthread_mutex_lock(&zs_lock);
+  zs_count.host_syncs++;
   ze_result_t r = zs_flush();
   pthread_mutex_unlock(&zs_lock);
   return r;
@@ -629,6 +685,7 @@ ze_result_t zs_zeFenceHostSynchronize(ze_fence_handle_t h, uint64_t timeout) {
   zs_fence *f = fence_of(h);
   if (!f) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   pthread_mutex_lock(&zs_lock);
+  zs_count.host_syncs++;
   ze_result_t r = wait_flag(&f->signaled, f->pending, timeout);
   pthread_mutex_unlock(&zs_lock);
   return r;
@@ -713,6 +770,7 @@ ze_result_t zs_zeEventHostSynchronize(ze_event_handle_t h, uint64_t timeout) {
   zs_event *e = ev_of(h);
   if (!e) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   pthread_mutex_lock(&zs_lock);
+  zs_count.host_syncs++;
   ze_result_t r = wait_flag(&e->signaled, e->pending, timeout);
   pthread_mutex_unlock(&zs_lock);
   return r;

@@ -344,6 +344,7 @@ static void init_once(void) {
   zs_drv.dpas = env_flag("ZESIM_DPAS", 0);
   zs_drv.out_of_order = env_flag("ZESIM_OUT_OF_ORDER", 0);
   zs_drv.in_order_api = env_flag("ZESIM_IN_ORDER", 1);
+  zs_drv.copy_engine = env_flag("ZESIM_COPY_ENGINE", 1);
   char why[512] = "";
   if (zs_engine_start(why, sizeof why) != ZE_RESULT_SUCCESS) {
     zs_config_error("OpenCL engine unavailable: %s", why);
@@ -544,18 +545,29 @@ ze_result_t zs_zeDeviceGetModuleProperties(ze_device_handle_t h, ze_device_modul
   return ZE_RESULT_SUCCESS;
 }
 
+uint32_t zs_queue_groups(void) { return zs_drv.copy_engine ? 2u : 1u; }
+
 ze_result_t zs_zeDeviceGetCommandQueueGroupProperties(ze_device_handle_t h, uint32_t *pCount,
                                                       ze_command_queue_group_properties_t *p) {
   if (!zs_dev(h)) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  uint32_t groups = zs_queue_groups();
   if (*pCount == 0 || !p) {
-    *pCount = 1;
+    *pCount = groups;
     return ZE_RESULT_SUCCESS;
   }
-  *pCount = 1;
-  p->flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
-  p->maxMemoryFillPatternSize = 128;
-  p->numQueues = 1;
+  if (*pCount > groups) *pCount = groups;
+  for (uint32_t i = 0; i < *pCount; i++) {
+    if (i == ZS_ORDINAL_COMPUTE) {
+      p[i].flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY |
+                   ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS | ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_METRICS;
+      p[i].maxMemoryFillPatternSize = 128;
+    } else {
+      p[i].flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
+      p[i].maxMemoryFillPatternSize = ZS_COPY_FILL_PATTERN_MAX;
+    }
+    p[i].numQueues = 1;
+  }
   return ZE_RESULT_SUCCESS;
 }
 

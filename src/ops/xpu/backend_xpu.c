@@ -1,8 +1,10 @@
 /* The XPU backend: ops.h over Level Zero. Ordinary ops are appended to an immediate command list; between
  * capture_begin and capture_end they are recorded into a regular command list instead, which replay submits
- * to the queue ("XPU graph"). Kernels read positions, ids and lengths from device memory, so a recording
- * replays with new values. The host waits only in read(), sync() and write() (whose host buffer the caller
- * may reuse at once), and where the two submission paths must be ordered. */
+ * to the queue ("XPU graph"). Kernels read positions, ids and tables from host USM (alloc_host) that the host
+ * writes in place, so a recording replays with new values and a decode step is one submission plus the wait
+ * of its one small read. The host waits only in read(), sync() and write() (whose host buffer the caller may
+ * reuse at once), and where the two submission paths must be ordered. Weights go up on the copy engine
+ * (xpu_upload.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,14 +133,14 @@ static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
                                   (long long)cols, xpi_dtype_name(want));
   xpi_status s;
   if (want == src_dtype) { /* bf16/f16 weights stay as they are */
-    s = xpu_write(be, buf, src, bytes);
+    s = xpu_upload(be, buf, src, bytes);
   } else { /* upload as stored, convert on the device */
     void *tmp = xpu_alloc(be, count * xpi_dtype_size(src_dtype));
     if (!tmp) {
       xpu_free(be, buf);
       return XPI_ERR_OUT_OF_MEMORY;
     }
-    s = xpu_write(be, tmp, src, count * xpi_dtype_size(src_dtype));
+    s = xpu_upload(be, tmp, src, count * xpi_dtype_size(src_dtype));
     if (s == XPI_OK) s = xpu_convert(be, buf, want, tmp, src_dtype, count);
     if (s == XPI_OK) s = xpu_sync(be);
     xpu_free(be, tmp);
@@ -288,6 +290,7 @@ static void xpu_destroy(xpi_backend *be) {
     if (im->rec) ze->zeCommandListDestroy(im->rec); /* destroyed mid-recording: the owner's error path */
     im->rec = NULL;
     if (im->imm) xpu_sync(be);
+    xpu_upload_release(im);
     xpu_free(be, im->scratch);
     while (im->retired) {
       xpu_retired *r = im->retired;
@@ -316,6 +319,7 @@ static const xpi_backend_ops k_xpu_ops = {
   .name = "xpu",
   .destroy = xpu_destroy,
   .alloc = xpu_alloc,
+  .alloc_host = xpu_alloc_host,
   .free = xpu_free,
   .write = xpu_write,
   .read = xpu_read,

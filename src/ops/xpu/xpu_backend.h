@@ -18,4 +18,8 @@ uint64_t xpi_xpu_bytes_read(xpi_backend *be);
  * the launches of a recorded decode step). */
 void xpi_xpu_replayed_launches(xpi_backend *be, uint64_t *launches, uint64_t *replays);
 
+/* Where the backend's weight uploads went: 1 a copy-only queue group (copy engine), 0 the compute group (the
+ * device has no copy engine), -1 no upload yet. */
+int xpi_xpu_upload_engine(xpi_backend *be);
+
 #endif

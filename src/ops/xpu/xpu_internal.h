@@ -67,6 +67,27 @@ typedef struct xpu_retired {
   struct xpu_retired *next;
 } xpu_retired;
 
+/* Host USM the backend handed out (alloc_host): written and read by the host in place, read by kernels. */
+typedef struct xpu_host_buf {
+  void *p;
+  size_t size;
+  struct xpu_host_buf *next;
+} xpu_host_buf;
+
+/* Weight uploads (xpu_upload.c): an immediate list on the copy engine (the compute group where the device has
+ * no copy-only group), two host USM staging buffers and their events. Created at the first upload. */
+#define XPU_STAGE_BYTES ((size_t)4 << 20)
+typedef struct xpu_uploader {
+  int ready;
+  int copy_engine;                       /* 1: the list is on a copy-only queue group */
+  uint32_t ordinal;
+  ze_command_list_handle_t list;
+  ze_event_pool_handle_t pool;
+  ze_event_handle_t ev[2];
+  void *stage[2];
+  int busy[2];                           /* a copy out of stage[i] may still run: wait ev[i] before refilling */
+} xpu_uploader;
+
 typedef struct xpu_impl {
   xpu_device *d;
   const xpi_ze_api *ze;
@@ -82,6 +103,8 @@ typedef struct xpu_impl {
   ze_event_handle_t ev;                  /* host wait for the immediate list */
   int imm_pending, queue_pending;        /* unsynchronized work on either path */
   struct xpu_usage *usage;               /* live allocations (xpu_memory.c) */
+  xpu_host_buf *host;                    /* live host USM buffers (alloc_host) */
+  xpu_uploader up;                       /* weight uploads */
   void *scratch;                         /* eager attention scores */
   size_t scratch_bytes;
   xpu_retired *retired;
@@ -137,6 +160,15 @@ xpi_status xpu_sync_imm(xpi_backend *be);
 /* Memory (xpu_memory.c): device allocations, counted per device so that device maps can split by free
  * memory; copies. */
 void *xpu_alloc(xpi_backend *be, size_t bytes);
+/* Host USM (zeMemAllocHost) for per-step inputs and small outputs: write/read copy them with memcpy once the
+ * work that may use them has completed, so a replayed decode step needs no copy command; kernels read them
+ * directly. Freed with xpu_free. */
+void *xpu_alloc_host(xpi_backend *be, size_t bytes);
+/* Host -> device copy of weights through host USM staging on the copy engine where the device has one
+ * (xpu_upload.c); returns when the bytes have landed. */
+xpi_status xpu_upload(xpi_backend *be, void *dst, const void *src, size_t bytes);
+/* The upload list and staging (at destroy). */
+void xpu_upload_release(xpu_impl *im);
 void xpu_free(xpi_backend *be, void *p);
 xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes);
 xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes);

@@ -1,4 +1,5 @@
-/* XPU memory: device allocations (relaxed limits above max_alloc_size), host <-> device copies, scratch, and
+/* XPU memory: device allocations (relaxed limits above max_alloc_size), host USM for per-step inputs (written
+ * and read in place: no copy command), host <-> device copies, scratch, and
  * per-device accounting of what this process holds, which gives the free memory a device map splits by
  * (Level Zero 1.4 reports no usage without sysman). */
 #include <stdlib.h>
@@ -80,6 +81,12 @@ static size_t usage_take(xpu_usage *u, const void *p) {
 }
 
 void xpu_usage_release(xpu_impl *im) {
+  while (im->host) { /* host USM the caller did not free */
+    xpu_host_buf *h = im->host;
+    im->host = h->next;
+    im->ze->zeMemFree(im->d->ctx, h->p);
+    free(h);
+  }
   xpu_usage *u = im->usage;
   if (!u) return;
   for (size_t i = 0; i < u->cap; i++)
@@ -137,23 +144,70 @@ void *xpu_alloc(xpi_backend *be, size_t bytes) {
   return p;
 }
 
+void *xpu_alloc_host(xpi_backend *be, size_t bytes) {
+  xpu_impl *im = im_of(be);
+  ze_host_mem_alloc_desc_t hd = {.stype = ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC};
+  void *p = NULL;
+  xpu_host_buf *h = malloc(sizeof *h);
+  ze_result_t r = h ? im->ze->zeMemAllocHost(im->d->ctx, &hd, bytes ? bytes : 1, 64, &p) : ZE_RESULT_SUCCESS;
+  if (!h || r != ZE_RESULT_SUCCESS) {
+    free(h);
+    xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: zeMemAllocHost of %zu bytes failed (%s)", be->device, bytes,
+            h ? xpu_ze_result_name(r) : "out of host memory");
+    return NULL;
+  }
+  pthread_mutex_lock(&im->lock);
+  *h = (xpu_host_buf){p, bytes ? bytes : 1, im->host};
+  im->host = h;
+  pthread_mutex_unlock(&im->lock);
+  return p;
+}
+
+/* The host USM buffer holding [p, p + bytes), or NULL (im->lock held). A handful of buffers per graph state. */
+static xpu_host_buf *host_buf_of(const xpu_impl *im, const void *p, size_t bytes) {
+  for (xpu_host_buf *h = im->host; h; h = h->next)
+    if ((const char *)p >= (const char *)h->p && bytes <= h->size &&
+        (size_t)((const char *)p - (const char *)h->p) <= h->size - bytes)
+      return h;
+  return NULL;
+}
+
 void xpu_free(xpi_backend *be, void *p) {
   if (!p) return;
   xpu_impl *im = im_of(be);
   if (!xpu_my_rec(im)) xpu_sync(be); /* memory must not be in use by pending commands; errors surface later */
   pthread_mutex_lock(&im->lock);
+  for (xpu_host_buf **hp = &im->host; *hp; hp = &(*hp)->next)
+    if ((*hp)->p == p) {
+      xpu_host_buf *h = *hp;
+      *hp = h->next;
+      pthread_mutex_unlock(&im->lock);
+      free(h);
+      im->ze->zeMemFree(im->d->ctx, p);
+      return;
+    }
   size_t size = usage_take(im->usage, p);
   pthread_mutex_unlock(&im->lock);
   account(im->d->index, -(int64_t)size);
   im->ze->zeMemFree(im->d->ctx, p);
 }
 
-/* One copy on the immediate list, waited for: the host buffer may be reused when we return. */
-static xpi_status copy_sync(xpi_backend *be, void *dst, const void *src, size_t bytes, const char *what) {
+/* One copy on the immediate list, waited for: the host buffer may be reused when we return. Where the backend
+ * side is host USM, a memcpy once the queued work that may read or write it has completed (nothing to wait for
+ * in a decode loop, whose previous read waited already): no command, no wait. */
+static xpi_status copy_sync(xpi_backend *be, void *dst, const void *src, size_t bytes, int to_device,
+                            const char *what) {
   xpu_impl *im = im_of(be);
   if (xpu_my_rec(im)) return xpi_err(XPI_ERR_INTERNAL, "%s: %s while capturing a graph", be->device, what);
   if (!bytes) return XPI_OK;
   pthread_mutex_lock(&im->lock);
+  if (host_buf_of(im, to_device ? dst : src, bytes)) {
+    xpi_status s = xpu_order_after_queue(be);
+    if (s == XPI_OK) s = xpu_sync_imm(be);
+    if (s == XPI_OK) memcpy(dst, src, bytes);
+    pthread_mutex_unlock(&im->lock);
+    return s;
+  }
   xpi_status s = xpu_order_after_queue(be); /* a replay may write what we read, or read what we overwrite */
   ze_result_t r = ZE_RESULT_SUCCESS;
   if (s == XPI_OK) r = im->ze->zeCommandListAppendMemoryCopy(im->imm, dst, src, bytes, NULL, 0, NULL);
@@ -168,7 +222,7 @@ static xpi_status copy_sync(xpi_backend *be, void *dst, const void *src, size_t 
 }
 
 xpi_status xpu_write(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  return copy_sync(be, dst, src, bytes, "host-to-device copy");
+  return copy_sync(be, dst, src, bytes, 1, "host-to-device copy");
 }
 
 xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
@@ -176,11 +230,11 @@ xpi_status xpu_read(xpi_backend *be, void *dst, const void *src, size_t bytes) {
   pthread_mutex_lock(&im->lock);
   im->bytes_read += bytes;
   pthread_mutex_unlock(&im->lock);
-  return copy_sync(be, dst, src, bytes, "device-to-host copy");
+  return copy_sync(be, dst, src, bytes, 0, "device-to-host copy");
 }
 
 xpi_status xpu_read_uncounted(xpi_backend *be, void *dst, const void *src, size_t bytes) {
-  return copy_sync(be, dst, src, bytes, "device-to-host copy");
+  return copy_sync(be, dst, src, bytes, 0, "device-to-host copy");
 }
 
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {

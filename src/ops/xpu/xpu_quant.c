@@ -45,7 +45,7 @@ xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *s
     return xpi_err_prefix(XPI_ERR_OUT_OF_MEMORY, "placing a [%lld, %lld] %s weight: ", (long long)rows,
                           (long long)cols, xpi_dtype_name(want));
   }
-  s = xpu_write(be, buf, host, (size_t)total);
+  s = xpu_upload(be, buf, host, (size_t)total);
   free(host);
   if (s != XPI_OK) {
     xpu_free(be, buf);
