@@ -82,6 +82,9 @@ typedef struct xpu_impl {
   struct xpu_usage *usage;               /* live allocations (xpu_memory.c) */
   void *scratch;                         /* eager attention scores */
   size_t scratch_bytes;
+  void *partials;                        /* split kernels' partial results (xpu_partials) */
+  size_t partials_bytes;
+  int32_t *counters;                     /* split kernels' completion counts (xpu_counters_init) */
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
   xpi_perf_report *perf;                 /* launches counted here when set (xpu_perf.c) */
@@ -129,6 +132,15 @@ xpi_status xpu_order_after_queue(xpi_backend *be);
 /* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
  * goes, as recorded graphs may reference them). */
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
+/* The same for the partial results of split kernels (split-K sdpa, two-stage argmax): never the scratch, which an
+ * op's inputs may live in. */
+xpi_status xpu_partials(xpi_backend *be, size_t bytes, void **out);
+/* im->counters: XPU_COUNTERS zeroed ints (at backend creation; outside any recording). A split kernel's last
+ * work-group finds itself by an atomic count there and sets it back to zero: [0, XPU_SDPA_COUNTERS) for sdpa
+ * (one per KV head x head chunk), the rest for argmax (one per row). */
+#define XPU_COUNTERS 4096
+#define XPU_SDPA_COUNTERS 2048
+xpi_status xpu_counters_init(xpi_backend *be);
 xpi_status xpu_sync(xpi_backend *be);
 xpi_status xpu_sync_imm(xpi_backend *be);
 

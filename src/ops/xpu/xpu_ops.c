@@ -6,6 +6,8 @@
 
 #define XPU_WG 64        /* work-group of the portable row kernels */
 #define XPU_MAX_HD 256   /* attention kernels keep a head in local memory / registers */
+#define XPU_SDPA_GC 8      /* query heads of a KV head one xpi_sdpa work-group serves (XPI_GC) */
+#define XPU_SDPA_SPLITS 16 /* most key splits of a decode step's xpi_sdpa */
 
 static uint32_t ceil_div(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
@@ -155,9 +157,24 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
                    XA(hq), XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
     return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 17);
   }
+  /* split-K (xpi_sdpa): a work-group per (token, KV head, chunk of 8 query heads, key split). A decode step
+   * splits the keys so that a few KV heads still fill the device: one split per 256 positions the sequences can
+   * hold (the grid is fixed when a step is recorded, so by capacity, not by the current length), at most 16. */
+  uint32_t hc = (uint32_t)ceil_div((uint64_t)(hq / hk), XPU_SDPA_GC);
+  int splits = 1;
+  if (n == 1 && (uint64_t)hk * hc <= XPU_SDPA_COUNTERS) {
+    int64_t cap = (int64_t)mb << bshift;
+    splits = cap / 256 < 1 ? 1 : cap / 256 > XPU_SDPA_SPLITS ? XPU_SDPA_SPLITS : (int)(cap / 256);
+  }
+  void *part = im_of(be)->counters; /* unused when splits = 1 */
+  if (splits > 1) XPI_TRY(xpu_partials(be, (size_t)hq * (size_t)splits * (size_t)(hd + 2) * sizeof(float), &part));
+  int32_t *cnt = im_of(be)->counters;
+  uint64_t groups = (uint64_t)n * (uint64_t)hk * hc * (uint64_t)splits;
+  if (groups > UINT32_MAX) return xpi_err(XPI_ERR_UNSUPPORTED, "%s: attention: %d tokens in one launch", be->device, n);
   xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(fused_store), XA(k), XA(v), XA(nb)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 20);
+                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(fused_store), XA(k), XA(v), XA(nb),
+                 XA(splits), XA(part), XA(cnt)};
+  return xpu_launch(be, XK_SDPA, (uint32_t)groups, 1, 1, 64, 1, 1, a, 23);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {

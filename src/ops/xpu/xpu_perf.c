@@ -3,7 +3,7 @@
  * the kernels in kernels/). Not a second implementation: only sizes are computed.
  *
  * What counts as moved: every byte an operand streams from device memory, once per work-group that streams it
- * (K/V rows read again for each query head of a GQA group are read again), except small operands every
+ * (K/V rows read again for each query head of a GQA group, as the eager kernel does, are read again), except small operands every
  * work-group shares (a GEMV's input vector, a norm's weight: at most a few KiB, served by the caches after the
  * first read) which count once. f32 activations; weights and KV in the dtype of the launch. A kernel whose
  * argument count differs from the table's fails the count (its layout changed: update the table). */
@@ -60,7 +60,7 @@ static int expected_args(xpu_kid kid) {
     case XK_QUANT_ACT: return 5;
     case XK_GEMV_Q8: case XK_GEMV_Q4: return 10;
     case XK_GEMM_Q8: case XK_GEMM_Q4: return 11;
-    case XK_SDPA: return 20;
+    case XK_SDPA: return 23;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
   }
@@ -182,7 +182,10 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
     }
     case XK_SDPA: case XK_EAGER: case XK_FLASH: {
       int hq = I32(kid == XK_FLASH ? 11 : 10), hk = I32(kid == XK_FLASH ? 12 : 11), hd = I32(kid == XK_FLASH ? 13 : 12);
-      int n = kid == XK_FLASH ? I32(10) : (int)(gx / (uint32_t)hq);
+      int hc = (hq / hk + 7) / 8, splits = kid == XK_SDPA ? I32(20) : 1; /* xpi_sdpa: chunks of 8 heads, splits */
+      int n = kid == XK_FLASH  ? I32(10)
+              : kid == XK_SDPA ? (int)(gx / ((uint32_t)hk * hc * splits))
+                               : (int)(gx / (uint32_t)hq);
       if (n <= 0 || n > PERF_MAX_TOKENS)
         return xpi_err(XPI_ERR_UNSUPPORTED, "%s: performance model: attention over %d tokens in one launch",
                        be->device, n);
@@ -199,9 +202,12 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
           groups += longest;
         }
         rd = groups * hk * kv;
+      } else if (kid == XK_SDPA) { /* a work-group per (token, KV head, 8 query heads, split): each K/V row once
+                                    * per chunk of 8 heads; the splits' states (m, l, acc) out and back */
+        rd = per_head * hk * hc * kv;
+        if (splits > 1) rd += (double)n * hq * splits * (hd + 2) * 4, wr += (double)n * hq * splits * (hd + 2) * 4;
       } else { /* a work-group per (token, query head): its K/V rows, read again for every head of a group */
-        rd = per_head * hq * kv;
-        if (kid == XK_EAGER) rd += per_head * hq * 4, wr += per_head * hq * 4; /* the scores, out and back */
+        rd = per_head * hq * kv + per_head * hq * 4, wr += per_head * hq * 4; /* the scores, out and back */
       }
       rd += (double)n * hq * hd * 4, wr += (double)n * hq * hd * 4, fl = per_head * hq * hd * 4;
       if (kid == XK_SDPA && I32(16)) /* a decode step's sdpa stores its token's K/V itself */
