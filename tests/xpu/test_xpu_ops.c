@@ -536,6 +536,31 @@ static void test_sampling(void) {
     bp_free(&by);
     free(y);
   }
+  { /* vocabulary rows (151936, Qwen's): 37 blocks of 4096 columns a row reduced by the last work-group. Row 0: a
+     * tie across blocks (100 and 150000) -> 100; row 1: a tie inside the last block and one in the first ->
+     * the first; row 2: the max in the last column; row 3: a NaN in one block only -> -1. Twice, so that the
+     * second launch finds the counters reset. */
+    const int R = 4, C = 151936;
+    float *y = xt_randv((size_t)R * C);
+    y[0 * (size_t)C + 150000] = 3.0f, y[0 * (size_t)C + 100] = 3.0f;
+    y[1 * (size_t)C + 151000] = 2.0f, y[1 * (size_t)C + 151001] = 2.0f, y[1 * (size_t)C + 5] = 2.0f;
+    y[2 * (size_t)C + C - 1] = 1.5f;
+    y[3 * (size_t)C + 77777] = NAN;
+    bpair by = bp(y, (size_t)R * C * 4), o4 = bp(NULL, (size_t)R * 4);
+    for (int rep = 0; rep < 2; rep++) {
+      int32_t c4[4], x4[4], stale[4] = {-2, -2, -2, -2}; /* the first launch's result must not survive */
+      CHECK_OK(xpu->ops->write(xpu, o4.x, stale, sizeof stale));
+      CHECK_OK(cpu->ops->argmax(cpu, o4.c, by.c, R, C));
+      CHECK_OK(xpu->ops->argmax(xpu, o4.x, by.x, R, C));
+      xt_down(cpu, c4, o4.c, sizeof c4);
+      xt_down(xpu, x4, o4.x, sizeof x4);
+      for (int r = 0; r < R; r++) CHECK(c4[r] == x4[r], "argmax vocab row %d: xpu %d cpu %d", r, x4[r], c4[r]);
+      CHECK(x4[0] == 100 && x4[1] == 5 && x4[2] == C - 1 && x4[3] == -1, "argmax vocab: %d %d %d %d", x4[0], x4[1],
+            x4[2], x4[3]);
+    }
+    bp_free(&by), bp_free(&o4);
+    free(y);
+  }
   /* top-k: the scalar selection below, then the CPU op (ids and values bit for bit, the normaliser's sum within
    * 1e-6 relative: exp within 3 ulp (OpenCL spec), a compensated sum per work-item, 6 pairwise levels: < 12 u) */
   const int kk[3] = {k, 1, 300};

@@ -216,8 +216,15 @@ xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count) {
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
   if (rows <= 0) return XPI_OK;
   if (cols <= 0) return xpi_err(XPI_ERR_INTERNAL, "%s: argmax over %d columns", be->device, cols);
-  xpu_arg a[] = {XA(out), XA(x), XA(cols)};
-  return xpu_launch(be, XK_ARGMAX, (uint32_t)rows, 1, 1, 64, 1, 1, a, 3);
+  /* a work-group per 4096 columns of a row (at most 64; xpi_argmax), while the rows have counters */
+  int blocks = rows > XPU_COUNTERS - XPU_SDPA_COUNTERS ? 1 : cols / 4096 < 1 ? 1 : cols / 4096 > 64 ? 64 : cols / 4096;
+  void *part = im_of(be)->counters; /* unused when blocks = 1 */
+  if (blocks > 1) XPI_TRY(xpu_partials(be, (size_t)rows * (size_t)blocks * 3 * sizeof(float), &part));
+  int32_t *cnt = im_of(be)->counters + XPU_SDPA_COUNTERS;
+  if ((uint64_t)rows * (uint64_t)blocks > UINT32_MAX)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: argmax over %d rows", be->device, rows);
+  xpu_arg a[] = {XA(out), XA(x), XA(cols), XA(blocks), XA(part), XA(cnt)};
+  return xpu_launch(be, XK_ARGMAX, (uint32_t)rows * (uint32_t)blocks, 1, 1, 64, 1, 1, a, 6);
 }
 
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count) {

@@ -42,7 +42,7 @@ static int expected_args(xpu_kid kid) {
     case XK_SWIGLU: case XK_GEGLU: return 4;
     case XK_SOFTCAP: case XK_SCALE: return 3;
     case XK_CONVERT: return 5;
-    case XK_ARGMAX: return 3;
+    case XK_ARGMAX: return 6;
     case XK_TOPK: return 6;
     case XK_RMSNORM: case XK_RMSNORM_SG: return 8;
     case XK_ROPE: return 14;
@@ -97,7 +97,11 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
     case XK_SWIGLU: case XK_GEGLU: { double c = (double)U64(3); rd = 8 * c, wr = 4 * c, fl = 6 * c; break; }
     case XK_SOFTCAP: case XK_SCALE: { double c = (double)U64(1); rd = 4 * c, wr = 4 * c, fl = c; break; }
     case XK_CONVERT: { double c = (double)U64(4); rd = c * dsize(I32(3)), wr = c * dsize(I32(1)); break; }
-    case XK_ARGMAX: { double rows = gx, cols = I32(2); rd = rows * cols * 4, wr = rows * 4, fl = rows * cols; break; }
+    case XK_ARGMAX: { /* blocks of a row, then (blocks > 1) their (value, index, bad) out and back */
+      double blocks = I32(3), rows = gx / blocks, cols = I32(2), pb = blocks > 1 ? rows * blocks * 12 : 0;
+      rd = rows * cols * 4 + pb, wr = rows * 4 + pb, fl = rows * cols;
+      break;
+    }
     case XK_TOPK: { /* k passes over the row (kernels/portable/sampling.cl) */
       double rows = gx, cols = I32(4), k = I32(5);
       rd = rows * cols * 4 * k, wr = rows * (k * 8 + 8), fl = rows * cols * (k + 2);
