@@ -23,6 +23,7 @@ typedef enum xpu_kid {
   XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16, XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16,
   /* portable tier: q8/q4 weights (xpu_quant.c) */
   XK_QUANT_ACT, XK_GEMV_Q8, XK_GEMV_Q4, XK_GEMM_Q8, XK_GEMM_Q4,
+  XK_GEMV3_Q8, XK_GEMV3_Q4, XK_GEMV_GLU_Q8, XK_GEMV_GLU_Q4,
   XK_COUNT
 } xpu_kid;
 

@@ -40,6 +40,8 @@ static const struct {
   [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
   [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
   [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
+  [XK_GEMV3_Q8] = {"xpi_gemv3_q8", 0},     [XK_GEMV3_Q4] = {"xpi_gemv3_q4", 0},
+  [XK_GEMV_GLU_Q8] = {"xpi_gemv_glu_q8", 0}, [XK_GEMV_GLU_Q4] = {"xpi_gemv_glu_q4", 0},
 };
 
 const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }

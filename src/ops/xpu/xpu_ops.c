@@ -316,6 +316,40 @@ static int float_weight(const xpi_weight *w) {
   return w->dtype == XPI_DT_F32 || w->dtype == XPI_DT_F16 || w->dtype == XPI_DT_BF16;
 }
 
+/* ---- the fused forms for q8/q4 weights (kernels/portable/matmul_q.cl): the input row is quantized inside
+ * every work-group, in local memory of XPU_QMAXC columns at most. The norm goes in where the separate path would
+ * use the portable rmsnorm (whose arithmetic the kernels repeat), as fused_norm_of decides for sg = 0. */
+#define XPU_QMAXC 16384
+
+/* 1: the quantized fused kernels serve w at n = 1. */
+static int q_fusable(const xpi_weight *w) {
+  return (w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4) && w->aux && w->cols <= XPU_QMAXC;
+}
+
+static xpi_status gemv3_q(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                          float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                          int accumulate) {
+  int has_bias = biases && biases[0], cols = (int)ws[0]->cols, bdt = has_bias ? (int)biases[0]->dtype : 0;
+  fused_norm fn;
+  XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
+  float *o[3];
+  const void *w[3], *d[3], *b[3];
+  int r[3] = {0, 0, 0};
+  int64_t total = 0;
+  for (int j = 0; j < 3; j++) { /* unused slots: no rows, any valid pointer */
+    int s = j < count ? j : 0;
+    o[j] = outs[s], w[j] = ws[s]->data, d[j] = ws[s]->aux;
+    b[j] = has_bias ? biases[s]->data : ws[s]->data;
+    r[j] = j < count ? (int)ws[j]->rows : 0;
+    total += r[j];
+  }
+  xpu_arg a[] = {XA(o[0]), XA(o[1]), XA(o[2]), XA(in), XA(w[0]), XA(w[1]), XA(w[2]), XA(d[0]), XA(d[1]), XA(d[2]),
+                 XA(b[0]), XA(b[1]), XA(b[2]), XA(bdt), XA(has_bias), XA(r[0]), XA(r[1]), XA(r[2]), XA(cols),
+                 XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps), XA(accumulate)};
+  xpu_kid kid = ws[0]->dtype == XPI_DT_Q4 ? XK_GEMV3_Q4 : XK_GEMV3_Q8;
+  return xpu_launch(be, kid, (uint32_t)total, 1, 1, XPU_WG, 1, 1, a, 24);
+}
+
 /* Checks a fused matmul's weight (and bias) shapes; *fusable = 0 where the weight is not a float one. */
 static xpi_status check_fused(xpi_backend *be, const xpi_weight *w, const xpi_weight *b, const char *op, int *fusable) {
   if (!w || !w->data) return xpi_err(XPI_ERR_INTERNAL, "%s: %s: missing weight", be->device, op);
@@ -347,7 +381,7 @@ xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, cons
                             int32_t n) {
   if (count < 1 || count > 3)
     return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_multi over %d weights (1..3)", be->device, count);
-  int fusable = n == 1, has_bias = biases && biases[0];
+  int fusable = n == 1, has_bias = biases && biases[0], qfus = n == 1 && q_fusable(ws[0]);
   int64_t total = 0;
   for (int j = 0; j < count; j++) {
     const xpi_weight *b = biases ? biases[j] : NULL;
@@ -355,11 +389,13 @@ xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, cons
     total += ws[j]->rows;
     if (ws[j]->dtype != ws[0]->dtype || ws[j]->cols != ws[0]->cols || (b != NULL) != has_bias ||
         (b && b->dtype != biases[0]->dtype))
-      fusable = 0; /* mixed shapes or dtypes: the separate launches */
+      fusable = qfus = 0; /* mixed shapes or dtypes: the separate launches */
+    if (!q_fusable(ws[j])) qfus = 0;
   }
   if (n <= 0) return XPI_OK;
-  if (total > INT32_MAX) fusable = 0;
+  if (total > INT32_MAX) fusable = qfus = 0;
   if (fusable) return gemv3(be, count, outs, in, norm, eps, hbuf, ws, biases, 0);
+  if (qfus) return gemv3_q(be, count, outs, in, norm, eps, hbuf, ws, biases, 0);
   const float *h;
   XPI_TRY(sep_in(be, in, norm, eps, hbuf, ws[0]->cols, n, &h));
   for (int j = 0; j < count; j++) XPI_TRY(xpu_matmul(be, outs[j], h, ws[j], biases ? biases[j] : NULL, n));
@@ -371,8 +407,9 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
   int fusable = n == 1;
   XPI_TRY(check_fused(be, w, bias, "matmul_add", &fusable));
   if (n <= 0) return XPI_OK;
-  if (fusable) {
+  if (fusable || (n == 1 && q_fusable(w))) {
     const xpi_weight *bs[1] = {bias};
+    if (!fusable) return gemv3_q(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);
     return gemv3(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);
   }
   XPI_TRY(xpu_matmul(be, tmp, in, w, bias, n));
@@ -389,6 +426,15 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
                    (long long)gate->rows, (long long)gate->cols, (long long)up->rows, (long long)up->cols);
   if (n <= 0) return XPI_OK;
   int rows = (int)gate->rows, cols = (int)gate->cols, ac = act == XPI_GLU_GELU_TANH ? 1 : 0;
+  if (n == 1 && q_fusable(gate) && q_fusable(up) && gate->dtype == up->dtype) { /* quantized gate|up */
+    fused_norm fn;
+    XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
+    const void *wg = gate->data, *wu = up->data, *dg = gate->aux, *du = up->aux;
+    xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(dg), XA(du), XA(cols), XA(ac), XA(fn.nw), XA(fn.nwdt),
+                   XA(fn.has), XA(fn.eps)};
+    return xpu_launch(be, gate->dtype == XPI_DT_Q4 ? XK_GEMV_GLU_Q4 : XK_GEMV_GLU_Q8, (uint32_t)rows, 1, 1, XPU_WG,
+                      1, 1, a, 12);
+  }
   if (!fusable) {
     const float *h;
     XPI_TRY(sep_in(be, in, norm, eps, hbuf, cols, n, &h));
