@@ -34,7 +34,12 @@ HOT = {"xpi_embed", "xpi_add", "xpi_swiglu", "xpi_argmax", "xpi_topk", "xpi_rmsn
        # the fused decode forms (issue 17 item 5)
        "xpi_gemv3_f32", "xpi_gemv3_f16", "xpi_gemv3_bf16", "xpi_gemv_glu_f32", "xpi_gemv_glu_f16",
        "xpi_gemv_glu_bf16", "xpi_gemv3_sg_f32", "xpi_gemv3_sg_f16", "xpi_gemv3_sg_bf16", "xpi_gemv_glu_sg_f32",
-       "xpi_gemv_glu_sg_f16", "xpi_gemv_glu_sg_bf16"}
+       "xpi_gemv_glu_sg_f16", "xpi_gemv_glu_sg_bf16",
+       # q8/q4 weights: the separate GEMV path, and the fused forms (quantize the input row in local memory)
+       "xpi_quant_act", "xpi_gemv_q8", "xpi_gemv_q4", "xpi_gemv3_q8", "xpi_gemv3_q4", "xpi_gemv_glu_q8",
+       "xpi_gemv_glu_q4"}
+# xpi_sdpa is the split-K GQA decode attention and xpi_argmax the two-stage argmax (one launch each, the merge by
+# the last work-group), both above.
 
 
 def selected(module, target):
