@@ -320,6 +320,7 @@ static int float_weight(const xpi_weight *w) {
  * every work-group, in local memory of XPU_QMAXC columns at most. The norm goes in where the separate path would
  * use the portable rmsnorm (whose arithmetic the kernels repeat), as fused_norm_of decides for sg = 0. */
 #define XPU_QMAXC 16384
+#define XPU_QROWS 8 /* rows a work-group computes from one staging of the input (XPI_QROWS) */
 
 /* 1: the quantized fused kernels serve w at n = 1. */
 static int q_fusable(const xpi_weight *w) {
@@ -347,7 +348,7 @@ static xpi_status gemv3_q(xpi_backend *be, int count, float *const *outs, const 
                  XA(b[0]), XA(b[1]), XA(b[2]), XA(bdt), XA(has_bias), XA(r[0]), XA(r[1]), XA(r[2]), XA(cols),
                  XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps), XA(accumulate)};
   xpu_kid kid = ws[0]->dtype == XPI_DT_Q4 ? XK_GEMV3_Q4 : XK_GEMV3_Q8;
-  return xpu_launch(be, kid, (uint32_t)total, 1, 1, XPU_WG, 1, 1, a, 24);
+  return xpu_launch(be, kid, ceil_div((uint64_t)total, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 24);
 }
 
 /* Checks a fused matmul's weight (and bias) shapes; *fusable = 0 where the weight is not a float one. */
@@ -430,10 +431,10 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
     fused_norm fn;
     XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
     const void *wg = gate->data, *wu = up->data, *dg = gate->aux, *du = up->aux;
-    xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(dg), XA(du), XA(cols), XA(ac), XA(fn.nw), XA(fn.nwdt),
-                   XA(fn.has), XA(fn.eps)};
-    return xpu_launch(be, gate->dtype == XPI_DT_Q4 ? XK_GEMV_GLU_Q4 : XK_GEMV_GLU_Q8, (uint32_t)rows, 1, 1, XPU_WG,
-                      1, 1, a, 12);
+    xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(dg), XA(du), XA(rows), XA(cols), XA(ac), XA(fn.nw),
+                   XA(fn.nwdt), XA(fn.has), XA(fn.eps)};
+    return xpu_launch(be, gate->dtype == XPI_DT_Q4 ? XK_GEMV_GLU_Q4 : XK_GEMV_GLU_Q8,
+                      ceil_div((uint64_t)rows, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 13);
   }
   if (!fusable) {
     const float *h;
