@@ -8,7 +8,9 @@
  * never read. softcap > 0: a score s (after the scale) becomes softcap * tanh(s / softcap) (Gemma 2).
  * Three implementations that agree within rounding:
  *   xpi_attn_eager  reference: full score rows materialized in a scratch buffer, then softmax, then P @ V;
- *   xpi_sdpa        one work-group per (token, head), online softmax over blocks of 64 keys read in place;
+ *   xpi_sdpa        split-K GQA: a work-group per (token, KV head, key split) serves every query head of the
+ *                   group from one read of each K/V row, online softmax over blocks of 64 keys read in place,
+ *                   the splits merged by the last work-group to finish;
  *   xpi_flash_attention_2  FlashAttention-2 tiling: a work-group takes 4 query rows of one KV head (the
  *                   heads of a GQA group share the K/V tiles staged in local memory), online softmax per row. */
 #include "xpi_cl.h"
@@ -56,68 +58,145 @@ kernel void xpi_kv_store(global void *kc, global void *vc, int kdt, const global
   xpi_store(vc, kdt, dst, v[src]);
 }
 
-/* sdpa_forward(out[n,hq,hd], q[n,hq,hd], cache). Grid: n*hq groups of 64, group = token * hq + head.
+#define XPI_GC 8     /* query heads of one KV head a work-group serves (a GQA group, or a part of a larger one) */
+
+/* sdpa_forward(out[n,hq,hd], q[n,hq,hd], cache): split-K GQA attention. A work-group serves up to 8 query heads of
+ * one KV head (the heads hc * 8 .. of the GQA group kh; hc = ceil((hq / hk) / 8) chunks) for token i over key split
+ * s: it reads each K/V row of its keys once for all its heads (the K/V bytes a step must read, where a work-group
+ * per query head read them hq / hk times). Grid: n * hk * hc * splits groups of 64, group = ((i * hk + kh) * hc +
+ * chunk) * splits + s.
+ * splits > 1 (decode, n = 1; xpu_ops.c): split s takes keys w0 + s * chunk.. (chunk a multiple of 64), keeps the
+ * online-softmax state (max m, sum l, unnormalized acc) of each head in part[] ((h * splits + s) * (hd + 2):
+ * m, l, acc[hd]); the last work-group of (token, KV head, chunk) to finish (counted in cnt[], which it sets back to
+ * zero for the next launch) merges the splits' states into out. splits = 1: the state goes to out directly.
  * store (the host sets it only for n = 1, a decode step, so that no other token of the step reads this slot): the
- * kv_store of k/v [hk, hd] fused in: the first query head of each GQA group writes its KV head's row into the slot
- * (as xpi_kv_store), and every work-group reads the key/value at the token's own position from k/v, rounded as
- * the cache stores them, instead of the slot, which another work-group may not have written yet. */
+ * kv_store of k/v [hk, hd] fused in: work-group (chunk 0, split 0) of each KV head writes its row into the slot
+ * (as xpi_kv_store), and every work-group reads the key/value at the token's own position from kn/vn, rounded as
+ * the cache stores them, instead of the slot, which another work-group may not have written yet.
+ * The arithmetic per (head, key) is the one-head-a-group kernel's: the score sums q[j] * k[j] in j order, then
+ * scale and softcap; only the online-softmax blocking differs (64-key blocks within a split, then the merge). */
 __attribute__((reqd_work_group_size(XPI_AWG, 1, 1)))
 kernel void xpi_sdpa(global float *out, const global float *q, global void *kc, global void *vc,
                      int kdt, const global int *pos, const global int *seq, const global int *tables, int max_blocks,
                      int bshift, int hq, int hk, int hd, float scale, int window, float softcap, int store,
-                     const global float *kn, const global float *vn, int n_blocks) {
-  local float qs[XPI_MAX_HD];
-  local float p[XPI_AWG];
-  local float red[XPI_AWG];
+                     const global float *kn, const global float *vn, int n_blocks, int splits,
+                     global float *part, global int *cnt) {
+  /* The 8 heads' values side by side as float8 (element hh: head h0 + hh; heads past nh have q = 0 and are never
+   * written): whole-vector arithmetic, no per-head arrays, which IGC placed in scratch on PVC (SIMD32). Local
+   * memory holds what the work-items exchange, and the accumulators: each work-item its own columns. */
+  local float8 qs[XPI_MAX_HD];         /* q[j] of the 8 heads */
+  local float8 p[XPI_AWG];             /* the block's scores, then probabilities, key-major */
+  local float8 red[XPI_AWG];
+  local float8 acc[XPI_MAX_HD];        /* unnormalized output column j of the 8 heads */
+  local float8 ms[1], ls[1], cs[1];    /* running max and sum, this block's correction */
+  local ulong rows[XPI_AWG];           /* the cache offsets of the block's keys (a table lookup each, done once) */
+  local int last;
   int lid = get_local_id(0), g = get_group_id(0);
-  int i = g / hq, h = g % hq, kh = h / (hq / hk);
-  ulong qo = ((ulong)i * hq + h) * hd;
+  int gs = hq / hk, hc = (gs + XPI_GC - 1) / XPI_GC;
+  int s = g % splits, r = g / splits, chunk = r % hc;
+  r /= hc;
+  int kh = r % hk, i = r / hk;
+  int h0 = kh * gs + chunk * XPI_GC, nh = min(XPI_GC, gs - chunk * XPI_GC); /* this group's heads h0 .. h0+nh-1 */
   const global int *tbl = tables + (ulong)seq[i] * max_blocks;
-  for (int j = lid; j < hd; j += XPI_AWG) qs[j] = q[qo + j];
-  int P = store ? pos[i] : -1; /* the position read from k/v */
+  local float *qf = (local float *)qs;
+  for (int e = lid; e < XPI_GC * hd; e += XPI_AWG) { /* e = j * 8 + hh */
+    int j = e / XPI_GC, hh = e % XPI_GC;
+    qf[e] = hh < nh ? q[((ulong)i * hq + h0 + hh) * hd + j] : 0.0f;
+  }
+  int P = store ? pos[i] : -1; /* the position read from kn/vn */
   ulong no = ((ulong)i * hk + kh) * hd;
-  if (store && h % (hq / hk) == 0 && P >= 0 && (P >> bshift) < max_blocks && tbl[P >> bshift] >= 0 &&
+  if (store && chunk == 0 && s == 0 && P >= 0 && (P >> bshift) < max_blocks && tbl[P >> bshift] >= 0 &&
       tbl[P >> bshift] < n_blocks) /* uniform over the group; the slot checks of xpi_kv_store */
     for (int j = lid; j < hd; j += XPI_AWG) {
       ulong dst = xpi_kv_row(tbl, P, bshift, hk, kh, hd) + j;
       xpi_store(kc, kdt, dst, kn[no + j]);
       xpi_store(vc, kdt, dst, vn[no + j]);
     }
+  for (int j = lid; j < hd; j += XPI_AWG) acc[j] = (float8)(0.0f);
+  if (lid == 0) ms[0] = (float8)(-INFINITY), ls[0] = (float8)(0.0f);
   barrier(CLK_LOCAL_MEM_FENCE);
   int L = pos[i] + 1, w0 = xpi_first_key(pos[i], window);
-  float m = -INFINITY, l = 0.0f;
-  float acc[XPI_MAX_HD / XPI_AWG];
-  for (int c = 0; c < XPI_MAX_HD / XPI_AWG; c++) acc[c] = 0.0f;
-  for (int t0 = w0; t0 < L; t0 += XPI_AWG) {
+  int per = ((L - w0 + splits - 1) / splits + XPI_AWG - 1) / XPI_AWG * XPI_AWG;
+  int k0 = w0 + s * per, k1 = min(L, k0 + per); /* this split's keys; none when k0 >= L */
+  for (int t0 = k0; t0 < k1; t0 += XPI_AWG) {
     int t = t0 + lid;
-    float s = -INFINITY;
-    if (t < L) {
-      float d = 0.0f;
-      if (t == P) {
+    float8 d = (float8)(0.0f);
+    if (t < k1) { /* key t's row, read once for every head */
+      ulong kb = t == P ? 0 : xpi_kv_row(tbl, t, bshift, hk, kh, hd);
+      rows[lid] = kb;
+      if (t == P)
         for (int j = 0; j < hd; j++) d += qs[j] * xpi_round_dt(kn[no + j], kdt);
-      } else {
-        ulong kb = xpi_kv_row(tbl, t, bshift, hk, kh, hd);
+      else
         for (int j = 0; j < hd; j++) d += qs[j] * xpi_load(kc, kdt, kb + j);
-      }
-      s = xpi_cap(d * scale, softcap);
     }
-    float mn = fmax(m, xpi_wg_reduce(red, s, 1)); /* finite: key t0 < L is in the block */
-    float pt = t < L ? exp(s - mn) : 0.0f;
-    float corr = exp(m - mn);
+    float8 sc = d * scale;
+    if (softcap > 0.0f) sc = softcap * tanh(sc / softcap);
+    sc = t < k1 ? sc : (float8)(-INFINITY);
+    p[lid] = sc;
+    red[lid] = sc;
+    for (int st = XPI_AWG / 2; st > 0; st >>= 1) { /* each head's block max */
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid < st) red[lid] = fmax(red[lid], red[lid + st]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float8 mo = ms[0], mn = fmax(mo, red[0]); /* finite: key t0 < k1 is in the block (a padding head: 0) */
+    barrier(CLK_LOCAL_MEM_FENCE); /* red[] and ms[] are rewritten */
+    if (lid == 0) cs[0] = exp(mo - mn), ms[0] = mn;
+    float8 pt = t < k1 ? exp(p[lid] - mn) : (float8)(0.0f);
     p[lid] = pt;
-    l = l * corr + xpi_wg_reduce(red, pt, 0); /* its barriers also publish p[] */
-    int nt = min(XPI_AWG, L - t0);
-    for (int c = 0, j = lid; j < hd; c++, j += XPI_AWG) {
-      float a = acc[c] * corr;
-      for (int tt = 0; tt < nt; tt++)
-        a += p[tt] * (t0 + tt == P ? xpi_round_dt(vn[no + j], kdt)
-                                   : xpi_load(vc, kdt, xpi_kv_row(tbl, t0 + tt, bshift, hk, kh, hd) + j));
-      acc[c] = a;
+    red[lid] = pt;
+    for (int st = XPI_AWG / 2; st > 0; st >>= 1) { /* each head's block sum; the barriers also publish p[], cs[] */
+      barrier(CLK_LOCAL_MEM_FENCE);
+      if (lid < st) red[lid] += red[lid + st];
     }
-    m = mn;
-    barrier(CLK_LOCAL_MEM_FENCE); /* p[] is rewritten next block */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float8 corr = cs[0];
+    if (lid == 0) ls[0] = ls[0] * corr + red[0]; /* read after the block's last barrier */
+    int nt = min(XPI_AWG, k1 - t0);
+    for (int j = lid; j < hd; j += XPI_AWG) {
+      float8 a = acc[j] * corr;
+      for (int tt = 0; tt < nt; tt++) /* value row t0 + tt, read once for every head */
+        a += p[tt] * (t0 + tt == P ? xpi_round_dt(vn[no + j], kdt) : xpi_load(vc, kdt, rows[tt] + j));
+      acc[j] = a;
+    }
+    barrier(CLK_LOCAL_MEM_FENCE); /* p[], red[], cs[] and rows[] are rewritten next block; ls[] is published */
   }
-  for (int c = 0, j = lid; j < hd; c++, j += XPI_AWG) out[qo + j] = acc[c] / l;
+  const local float *af = (const local float *)acc, *mf = (const local float *)ms, *lf = (const local float *)ls;
+  if (splits == 1) {
+    for (int e = lid; e < nh * hd; e += XPI_AWG) { /* e = hh * hd + j: coalesced writes */
+      int hh = e / hd, j = e % hd;
+      out[((ulong)i * hq + h0 + hh) * hd + j] = af[j * XPI_GC + hh] / lf[hh];
+    }
+    return;
+  }
+  /* this split's state ((h * splits + s) * (hd + 2): m, l, acc[hd]), then the last work-group of the (token, KV
+   * head, chunk) merges them */
+  for (int e = lid; e < nh * (hd + 2); e += XPI_AWG) {
+    int hh = e / (hd + 2), j = e % (hd + 2);
+    part[((ulong)(h0 + hh) * splits + s) * (hd + 2) + j] = j == 0 ? mf[hh] : j == 1 ? lf[hh] : af[(j - 2) * XPI_GC + hh];
+  }
+  /* The group's writes, then one device-scope acq_rel count: its release side publishes what the barrier
+   * gathered (a device-scope fence flushes the compute unit's L1 on Intel GPUs), its acquire side in the last group
+   * orders the reads after the barrier below. (No atomic_work_item_fence: PoCL's library lacks the mem_fence it
+   * becomes.) */
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  global atomic_int *ctr = (global atomic_int *)cnt + (kh * hc + chunk);
+  if (lid == 0)
+    last = atomic_fetch_add_explicit(ctr, 1, memory_order_acq_rel, memory_scope_device) == splits - 1;
+  barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
+  if (!last) return;
+  for (int hh = 0; hh < nh; hh++) {
+    const global float *ph = part + (ulong)(h0 + hh) * splits * (hd + 2);
+    float M = -INFINITY, S = 0.0f;
+    for (int sp = 0; sp < splits; sp++) M = fmax(M, ph[sp * (hd + 2)]);
+    for (int sp = 0; sp < splits; sp++) S += ph[sp * (hd + 2) + 1] * exp(ph[sp * (hd + 2)] - M);
+    for (int j = lid; j < hd; j += XPI_AWG) {
+      float a = 0.0f;
+      for (int sp = 0; sp < splits; sp++) a += ph[sp * (hd + 2) + 2 + j] * exp(ph[sp * (hd + 2)] - M);
+      out[((ulong)i * hq + h0 + hh) * hd + j] = a / S;
+    }
+  }
+  if (lid == 0) atomic_store_explicit(ctr, 0, memory_order_relaxed, memory_scope_device); /* for the next launch */
 }
 
 /* eager_forward(out, q, cache, scores[n*hq, n_ctx] scratch; n_ctx = max_blocks << bshift). Grid: n*hq groups

@@ -90,3 +90,140 @@ XPI_GEMV_Q(q4, XPI_QK / 2, uchar)
   }
 XPI_GEMM_Q(q8, XPI_QK, char)
 XPI_GEMM_Q(q4, XPI_QK / 2, uchar)
+
+/* ---- fused decode forms (n = 1) with q8/q4 weights, as the float ones of matmul.cl: up to three projections of
+ * one input row (q|k|v; with accumulate o[r] += as the residual add of o_proj/down) and gate|up with the
+ * activation, each in one launch where the separate path takes a quant_act + GEMV pair per matrix (and an
+ * rmsnorm, an add or a GLU launch). Every work-group (one per output row, 64 work-items) first quantizes the
+ * (normalised) input row itself into local memory, by the arithmetic of xpi_rmsnorm (norm.cl: the same 64-wide
+ * sum of squares, x * inv * w) and of xpi_quant_act, then sums the row as xpi_gemv_q8/q4 do (blocks b = lid +
+ * 64 k, d * dx * s, the same tree): the bits of the separate launches. cols <= XPI_QMAXC (the host checks). */
+#define XPI_QMAXC 16384
+
+/* Sum over the work-group, every work-item gets it (xpi_wg_sum of norm.cl; the tree of xpi_gemv_q8/q4). */
+static float xpi_q_wg_sum(local float *red, float v) {
+  int lid = get_local_id(0);
+  red[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int s = XPI_QWG / 2; s > 0; s >>= 1) {
+    if (lid < s) red[lid] += red[lid + s];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  float r = red[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* xq / dxs <- quant_act(has_norm ? rmsnorm(x) * nw : x) of one row of cols, in local memory. */
+static void xpi_q_stage(local char *xq, local float *dxs, local float *red, const global float *x, int cols,
+                        const global void *nw, int nwdt, int has_norm, float eps) {
+  const int lid = get_local_id(0), nb = (cols + XPI_QK - 1) / XPI_QK;
+  float inv = 1.0f;
+  if (has_norm) {
+    float ss = 0.0f;
+    for (int j = lid; j < cols; j += XPI_QWG) {
+      float v = x[j];
+      ss += v * v;
+    }
+    inv = rsqrt(xpi_q_wg_sum(red, ss) / (float)cols + eps);
+  }
+  for (int b = lid; b < nb; b += XPI_QWG) {
+    const int c0 = b * XPI_QK, w = min(XPI_QK, cols - c0);
+    float amax = 0.0f;
+    for (int j = 0; j < w; j++) amax = fmax(amax, fabs(has_norm ? x[c0 + j] * inv * xpi_load(nw, nwdt, c0 + j) : x[c0 + j]));
+    const float id = amax > 0.0f ? xpi_div_rn(127.0f, amax) : 0.0f;
+    for (int j = 0; j < XPI_QK; j++) {
+      float h = j < w ? (has_norm ? x[c0 + j] * inv * xpi_load(nw, nwdt, c0 + j) : x[c0 + j]) : 0.0f;
+      xq[c0 + j] = j < w ? convert_char_sat_rte(h * id) : (char)0;
+    }
+    dxs[b] = xpi_div_rn(amax, 127.0f);
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+}
+
+/* The integer block dots of xpi_qdot_q8/q4 with the activation quants in local memory. */
+static inline int xpi_qdotl_q8(const global char *w, const local char *x) {
+  int s = 0;
+  for (int j = 0; j < XPI_QK; j += 16) {
+    const int16 p = convert_int16(vload16(0, w + j)) * convert_int16(vload16(0, x + j));
+    s += p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
+  }
+  return s;
+}
+static inline int xpi_qdotl_q4(const global uchar *w, const local char *x) {
+  const int16 v = convert_int16(vload16(0, w));
+  const int16 p = ((v & 15) - 8) * convert_int16(vload16(0, x)) + ((v >> 4) - 8) * convert_int16(vload16(0, x + 16));
+  return p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
+}
+
+/* Row r of a quantized matrix (quants w, half scales d) . the staged activations, over the work-group. */
+#define XPI_QROW(SUFFIX, BS, WT)                                                                            \
+  static float xpi_qrow_##SUFFIX(local float *red, const local char *xq, const local float *dxs,            \
+                                 const global void *w, const global ushort *d, int r, int nb) {            \
+    const global WT *wr = (const global WT *)w + (ulong)r * nb * (BS);                                     \
+    float acc = 0.0f;                                                                                      \
+    for (int b = get_local_id(0); b < nb; b += XPI_QWG)                                                    \
+      acc += vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b] *                              \
+             (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b * XPI_QK);                                    \
+    return xpi_q_wg_sum(red, acc);                                                                         \
+  }
+
+/* A work-group computes XPI_QROWS rows from one staging of the input (the quantization, cols work, amortized over
+ * them); each row's sum is the separate GEMV's, so the rows per group do not change the bits. */
+#define XPI_QROWS 8
+
+/* Grid: ceil((r0 + r1 + r2) / 8) groups of 64; rows g = 8 k .. 8 k + 7 of the concatenation: row g of W0, or row
+ * g - r0 of W1, or row g - r0 - r1 of W2. */
+#define XPI_GEMV3_Q(SUFFIX)                                                                                 \
+  __attribute__((reqd_work_group_size(XPI_QWG, 1, 1)))                                                     \
+  kernel void xpi_gemv3_##SUFFIX(global float *o0, global float *o1, global float *o2, const global float *in, \
+                                 const global void *w0, const global void *w1, const global void *w2,      \
+                                 const global ushort *d0, const global ushort *d1, const global ushort *d2, \
+                                 const global void *b0, const global void *b1, const global void *b2, int bdt, \
+                                 int has_bias, int r0, int r1, int r2, int cols, const global void *nw,    \
+                                 int nwdt, int has_norm, float eps, int accumulate) {                     \
+    local char xq[XPI_QMAXC];                                                                              \
+    local float dxs[XPI_QMAXC / XPI_QK];                                                                   \
+    local float red[XPI_QWG];                                                                              \
+    xpi_q_stage(xq, dxs, red, in, cols, nw, nwdt, has_norm, eps);                                          \
+    const int g0 = get_group_id(0) * XPI_QROWS, g1 = min(g0 + XPI_QROWS, r0 + r1 + r2);                   \
+    for (int g = g0; g < g1; g++) { /* uniform over the group */                                           \
+      int r = g;                                                                                           \
+      global float *o = o0;                                                                                \
+      const global void *w = w0, *b = b0;                                                                  \
+      const global ushort *d = d0;                                                                         \
+      if (r >= r0 + r1) { r -= r0 + r1; o = o2; w = w2; b = b2; d = d2; }                                  \
+      else if (r >= r0) { r -= r0; o = o1; w = w1; b = b1; d = d1; }                                       \
+      float s = xpi_qrow_##SUFFIX(red, xq, dxs, w, d, r, (cols + XPI_QK - 1) / XPI_QK);                    \
+      if (get_local_id(0) == 0) {                                                                          \
+        float v = s + (has_bias ? xpi_load(b, bdt, r) : 0.0f);                                             \
+        o[r] = accumulate ? o[r] + v : v;                                                                  \
+      }                                                                                                    \
+    }                                                                                                      \
+  }
+
+/* out[r] = act(h . G[r]) * (h . U[r]) (act as xpi_glu). Grid: ceil(rows / 8) groups of 64, 8 rows each. */
+#define XPI_GEMV_GLU_Q(SUFFIX)                                                                              \
+  __attribute__((reqd_work_group_size(XPI_QWG, 1, 1)))                                                     \
+  kernel void xpi_gemv_glu_##SUFFIX(global float *out, const global float *in, const global void *wg,      \
+                                    const global void *wu, const global ushort *dg, const global ushort *du, \
+                                    int rows, int cols, int act, const global void *nw, int nwdt,         \
+                                    int has_norm, float eps) {                                            \
+    local char xq[XPI_QMAXC];                                                                              \
+    local float dxs[XPI_QMAXC / XPI_QK];                                                                   \
+    local float red[XPI_QWG];                                                                              \
+    const int nb = (cols + XPI_QK - 1) / XPI_QK, r0 = get_group_id(0) * XPI_QROWS;                        \
+    xpi_q_stage(xq, dxs, red, in, cols, nw, nwdt, has_norm, eps);                                          \
+    for (int r = r0; r < min(r0 + XPI_QROWS, rows); r++) { /* uniform over the group */                    \
+      float g = xpi_qrow_##SUFFIX(red, xq, dxs, wg, dg, r, nb);                                            \
+      float u = xpi_qrow_##SUFFIX(red, xq, dxs, wu, du, r, nb);                                            \
+      if (get_local_id(0) == 0) out[r] = xpi_glu(g, u, act);                                               \
+    }                                                                                                      \
+  }
+
+XPI_QROW(q8, XPI_QK, char)
+XPI_QROW(q4, XPI_QK / 2, uchar)
+XPI_GEMV3_Q(q8)
+XPI_GEMV3_Q(q4)
+XPI_GEMV_GLU_Q(q8)
+XPI_GEMV_GLU_Q(q4)

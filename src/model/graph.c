@@ -50,6 +50,8 @@ struct xpi_graph_state {
   int win;                                  /* the sliding layers keep their KV in the window pool */
   unsigned char *in_win;                    /* [n_layers] 1: layer l's KV is in the window pool */
   int32_t *kv_layer;                        /* [n_layers] its index among its pool's layers on its device */
+  int head_norm;                            /* 1: run_layers left the final norm of its one output row to run_head,
+                                             * inside the lm_head's matmul_multi (one launch less on the XPU) */
 };
 
 xpi_status xpi_graph_split(int32_t n_layers, const double *weight, int n_dev, int32_t *first) {
@@ -481,6 +483,11 @@ static xpi_status run_layers_probed(const xpi_graph *g, xpi_graph_state *st, int
       if (probe->found) return XPI_OK;
     }
   }
+  st->head_norm = 0;
+  if (rows == 1 && !probe && !pending && D->be->ops->matmul_multi) { /* the norm goes into the lm_head's launch */
+    st->head_norm = 1;
+    return XPI_OK;
+  }
   if (rows > 0) { /* final norm only over the rows whose outputs are wanted */
     size_t off = (size_t)row0 * (size_t)H;
     XPI_TRY(D->be->ops->rmsnorm(D->be, D->h + off, D->x + off, pending ? pending + off : NULL, &w->final_norm, rows,
@@ -503,7 +510,16 @@ static xpi_status run_layers(const xpi_graph *g, xpi_graph_state *st, int32_t n,
 static xpi_status run_head(const xpi_graph *g, xpi_graph_state *st, int32_t row0, int32_t m, int with_argmax) {
   dev_state *D = &st->dev[last_dev(g)];
   const xpi_config *c = g->cfg;
-  XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + (size_t)row0 * c->hidden_size, &g->w->lm_head, NULL, m));
+  const size_t off = (size_t)row0 * c->hidden_size;
+  if (st->head_norm && m == 1) { /* the final norm of run_layers, fused (h gets the normalised row where a backend
+                                  * computes it separately) */
+    const xpi_weight *ws[1] = {&g->w->lm_head};
+    float *outs[1] = {D->logits};
+    XPI_TRY(D->be->ops->matmul_multi(D->be, 1, outs, D->x + off, &g->w->final_norm, c->rms_norm_eps, D->h + off, ws,
+                                     NULL, 1));
+  } else {
+    XPI_TRY(D->be->ops->matmul(D->be, D->logits, D->h + off, &g->w->lm_head, NULL, m));
+  }
   XPI_TRY(xpi_op_scale(D->be, D->logits, (int64_t)m * c->vocab_size, c->logit_scale));
   XPI_TRY(xpi_op_softcap(D->be, D->logits, (int64_t)m * c->vocab_size, c->final_softcap));
   return with_argmax ? D->be->ops->argmax(D->be, D->tok, D->logits, m, g->cfg->vocab_size) : XPI_OK;

@@ -323,6 +323,85 @@ static void test_rope(void) {
       }
 }
 
+/* The CPU cache's buffers: its struct xpi_kv (backend_cpu.c) starts as the XPU's (dtype, six ints, k, v). */
+static void *kv_k(xpi_kv *kv) { return kv->k; }
+static void *kv_v(xpi_kv *kv) { return kv->v; }
+
+/* Decode steps (n = 1: the split-K sdpa, 16 key splits over a 4096-position sequence, merged by the last
+ * work-group, and its fused KV store) against the CPU's eager reference, at GQA ratios 1, 2, 4, 8 and 16 (two
+ * chunks of 8 heads a KV head), with a sliding window (the table entries before it are -1 and never read), softcap,
+ * bf16 KV, and a short context where most splits get no key. The cache is filled on both backends with the same
+ * random rows; two steps in a row (positions P and P + 1) so that the second reads the row the first stored and
+ * finds the split counters reset. */
+static void test_attention_decode(void) {
+  enum { BS = 16, MB = 256, NB = MB + 1, HK = 2, HD = 64 };
+  const int ratios[5] = {1, 2, 4, 8, 16};
+  const struct { int p, window; float cap, qm; xpi_dtype dt; } cases[4] = {
+    {4094, 0, 0, 1, XPI_DT_F32}, {4094, 1000, 0, 1, XPI_DT_F32}, {4094, 0, 2.0f, 8, XPI_DT_BF16},
+    {100, 0, 0, 1, XPI_DT_F32}};
+  for (int ci = 0; ci < 4; ci++)
+    for (int ri = 0; ri < 5; ri++) {
+      const int hq = HK * ratios[ri], P = cases[ci].p, win = cases[ci].window;
+      const xpi_dtype dt = cases[ci].dt;
+      const size_t esz = xpi_dtype_size(dt), cache = (size_t)NB * BS * HK * HD;
+      int32_t tables[MB];
+      for (int b = 0; b < MB; b++) /* scrambled blocks; -1 before the window's first key */
+        tables[b] = win > 0 && b * BS + BS - 1 < P - win + 1 ? -1 : (b * 7 + 3) % NB;
+      xpi_kv *kvc = NULL, *kvx = NULL;
+      CHECK_OK(cpu->ops->kv_create(cpu, 1, NB, BS, HK, HD, dt, &kvc));
+      CHECK_OK(xpu->ops->kv_create(xpu, 1, NB, BS, HK, HD, dt, &kvx));
+      if (!kvc || !kvx) return;
+      /* the same values in each backend's layout: XPU [block][slot][head][hd], CPU [block][head][slot][hd] */
+      unsigned char *fx = malloc(cache * esz), *fc = malloc(cache * esz);
+      for (int kvi = 0; kvi < 2; kvi++) {
+        for (size_t e = 0; e < cache; e++) {
+          const size_t d = e % HD, h = e / HD % HK, slot = e / HD / HK % BS, blk = e / HD / HK / BS;
+          const size_t ec = ((blk * HK + h) * BS + slot) * HD + d;
+          float f = xt_rand();
+          if (dt == XPI_DT_BF16) {
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            uint16_t h16 = (uint16_t)(u >> 16);
+            memcpy(fx + e * 2, &h16, 2), memcpy(fc + ec * 2, &h16, 2);
+          } else {
+            memcpy(fx + e * 4, &f, 4), memcpy(fc + ec * 4, &f, 4);
+          }
+        }
+        CHECK_OK(cpu->ops->write(cpu, kvi ? kv_v(kvc) : kv_k(kvc), fc, cache * esz));
+        CHECK_OK(xpu->ops->write(xpu, kvi ? kvx->v : kvx->k, fx, cache * esz));
+      }
+      free(fx), free(fc);
+      bpair btab = bp(tables, sizeof tables);
+      const float scale = 1.0f / sqrtf((float)HD);
+      for (int step = 0; step < 2; step++) {
+        const int32_t pos = P + step, seq = 0;
+        float *q = xt_randv((size_t)hq * HD), *k = xt_randv((size_t)HK * HD), *v = xt_randv((size_t)HK * HD);
+        for (int e = 0; e < hq * HD; e++) q[e] *= cases[ci].qm;
+        bpair bq = bp(q, (size_t)hq * HD * 4), bk = bp(k, (size_t)HK * HD * 4), bv = bp(v, (size_t)HK * HD * 4);
+        bpair bpos = bp(&pos, 4), bseq = bp(&seq, 4), out = bp(NULL, (size_t)hq * HD * 4);
+        const xpi_kv_map mc = {bpos.c, bseq.c, btab.c, MB}, mx = {bpos.x, bseq.x, btab.x, MB};
+        const xpi_attn_params apc = {scale, cases[ci].cap, win, XPI_ATTN_EAGER};
+        const xpi_attn_params apx = {scale, cases[ci].cap, win, XPI_ATTN_SDPA};
+        CHECK_OK(cpu->ops->attention(cpu, out.c, bq.c, bk.c, bv.c, kvc, 0, &mc, 1, hq, HK, HD, &apc));
+        CHECK_OK(xpu->ops->attention(xpu, out.x, bq.x, bk.x, bv.x, kvx, 0, &mx, 1, hq, HK, HD, &apx));
+        float *hc, *hx;
+        bp_get(&out, &hc, &hx);
+        /* test_attention's bound (score error through softmax, convex combinations of |v| <= 1, the softcap's own
+         * error), plus the merge of the 16 splits: each output is a sum of 16 rescaled partial sums of
+         * magnitude <= 1 and a division, (16 + 2) u more */
+        float tol = 2.0f * HD * U * HD * scale * cases[ci].qm + 64 * U + 16 * U * cases[ci].cap + 18 * U;
+        char *what = xpi_test_strf("decode attention gqa %d pos %d window %d softcap %g kv %s", ratios[ri], pos,
+                                   win, (double)cases[ci].cap, xpi_dtype_name(dt));
+        xt_close(what, hx, hc, (size_t)hq * HD, tol, 0);
+        free(what), free(hc), free(hx), free(q), free(k), free(v);
+        bp_free(&bq), bp_free(&bk), bp_free(&bv), bp_free(&bpos), bp_free(&bseq), bp_free(&out);
+      }
+      bp_free(&btab);
+      cpu->ops->kv_free(cpu, kvc);
+      xpu->ops->kv_free(xpu, kvx);
+    }
+}
+
 /* Three sequences in a paged cache (blocks of 16 in scrambled order, layer 1 of 2): step 1 prefills 7
  * tokens of sequence 0 and 3 of sequence 1; step 2 decodes one token of each and prefills 20 of sequence 2
  * (the batch lists sequence 2 first). Each XPU implementation against the CPU's eager reference, with GQA
@@ -477,6 +556,31 @@ static void test_sampling(void) {
     xt_down(xpu, ax, out.x, sizeof ax);
     for (int r = 0; r < rows; r++) CHECK(ac[r] == -1 && ax[r] == -1, "non-finite row %d: cpu %d xpu %d", r, ac[r], ax[r]);
     bp_free(&by);
+    free(y);
+  }
+  { /* vocabulary rows (151936, Qwen's): 37 blocks of 4096 columns a row reduced by the last work-group. Row 0: a
+     * tie across blocks (100 and 150000) -> 100; row 1: a tie inside the last block and one in the first ->
+     * the first; row 2: the max in the last column; row 3: a NaN in one block only -> -1. Twice, so that the
+     * second launch finds the counters reset. */
+    const int R = 4, C = 151936;
+    float *y = xt_randv((size_t)R * C);
+    y[0 * (size_t)C + 150000] = 3.0f, y[0 * (size_t)C + 100] = 3.0f;
+    y[1 * (size_t)C + 151000] = 2.0f, y[1 * (size_t)C + 151001] = 2.0f, y[1 * (size_t)C + 5] = 2.0f;
+    y[2 * (size_t)C + C - 1] = 1.5f;
+    y[3 * (size_t)C + 77777] = NAN;
+    bpair by = bp(y, (size_t)R * C * 4), o4 = bp(NULL, (size_t)R * 4);
+    for (int rep = 0; rep < 2; rep++) {
+      int32_t c4[4], x4[4], stale[4] = {-2, -2, -2, -2}; /* the first launch's result must not survive */
+      CHECK_OK(xpu->ops->write(xpu, o4.x, stale, sizeof stale));
+      CHECK_OK(cpu->ops->argmax(cpu, o4.c, by.c, R, C));
+      CHECK_OK(xpu->ops->argmax(xpu, o4.x, by.x, R, C));
+      xt_down(cpu, c4, o4.c, sizeof c4);
+      xt_down(xpu, x4, o4.x, sizeof x4);
+      for (int r = 0; r < R; r++) CHECK(c4[r] == x4[r], "argmax vocab row %d: xpu %d cpu %d", r, x4[r], c4[r]);
+      CHECK(x4[0] == 100 && x4[1] == 5 && x4[2] == C - 1 && x4[3] == -1, "argmax vocab: %d %d %d %d", x4[0], x4[1],
+            x4[2], x4[3]);
+    }
+    bp_free(&by), bp_free(&o4);
     free(y);
   }
   /* top-k: the scalar selection below, then the CPU op (ids and values bit for bit, the normaliser's sum within
@@ -766,6 +870,7 @@ int main(void) {
   test_fused();
   test_rope();
   test_attention();
+  test_attention_decode();
   test_elementwise();
   test_sampling();
   test_convert();

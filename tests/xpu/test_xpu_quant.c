@@ -125,6 +125,84 @@ static void test_errors(void) {
         xpi_last_error());
 }
 
+/* The fused decode ops with q8/q4 weights (matmul_multi: q|k|v, matmul_glu: gate|up + activation, both with the
+ * input's RMSNorm optionally inside; matmul_add: the residual add) bit for bit against the XPU's own separate ops
+ * (rmsnorm, then quant_act + GEMV per matrix, then the GLU / add), which check_matmul holds to the CPU oracle: the
+ * fused kernels quantize the input in every work-group by the same arithmetic and sum in the separate kernels'
+ * order. Shapes: rows 37 / 19 / 19, cols 67 (a partial last block), 256 and 2048; n = 1 (the fused forms). */
+static void check_fused(xpi_dtype dt, int cols, int bias, int norm) {
+  const int rows[3] = {37, 19, 19};
+  xpi_weight w[3], b[3], gate, nw;
+  void *o[3], *sep[3];
+  float *x = xt_randv((size_t)cols), *nv = xt_randv((size_t)cols);
+  for (int c = 0; c < cols; c++) x[c] *= (float)(1 + c / 32 % 7); /* block scales differ */
+  for (int j = 0; j < 3; j++) {
+    float *wv = xt_randv((size_t)rows[j] * cols), *bv = xt_randv(rows[j]);
+    CHECK_OK(xpu->ops->weight_create(xpu, &w[j], wv, XPI_DT_F32, rows[j], cols, dt));
+    CHECK_OK(xpu->ops->weight_create(xpu, &b[j], bv, XPI_DT_F32, 1, rows[j], XPI_DT_BF16));
+    o[j] = xt_up(xpu, NULL, (size_t)rows[0] * 4), sep[j] = xt_up(xpu, NULL, (size_t)rows[0] * 4);
+    free(wv), free(bv);
+  }
+  float *gv = xt_randv((size_t)rows[0] * cols);
+  for (size_t i = 0; i < (size_t)rows[0] * cols; i++) gv[i] *= 4.0f; /* the activation over a wider range */
+  CHECK_OK(xpu->ops->weight_create(xpu, &gate, gv, XPI_DT_F32, rows[0], cols, dt));
+  CHECK_OK(xpu->ops->weight_create(xpu, &nw, nv, XPI_DT_F32, 1, cols, XPI_DT_BF16));
+  void *xx = xt_up(xpu, x, (size_t)cols * 4), *hx = xt_up(xpu, NULL, (size_t)cols * 4);
+  const xpi_weight *nrm = norm ? &nw : NULL, *ws[3] = {&w[0], &w[1], &w[2]}, *bs[3] = {&b[0], &b[1], &b[2]};
+  const float *in = xx;
+  if (norm) { /* the separate path's input */
+    CHECK_OK(xpu->ops->rmsnorm(xpu, hx, xx, NULL, &nw, 1, cols, 1e-6f));
+    in = hx;
+  }
+  char *what = xpi_test_strf("fused %s cols %d bias %d norm %d", xpi_dtype_name(dt), cols, bias, norm);
+  float *a = malloc((size_t)rows[0] * 4), *c = malloc((size_t)rows[0] * 4);
+  /* q|k|v */
+  float *oo[3] = {o[0], o[1], o[2]};
+  CHECK_OK(xpu->ops->matmul_multi(xpu, 3, oo, xx, nrm, 1e-6f, hx, ws, bias ? bs : NULL, 1));
+  for (int j = 0; j < 3; j++) {
+    CHECK_OK(xpu->ops->matmul(xpu, sep[j], in, ws[j], bias ? bs[j] : NULL, 1));
+    xt_down(xpu, a, o[j], (size_t)rows[j] * 4);
+    xt_down(xpu, c, sep[j], (size_t)rows[j] * 4);
+    CHECK(!memcmp(a, c, (size_t)rows[j] * 4), "%s: matmul_multi matrix %d: not the separate ops' bits", what, j);
+  }
+  /* gate|up + activation */
+  for (int act = 0; act < 2; act++) {
+    CHECK_OK(xpu->ops->matmul_glu(xpu, o[0], o[1], xx, nrm, 1e-6f, hx, &gate, &w[0], (xpi_glu_act)act, 1));
+    CHECK_OK(xpu->ops->matmul(xpu, sep[0], in, &gate, NULL, 1));
+    CHECK_OK(xpu->ops->matmul(xpu, sep[1], in, &w[0], NULL, 1));
+    if (act) CHECK_OK(xpu->ops->geglu(xpu, sep[0], sep[0], sep[1], 1, rows[0]));
+    else CHECK_OK(xpu->ops->swiglu(xpu, sep[0], sep[0], sep[1], 1, rows[0]));
+    xt_down(xpu, a, o[0], (size_t)rows[0] * 4);
+    xt_down(xpu, c, sep[0], (size_t)rows[0] * 4);
+    CHECK(!memcmp(a, c, (size_t)rows[0] * 4), "%s: matmul_glu act %d: not the separate ops' bits", what, act);
+  }
+  /* x += in @ w^T (+ b), no norm: x starts at the same random values on both sides */
+  float *x0 = xt_randv(rows[0]);
+  CHECK_OK(xpu->ops->write(xpu, o[0], x0, (size_t)rows[0] * 4));
+  CHECK_OK(xpu->ops->write(xpu, sep[0], x0, (size_t)rows[0] * 4));
+  CHECK_OK(xpu->ops->matmul_add(xpu, o[0], o[1], xx, &w[0], bias ? &b[0] : NULL, 1));
+  CHECK_OK(xpu->ops->matmul(xpu, sep[1], xx, &w[0], bias ? &b[0] : NULL, 1));
+  CHECK_OK(xpu->ops->add(xpu, sep[0], sep[1], rows[0]));
+  xt_down(xpu, a, o[0], (size_t)rows[0] * 4);
+  xt_down(xpu, c, sep[0], (size_t)rows[0] * 4);
+  CHECK(!memcmp(a, c, (size_t)rows[0] * 4), "%s: matmul_add: not the separate ops' bits", what);
+  free(x0), free(a), free(c), free(x), free(nv), free(gv), free(what);
+  for (int j = 0; j < 3; j++) {
+    xpu->ops->weight_free(xpu, &w[j]), xpu->ops->weight_free(xpu, &b[j]);
+    xpu->ops->free(xpu, o[j]), xpu->ops->free(xpu, sep[j]);
+  }
+  xpu->ops->weight_free(xpu, &gate), xpu->ops->weight_free(xpu, &nw);
+  xpu->ops->free(xpu, xx), xpu->ops->free(xpu, hx);
+}
+
+static void test_fused(void) {
+  const xpi_dtype dts[2] = {XPI_DT_Q8, XPI_DT_Q4};
+  const int col_list[3] = {67, 256, 2048};
+  for (int di = 0; di < 2; di++)
+    for (int ci = 0; ci < 3; ci++)
+      for (int v = 0; v < 4; v++) check_fused(dts[di], col_list[ci], v & 1, v >> 1);
+}
+
 int main(void) {
   int rc = xt_open_xpu("xpu:0", &xpu);
   if (rc) return rc == 77 ? 77 : xpi_test_done();
@@ -133,6 +211,7 @@ int main(void) {
   if (!cpu) return xpi_test_done();
   printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
   test_matmul();
+  test_fused();
   test_errors();
   test_bytes();
   printf("largest |xpu - cpu| / bound: %.3g\n", g_worst);

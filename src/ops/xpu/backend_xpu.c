@@ -292,6 +292,8 @@ static void xpu_destroy(xpi_backend *be) {
     if (im->imm) xpu_sync(be);
     xpu_upload_release(im);
     xpu_free(be, im->scratch);
+    xpu_free(be, im->partials);
+    xpu_free(be, im->counters);
     while (im->retired) {
       xpu_retired *r = im->retired;
       im->retired = r->next;
@@ -385,7 +387,7 @@ static xpi_status xpu_init(xpi_backend *be, xpu_impl *im) {
   ze_event_desc_t ed = {.stype = ZE_STRUCTURE_TYPE_EVENT_DESC, .index = 0, .signal = ZE_EVENT_SCOPE_FLAG_HOST,
                         .wait = ZE_EVENT_SCOPE_FLAG_HOST};
   ZE_CHECK(ze->zeEventCreate(im->evpool, &ed, &im->ev), "zeEventCreate");
-  return XPI_OK;
+  return xpu_counters_init(be);
 }
 
 xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out) {

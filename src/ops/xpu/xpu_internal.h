@@ -25,6 +25,7 @@ typedef enum xpu_kid {
   XK_QUANT_ACT, XK_GEMV_Q8, XK_GEMV_Q4, XK_GEMM_Q8, XK_GEMM_Q4,
   /* portable tier: q8/q4 experts (xpu_moe.c) */
   XK_MOE_GEMV_Q8, XK_MOE_GEMV_Q4, XK_MOE_GEMM_Q8, XK_MOE_GEMM_Q4,
+  XK_GEMV3_Q8, XK_GEMV3_Q4, XK_GEMV_GLU_Q8, XK_GEMV_GLU_Q4,
   XK_COUNT
 } xpu_kid;
 
@@ -107,6 +108,9 @@ typedef struct xpu_impl {
   xpu_uploader up;                       /* weight uploads */
   void *scratch;                         /* eager attention scores */
   size_t scratch_bytes;
+  void *partials;                        /* split kernels' partial results (xpu_partials) */
+  size_t partials_bytes;
+  int32_t *counters;                     /* split kernels' completion counts (xpu_counters_init) */
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
   xpi_perf_report *perf;                 /* launches counted here when set (xpu_perf.c) */
@@ -154,6 +158,15 @@ xpi_status xpu_order_after_queue(xpi_backend *be);
 /* Device memory of at least bytes for temporary results (grows; replaced buffers are kept until the backend
  * goes, as recorded graphs may reference them). */
 xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
+/* The same for the partial results of split kernels (split-K sdpa, two-stage argmax): never the scratch, which an
+ * op's inputs may live in. */
+xpi_status xpu_partials(xpi_backend *be, size_t bytes, void **out);
+/* im->counters: XPU_COUNTERS zeroed ints (at backend creation; outside any recording). A split kernel's last
+ * work-group finds itself by an atomic count there and sets it back to zero: [0, XPU_SDPA_COUNTERS) for sdpa
+ * (one per KV head x head chunk), the rest for argmax (one per row). */
+#define XPU_COUNTERS 4096
+#define XPU_SDPA_COUNTERS 2048
+xpi_status xpu_counters_init(xpi_backend *be);
 xpi_status xpu_sync(xpi_backend *be);
 xpi_status xpu_sync_imm(xpi_backend *be);
 

@@ -237,29 +237,48 @@ xpi_status xpu_read_uncounted(xpi_backend *be, void *dst, const void *src, size_
   return copy_sync(be, dst, src, bytes, 0, "device-to-host copy");
 }
 
-xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {
+/* Grows *buf (of *have bytes) to at least bytes; the replaced buffer is kept until the backend goes. */
+static xpi_status grow(xpi_backend *be, void **buf, size_t *have, size_t bytes, void **out) {
   xpu_impl *im = im_of(be);
   xpi_status s = XPI_OK;
   pthread_mutex_lock(&im->lock);
-  if (im->scratch_bytes < bytes) {
+  if (*have < bytes) {
     size_t want = bytes + bytes / 2;
     void *p = xpu_alloc(be, want);
-    xpu_retired *r = p && im->scratch ? malloc(sizeof *r) : NULL;
-    if (!p || (im->scratch && !r)) {
+    xpu_retired *r = p && *buf ? malloc(sizeof *r) : NULL;
+    if (!p || (*buf && !r)) {
       xpu_free(be, p);
       s = p ? xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of host memory", be->device) : XPI_ERR_OUT_OF_MEMORY;
     } else {
       if (r) { /* recorded graphs and other threads' queued ops may use the old buffer: freed with the backend */
-        r->p = im->scratch;
+        r->p = *buf;
         r->next = im->retired;
         im->retired = r;
       }
-      im->scratch = p;
-      im->scratch_bytes = want;
+      *buf = p;
+      *have = want;
     }
   }
-  *out = im->scratch;
+  *out = *buf;
   pthread_mutex_unlock(&im->lock);
   return s;
 }
 
+xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out) {
+  xpu_impl *im = im_of(be);
+  return grow(be, &im->scratch, &im->scratch_bytes, bytes, out);
+}
+
+xpi_status xpu_partials(xpi_backend *be, size_t bytes, void **out) {
+  xpu_impl *im = im_of(be);
+  return grow(be, &im->partials, &im->partials_bytes, bytes, out);
+}
+
+xpi_status xpu_counters_init(xpi_backend *be) {
+  xpu_impl *im = im_of(be);
+  static const int32_t zero[XPU_COUNTERS];
+  im->counters = xpu_alloc(be, sizeof zero);
+  if (!im->counters) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: no device memory for %zu bytes of split counters",
+                                    be->device, sizeof zero);
+  return xpu_write(be, im->counters, zero, sizeof zero);
+}

@@ -6,6 +6,8 @@
 
 #define XPU_WG 64        /* work-group of the portable row kernels */
 #define XPU_MAX_HD 256   /* attention kernels keep a head in local memory / registers */
+#define XPU_SDPA_GC 8      /* query heads of a KV head one xpi_sdpa work-group serves (XPI_GC) */
+#define XPU_SDPA_SPLITS 16 /* most key splits of a decode step's xpi_sdpa */
 
 static uint32_t ceil_div(uint64_t a, uint64_t b) { return (uint32_t)((a + b - 1) / b); }
 
@@ -158,9 +160,24 @@ xpi_status xpu_attention(xpi_backend *be, float *out, const float *q, const floa
                    XA(hq), XA(hk), XA(hd), XA(scale), XA(window), XA(softcap)};
     return xpu_launch(be, XK_FLASH, ceil_div(rows / (uint32_t)hk, 4), (uint32_t)hk, 1, 64, 1, 1, a, 17);
   }
+  /* split-K (xpi_sdpa): a work-group per (token, KV head, chunk of 8 query heads, key split). A decode step
+   * splits the keys so that a few KV heads still fill the device: one split per 256 positions the sequences can
+   * hold (the grid is fixed when a step is recorded, so by capacity, not by the current length), at most 16. */
+  uint32_t hc = (uint32_t)ceil_div((uint64_t)(hq / hk), XPU_SDPA_GC);
+  int splits = 1;
+  if (n == 1 && (uint64_t)hk * hc <= XPU_SDPA_COUNTERS) {
+    int64_t cap = (int64_t)mb << bshift;
+    splits = cap / 256 < 1 ? 1 : cap / 256 > XPU_SDPA_SPLITS ? XPU_SDPA_SPLITS : (int)(cap / 256);
+  }
+  void *part = im_of(be)->counters; /* unused when splits = 1 */
+  if (splits > 1) XPI_TRY(xpu_partials(be, (size_t)hq * (size_t)splits * (size_t)(hd + 2) * sizeof(float), &part));
+  int32_t *cnt = im_of(be)->counters;
+  uint64_t groups = (uint64_t)n * (uint64_t)hk * hc * (uint64_t)splits;
+  if (groups > UINT32_MAX) return xpi_err(XPI_ERR_UNSUPPORTED, "%s: attention: %d tokens in one launch", be->device, n);
   xpu_arg a[] = {XA(out), XA(q), XA(kc), XA(vc), XA(kdt), XA(pos), XA(seq), XA(tables), XA(mb), XA(bshift), XA(hq),
-                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(fused_store), XA(k), XA(v), XA(nb)};
-  return xpu_launch(be, XK_SDPA, rows, 1, 1, 64, 1, 1, a, 20);
+                 XA(hk), XA(hd), XA(scale), XA(window), XA(softcap), XA(fused_store), XA(k), XA(v), XA(nb),
+                 XA(splits), XA(part), XA(cnt)};
+  return xpu_launch(be, XK_SDPA, (uint32_t)groups, 1, 1, 64, 1, 1, a, 23);
 }
 
 xpi_status xpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
@@ -202,8 +219,15 @@ xpi_status xpu_add(xpi_backend *be, float *x, const float *y, int64_t count) {
 xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t rows, int32_t cols) {
   if (rows <= 0) return XPI_OK;
   if (cols <= 0) return xpi_err(XPI_ERR_INTERNAL, "%s: argmax over %d columns", be->device, cols);
-  xpu_arg a[] = {XA(out), XA(x), XA(cols)};
-  return xpu_launch(be, XK_ARGMAX, (uint32_t)rows, 1, 1, 64, 1, 1, a, 3);
+  /* a work-group per 4096 columns of a row (at most 64; xpi_argmax), while the rows have counters */
+  int blocks = rows > XPU_COUNTERS - XPU_SDPA_COUNTERS ? 1 : cols / 4096 < 1 ? 1 : cols / 4096 > 64 ? 64 : cols / 4096;
+  void *part = im_of(be)->counters; /* unused when blocks = 1 */
+  if (blocks > 1) XPI_TRY(xpu_partials(be, (size_t)rows * (size_t)blocks * 3 * sizeof(float), &part));
+  int32_t *cnt = im_of(be)->counters + XPU_SDPA_COUNTERS;
+  if ((uint64_t)rows * (uint64_t)blocks > UINT32_MAX)
+    return xpi_err(XPI_ERR_UNSUPPORTED, "%s: argmax over %d rows", be->device, rows);
+  xpu_arg a[] = {XA(out), XA(x), XA(cols), XA(blocks), XA(part), XA(cnt)};
+  return xpu_launch(be, XK_ARGMAX, (uint32_t)rows * (uint32_t)blocks, 1, 1, 64, 1, 1, a, 6);
 }
 
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count) {
@@ -295,6 +319,41 @@ static int float_weight(const xpi_weight *w) {
   return w->dtype == XPI_DT_F32 || w->dtype == XPI_DT_F16 || w->dtype == XPI_DT_BF16;
 }
 
+/* ---- the fused forms for q8/q4 weights (kernels/portable/matmul_q.cl): the input row is quantized inside
+ * every work-group, in local memory of XPU_QMAXC columns at most. The norm goes in where the separate path would
+ * use the portable rmsnorm (whose arithmetic the kernels repeat), as fused_norm_of decides for sg = 0. */
+#define XPU_QMAXC 16384
+#define XPU_QROWS 8 /* rows a work-group computes from one staging of the input (XPI_QROWS) */
+
+/* 1: the quantized fused kernels serve w at n = 1. */
+static int q_fusable(const xpi_weight *w) {
+  return (w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4) && w->aux && w->cols <= XPU_QMAXC;
+}
+
+static xpi_status gemv3_q(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
+                          float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
+                          int accumulate) {
+  int has_bias = biases && biases[0], cols = (int)ws[0]->cols, bdt = has_bias ? (int)biases[0]->dtype : 0;
+  fused_norm fn;
+  XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
+  float *o[3];
+  const void *w[3], *d[3], *b[3];
+  int r[3] = {0, 0, 0};
+  int64_t total = 0;
+  for (int j = 0; j < 3; j++) { /* unused slots: no rows, any valid pointer */
+    int s = j < count ? j : 0;
+    o[j] = outs[s], w[j] = ws[s]->data, d[j] = ws[s]->aux;
+    b[j] = has_bias ? biases[s]->data : ws[s]->data;
+    r[j] = j < count ? (int)ws[j]->rows : 0;
+    total += r[j];
+  }
+  xpu_arg a[] = {XA(o[0]), XA(o[1]), XA(o[2]), XA(in), XA(w[0]), XA(w[1]), XA(w[2]), XA(d[0]), XA(d[1]), XA(d[2]),
+                 XA(b[0]), XA(b[1]), XA(b[2]), XA(bdt), XA(has_bias), XA(r[0]), XA(r[1]), XA(r[2]), XA(cols),
+                 XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps), XA(accumulate)};
+  xpu_kid kid = ws[0]->dtype == XPI_DT_Q4 ? XK_GEMV3_Q4 : XK_GEMV3_Q8;
+  return xpu_launch(be, kid, ceil_div((uint64_t)total, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 24);
+}
+
 /* Checks a fused matmul's weight (and bias) shapes; *fusable = 0 where the weight is not a float one. */
 static xpi_status check_fused(xpi_backend *be, const xpi_weight *w, const xpi_weight *b, const char *op, int *fusable) {
   if (!w || !w->data) return xpi_err(XPI_ERR_INTERNAL, "%s: %s: missing weight", be->device, op);
@@ -326,7 +385,7 @@ xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, cons
                             int32_t n) {
   if (count < 1 || count > 3)
     return xpi_err(XPI_ERR_INTERNAL, "%s: matmul_multi over %d weights (1..3)", be->device, count);
-  int fusable = n == 1, has_bias = biases && biases[0];
+  int fusable = n == 1, has_bias = biases && biases[0], qfus = n == 1 && q_fusable(ws[0]);
   int64_t total = 0;
   for (int j = 0; j < count; j++) {
     const xpi_weight *b = biases ? biases[j] : NULL;
@@ -334,11 +393,13 @@ xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, cons
     total += ws[j]->rows;
     if (ws[j]->dtype != ws[0]->dtype || ws[j]->cols != ws[0]->cols || (b != NULL) != has_bias ||
         (b && b->dtype != biases[0]->dtype))
-      fusable = 0; /* mixed shapes or dtypes: the separate launches */
+      fusable = qfus = 0; /* mixed shapes or dtypes: the separate launches */
+    if (!q_fusable(ws[j])) qfus = 0;
   }
   if (n <= 0) return XPI_OK;
-  if (total > INT32_MAX) fusable = 0;
+  if (total > INT32_MAX) fusable = qfus = 0;
   if (fusable) return gemv3(be, count, outs, in, norm, eps, hbuf, ws, biases, 0);
+  if (qfus) return gemv3_q(be, count, outs, in, norm, eps, hbuf, ws, biases, 0);
   const float *h;
   XPI_TRY(sep_in(be, in, norm, eps, hbuf, ws[0]->cols, n, &h));
   for (int j = 0; j < count; j++) XPI_TRY(xpu_matmul(be, outs[j], h, ws[j], biases ? biases[j] : NULL, n));
@@ -350,8 +411,9 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
   int fusable = n == 1;
   XPI_TRY(check_fused(be, w, bias, "matmul_add", &fusable));
   if (n <= 0) return XPI_OK;
-  if (fusable) {
+  if (fusable || (n == 1 && q_fusable(w))) {
     const xpi_weight *bs[1] = {bias};
+    if (!fusable) return gemv3_q(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);
     return gemv3(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);
   }
   XPI_TRY(xpu_matmul(be, tmp, in, w, bias, n));
@@ -368,6 +430,15 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
                    (long long)gate->rows, (long long)gate->cols, (long long)up->rows, (long long)up->cols);
   if (n <= 0) return XPI_OK;
   int rows = (int)gate->rows, cols = (int)gate->cols, ac = act == XPI_GLU_GELU_TANH ? 1 : 0;
+  if (n == 1 && q_fusable(gate) && q_fusable(up) && gate->dtype == up->dtype) { /* quantized gate|up */
+    fused_norm fn;
+    XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
+    const void *wg = gate->data, *wu = up->data, *dg = gate->aux, *du = up->aux;
+    xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(dg), XA(du), XA(rows), XA(cols), XA(ac), XA(fn.nw),
+                   XA(fn.nwdt), XA(fn.has), XA(fn.eps)};
+    return xpu_launch(be, gate->dtype == XPI_DT_Q4 ? XK_GEMV_GLU_Q4 : XK_GEMV_GLU_Q8,
+                      ceil_div((uint64_t)rows, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 13);
+  }
   if (!fusable) {
     const float *h;
     XPI_TRY(sep_in(be, in, norm, eps, hbuf, cols, n, &h));

@@ -3,7 +3,7 @@
  * the kernels in kernels/). Not a second implementation: only sizes are computed.
  *
  * What counts as moved: every byte an operand streams from device memory, once per work-group that streams it
- * (K/V rows read again for each query head of a GQA group are read again), except small operands every
+ * (K/V rows read again for each query head of a GQA group, as the eager kernel does, are read again), except small operands every
  * work-group shares (a GEMV's input vector, a norm's weight: at most a few KiB, served by the caches after the
  * first read) which count once. f32 activations; weights and KV in the dtype of the launch. A kernel whose
  * argument count differs from the table's fails the count (its layout changed: update the table). */
@@ -43,7 +43,7 @@ static int expected_args(xpu_kid kid) {
     case XK_SWIGLU: case XK_GEGLU: return 4;
     case XK_SOFTCAP: case XK_SCALE: return 3;
     case XK_CONVERT: return 5;
-    case XK_ARGMAX: return 3;
+    case XK_ARGMAX: return 6;
     case XK_TOPK: return 6;
     case XK_RMSNORM: case XK_RMSNORM_SG: return 8;
     case XK_ROPE: return 16;
@@ -63,7 +63,9 @@ static int expected_args(xpu_kid kid) {
     case XK_GEMM_Q8: case XK_GEMM_Q4: return 11;
     case XK_MOE_GEMV_Q8: case XK_MOE_GEMV_Q4: return 10;
     case XK_MOE_GEMM_Q8: case XK_MOE_GEMM_Q4: return 11;
-    case XK_SDPA: return 20;
+    case XK_GEMV3_Q8: case XK_GEMV3_Q4: return 24;
+    case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4: return 13;
+    case XK_SDPA: return 23;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
   }
@@ -100,7 +102,11 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
     case XK_SWIGLU: case XK_GEGLU: { double c = (double)U64(3); rd = 8 * c, wr = 4 * c, fl = 6 * c; break; }
     case XK_SOFTCAP: case XK_SCALE: { double c = (double)U64(1); rd = 4 * c, wr = 4 * c, fl = c; break; }
     case XK_CONVERT: { double c = (double)U64(4); rd = c * dsize(I32(3)), wr = c * dsize(I32(1)); break; }
-    case XK_ARGMAX: { double rows = gx, cols = I32(2); rd = rows * cols * 4, wr = rows * 4, fl = rows * cols; break; }
+    case XK_ARGMAX: { /* blocks of a row, then (blocks > 1) their (value, index, bad) out and back */
+      double blocks = I32(3), rows = gx / blocks, cols = I32(2), pb = blocks > 1 ? rows * blocks * 12 : 0;
+      rd = rows * cols * 4 + pb, wr = rows * 4 + pb, fl = rows * cols;
+      break;
+    }
     case XK_TOPK: { /* k passes over the row (kernels/portable/sampling.cl) */
       double rows = gx, cols = I32(4), k = I32(5);
       rd = rows * cols * 4 * k, wr = rows * (k * 8 + 8), fl = rows * cols * (k + 2);
@@ -208,6 +214,19 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       fl = 2 * chosen * rows * cols;
       break;
     }
+    case XK_GEMV3_Q8: case XK_GEMV3_Q4: case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4: {
+      /* the quantized GEMV's weight bytes (quants + half scales) for up to three matrices, or gate and up; the f32
+       * input row (+ its RMSNorm weight) once, quantized in every work-group's local memory; the output read
+       * back when accumulating */
+      const int glu = kid == XK_GEMV_GLU_Q8 || kid == XK_GEMV_GLU_Q4, q4 = kid == XK_GEMV3_Q4 || kid == XK_GEMV_GLU_Q4;
+      double rows = glu ? (double)I32(6) : (double)I32(15) + I32(16) + I32(17), cols = I32(glu ? 7 : 18);
+      double nb = (double)((I32(glu ? 7 : 18) + XPI_QK - 1) / XPI_QK), wrow = nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2);
+      double norm = I32(glu ? 11 : 21) ? cols * dsize(I32(glu ? 10 : 20)) : 0;
+      double bias = !glu && I32(14) ? rows * dsize(I32(13)) : 0, acc = !glu && I32(23) ? rows * 4 : 0;
+      rd = (glu ? 2 : 1) * rows * wrow + cols * 4 + norm + bias + acc, wr = rows * 4;
+      fl = (glu ? 4 : 2) * rows * cols;
+      break;
+    }
     case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */
       double n = gz, hk = I32(11), hd = I32(12);
       rd = 2 * n * hk * hd * 4 + n * 8, wr = 2 * n * hk * hd * dsize(I32(2));
@@ -215,7 +234,10 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
     }
     case XK_SDPA: case XK_EAGER: case XK_FLASH: {
       int hq = I32(kid == XK_FLASH ? 11 : 10), hk = I32(kid == XK_FLASH ? 12 : 11), hd = I32(kid == XK_FLASH ? 13 : 12);
-      int n = kid == XK_FLASH ? I32(10) : (int)(gx / (uint32_t)hq);
+      int hc = (hq / hk + 7) / 8, splits = kid == XK_SDPA ? I32(20) : 1; /* xpi_sdpa: chunks of 8 heads, splits */
+      int n = kid == XK_FLASH  ? I32(10)
+              : kid == XK_SDPA ? (int)(gx / ((uint32_t)hk * hc * splits))
+                               : (int)(gx / (uint32_t)hq);
       if (n <= 0 || n > PERF_MAX_TOKENS)
         return xpi_err(XPI_ERR_UNSUPPORTED, "%s: performance model: attention over %d tokens in one launch",
                        be->device, n);
@@ -232,9 +254,12 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
           groups += longest;
         }
         rd = groups * hk * kv;
+      } else if (kid == XK_SDPA) { /* a work-group per (token, KV head, 8 query heads, split): each K/V row once
+                                    * per chunk of 8 heads; the splits' states (m, l, acc) out and back */
+        rd = per_head * hk * hc * kv;
+        if (splits > 1) rd += (double)n * hq * splits * (hd + 2) * 4, wr += (double)n * hq * splits * (hd + 2) * 4;
       } else { /* a work-group per (token, query head): its K/V rows, read again for every head of a group */
-        rd = per_head * hq * kv;
-        if (kid == XK_EAGER) rd += per_head * hq * 4, wr += per_head * hq * 4; /* the scores, out and back */
+        rd = per_head * hq * kv + per_head * hq * 4, wr += per_head * hq * 4; /* the scores, out and back */
       }
       rd += (double)n * hq * hd * 4, wr += (double)n * hq * hd * 4, fl = per_head * hq * hd * 4;
       if (kid == XK_SDPA && I32(16)) /* a decode step's sdpa stores its token's K/V itself */
