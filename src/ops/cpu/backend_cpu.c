@@ -576,8 +576,7 @@ static xpi_status cpu_moe_mlp(xpi_backend *be, float *out, float *g, float *u, c
 
 static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
                                   const float *shared_gate, int32_t n, int32_t k, int32_t d) {
-  (void)be;
-  return xpi_cpu_moe_combine(out, y, wts, shared, shared_gate, n, k, d);
+  return xpi_cpu_moe_combine(impl_of(be)->pool, out, y, wts, shared, shared_gate, n, k, d);
 }
 
 /* ------------------------------------------------------------------ construction */

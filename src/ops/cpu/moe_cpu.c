@@ -186,19 +186,36 @@ xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_k
   return XPI_OK;
 }
 
-xpi_status xpi_cpu_moe_combine(float *out, const float *y, const float *wts, const float *shared,
-                               const float *shared_gate, int32_t n, int32_t k, int32_t d) {
-  for (int32_t t = 0; t < n; t++) {
-    float *o = out + (size_t)t * (size_t)d;
+typedef struct {
+  float *out;
+  const float *y, *wts, *shared, *shared_gate;
+  int32_t n, k, d;
+} combine_job;
+
+/* Tokens split over the threads; each token's sum in the same order as on one thread (same bits). */
+static void combine_run(void *ctx, int ith, int nth) {
+  const combine_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->n, ith, nth, 1, &b, &e);
+  const int32_t k = j->k, d = j->d;
+  for (int64_t t = b; t < e; t++) {
+    float *o = j->out + (size_t)t * (size_t)d;
     for (int32_t c = 0; c < d; c++) o[c] = 0;
-    for (int32_t j = 0; j < k; j++) {
-      const float w = wts[(size_t)t * k + j], *r = y + ((size_t)t * k + j) * (size_t)d;
+    for (int32_t i = 0; i < k; i++) {
+      const float w = j->wts[(size_t)t * k + i], *r = j->y + ((size_t)t * k + i) * (size_t)d;
       for (int32_t c = 0; c < d; c++) o[c] += w * r[c];
     }
-    if (shared) {
-      const float g = 1.0f / (1.0f + expf(-shared_gate[t])), *r = shared + (size_t)t * (size_t)d;
+    if (j->shared) {
+      const float g = 1.0f / (1.0f + expf(-j->shared_gate[t])), *r = j->shared + (size_t)t * (size_t)d;
       for (int32_t c = 0; c < d; c++) o[c] += g * r[c];
     }
   }
+}
+
+xpi_status xpi_cpu_moe_combine(xpi_pool *pool, float *out, const float *y, const float *wts, const float *shared,
+                               const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  combine_job j = {out, y, wts, shared, shared_gate, n, k, d};
+  /* a thread per 8 tokens at least (~64k multiply-adds at Qwen3-30B-A3B's width): fewer cost more to wake */
+  xpi_pool_run_n(pool, combine_run, &j, n / 8 + 1);
   return XPI_OK;
 }

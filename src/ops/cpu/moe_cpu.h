@@ -22,7 +22,7 @@ xpi_status xpi_cpu_moe_sort(const int32_t *ids, int64_t S, int32_t n_experts, in
 xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out, float *g,
                            float *u, const float *in, const xpi_experts *gate, const xpi_experts *up,
                            const xpi_experts *down, const int32_t *ids, int32_t n, int32_t k, int *done);
-xpi_status xpi_cpu_moe_combine(float *out, const float *y, const float *wts, const float *shared,
+xpi_status xpi_cpu_moe_combine(xpi_pool *pool, float *out, const float *y, const float *wts, const float *shared,
                                const float *shared_gate, int32_t n, int32_t k, int32_t d);
 
 #endif
