@@ -77,6 +77,12 @@ static void prep_in_run(void *ctx, int ith, int nth) {
   for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->nex;) {
     const int32_t x = j->ex[i], m = j->start[x + 1] - j->start[x], *sl = j->order + j->start[x];
     const int kind = kind_of(j->kt, j->dt, m);
+    if (kind == K_GEMM && j->gm->pack_rows) { /* gathered while packing */
+      int32_t *rows = (int32_t *)(j->X + (size_t)ith * j->x_stride);
+      for (int32_t t = 0; t < m; t++) rows[t] = sl[t] / j->k;
+      j->gm->pack_rows(j->P + j->off[i], j->in, rows, m, j->H, 0, m);
+      continue;
+    }
     float *X = kind == K_GEMM ? j->X + (size_t)ith * j->x_stride : (float *)(j->P + j->off[i]);
     for (int32_t t = 0; t < m; t++)
       memcpy(X + (size_t)t * (size_t)j->H, j->in + (int64_t)(sl[t] / j->k) * j->H, (size_t)j->H * sizeof *X);
