@@ -104,6 +104,12 @@ static void gate_up_run(void *ctx, int ith, int nth) {
     const void *P = j->P + j->off[i];
     const int kind = kind_of(j->kt, j->dt, m);
     if (kind == K_GEMM) {
+      /* up's rows (contiguous) on their way into the caches while gate's run: each expert's weights come from
+       * memory once a step, and the GEMM's panel copy would otherwise wait for them */
+      const size_t es = xpi_dtype_size(j->dt);
+      if (es)
+        for (size_t b = 0, nb = (size_t)(r1 - r0) * (size_t)j->H * es; b < nb; b += 64)
+          __builtin_prefetch((const char *)wu->data + (size_t)r0 * (size_t)j->H * es + b, 0, 2);
       j->gm->run(G, j->I, P, m, wg->data, wg->aux, j->H, r0, r1, 0, m, S);
       j->gm->run(U, j->I, P, m, wu->data, wu->aux, j->H, r0, r1, 0, m, S);
     } else {
