@@ -166,7 +166,7 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   const int64_t S = (int64_t)n * k, H = gate->cols, I = gate->rows;
   if (S <= 0 || dt < 0 || dt >= 8 || !kt->gemm[dt] || !kt->gemv[dt] || up->w[0].dtype != dt ||
       down->w[0].dtype != dt || up->n != gate->n || down->n != gate->n || up->rows != I || up->cols != H ||
-      down->rows != H || down->cols != I || I % 16 != 0)
+      down->rows != H || down->cols != I || I % 16 != 0 || MOE_MLP_ROWS % kt->gemm[dt]->row_align != 0)
     return XPI_OK;
   int32_t *start, *order, most;
   XPI_TRY(xpi_cpu_moe_sort(ids, S, gate->n, &start, &order, &most));
