@@ -27,6 +27,8 @@
  * column: 512 tokens x top-8 x 1024 columns would be 25 MB at once); more experts take more groups. */
 #define MOE_MLP_GROUP_BYTES ((size_t)8 << 20)
 #define MOE_MLP_ROWS 32 /* rows per unit: the AMX GEMM's panel (2 x 16), a multiple of every table's row_align */
+/* down's units are wider: each token's rows are copied out to its slot's row, 512 bytes at a time rather than 128 */
+#define MOE_MLP_DOWN_ROWS (4 * MOE_MLP_ROWS)
 
 enum { K_GEMV, K_SMALLN, K_GEMM };
 
@@ -137,12 +139,13 @@ static void prep_down_run(void *ctx, int ith, int nth) {
 static void down_run(void *ctx, int ith, int nth) {
   (void)nth;
   mlp_job *j = ctx;
-  const int32_t nb = (int32_t)((j->H + MOE_MLP_ROWS - 1) / MOE_MLP_ROWS);
+  const int32_t nb = (int32_t)((j->H + MOE_MLP_DOWN_ROWS - 1) / MOE_MLP_DOWN_ROWS);
   void *S = j->scratch + (size_t)ith * j->s_stride;
   float *Y = j->X + (size_t)ith * j->x_stride;
   for (int q; (q = atomic_fetch_add(&j->next, 1)) < j->nex * nb;) {
     const int32_t i = q / nb, x = j->ex[i], m = j->start[x + 1] - j->start[x], *sl = j->order + j->start[x];
-    const int64_t r0 = (int64_t)(q % nb) * MOE_MLP_ROWS, r1 = r0 + MOE_MLP_ROWS < j->H ? r0 + MOE_MLP_ROWS : j->H;
+    const int64_t r0 = (int64_t)(q % nb) * MOE_MLP_DOWN_ROWS;
+    const int64_t r1 = r0 + MOE_MLP_DOWN_ROWS < j->H ? r0 + MOE_MLP_DOWN_ROWS : j->H;
     const xpi_weight *w = &j->down->w[x];
     const int kind = kind_of(j->kt, j->dt, m);
     if (kind == K_GEMM) j->gm->run(Y, j->H, j->P + j->off[i], m, w->data, w->aux, j->I, r0, r1, 0, m, S);
@@ -222,7 +225,7 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
       atd += prep_bytes(kt, dt, start[ex[i] + 1] - start[ex[i]], I, 0);
     }
     phase(pool, prep_down_run, &j, j.nex);
-    phase(pool, down_run, &j, (int64_t)j.nex * ((H + MOE_MLP_ROWS - 1) / MOE_MLP_ROWS));
+    phase(pool, down_run, &j, (int64_t)j.nex * ((H + MOE_MLP_DOWN_ROWS - 1) / MOE_MLP_DOWN_ROWS));
   }
   if (ws) xpi_cpu_mm_ws_unlock(ws);
   free(own), free(start), free(order), free(ex), free(off);
