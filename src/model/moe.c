@@ -104,10 +104,14 @@ xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
   if (!b) return xpi_err(XPI_ERR_INTERNAL, "layer %d: a MoE layer without MoE buffers", f->layer);
   XPI_TRY(o->matmul(be, b->logits, in, &L->router, NULL, n));
   XPI_TRY(o->moe_route(be, b->ids, b->wts, b->logits, n, c->n_experts, K, c->norm_topk_prob));
-  XPI_TRY(o->moe_matmul(be, b->g, in, 1, &L->ex_gate, b->ids, n, K));
-  XPI_TRY(o->moe_matmul(be, b->u, in, 1, &L->ex_up, b->ids, n, K));
-  XPI_TRY(o->swiglu(be, b->g, b->g, b->u, n * K, Im));
-  XPI_TRY(o->moe_matmul(be, b->y, b->g, K, &L->ex_down, b->ids, n, K));
+  if (o->moe_mlp) { /* the same in fewer launches (the CPU's prefill) */
+    XPI_TRY(o->moe_mlp(be, b->y, b->g, b->u, in, &L->ex_gate, &L->ex_up, &L->ex_down, b->ids, n, K));
+  } else {
+    XPI_TRY(o->moe_matmul(be, b->g, in, 1, &L->ex_gate, b->ids, n, K));
+    XPI_TRY(o->moe_matmul(be, b->u, in, 1, &L->ex_up, b->ids, n, K));
+    XPI_TRY(o->swiglu(be, b->g, b->g, b->u, n * K, Im));
+    XPI_TRY(o->moe_matmul(be, b->y, b->g, K, &L->ex_down, b->ids, n, K));
+  }
   float *shared = NULL;
   if (L->shared_gate.rows) {
     shared = b->y + (size_t)n * (size_t)K * (size_t)H;

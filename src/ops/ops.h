@@ -227,6 +227,11 @@ typedef struct xpi_backend_ops {
   xpi_status (*matmul_glu)(xpi_backend *be, float *out, float *tmp, const float *in, const xpi_weight *norm,
                            float eps, float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act,
                            int32_t n);
+  /* The experts' SwiGLU MLP of every slot: exactly moe_matmul(g, in, 1, gate), moe_matmul(u, in, 1, up),
+   * swiglu(g, g, u, n*k, gate->rows), moe_matmul(out, g, k, down) with the same ids, in fewer launches; g and u
+   * [n*k, gate->rows] are scratch (left unspecified). */
+  xpi_status (*moe_mlp)(xpi_backend *be, float *out, float *g, float *u, const float *in, const xpi_experts *gate,
+                        const xpi_experts *up, const xpi_experts *down, const int32_t *ids, int32_t n, int32_t k);
   /* x[n, w->rows] += in @ w^T (+ bias): a projection with the residual add as its epilogue; tmp [n, w->rows]
    * scratch (the composition's product). x + (in @ w^T + bias) in that order, as rmsnorm's residual add. */
   xpi_status (*matmul_add)(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,

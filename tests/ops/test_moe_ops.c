@@ -8,12 +8,18 @@
  * ~C * 2^-24 * sum|terms|; TOL = 2e-5 of sum|terms| (at least 1) covers it, while a wrong expert or row is off
  * by O(1). Router weights are one exp and a division in f32: 1e-6. q8/q4 experts are checked against the
  * backend's own matmul of the same quantized expert (same kernels, same integer sums: 1e-5), the quantization
- * itself being the quant tests' business. That unselected experts are never read is checked by giving them
+ * itself being the quant tests' business. moe_mlp (the experts' SwiGLU MLP in one op) must equal the composition
+ * moe_matmul, moe_matmul, swiglu, moe_matmul of the same backend bit for bit (moe_mlp_cpu.c says why it can):
+ * a prefill whose experts get 0, 1, 3, 5, 20 and 70+ tokens (every kernel choice: GEMV, small-n, GEMM), with
+ * intermediate sizes 48 (the fused path; that it ran is checked on the best table) and 40 (the composition). That unselected experts are never read is checked by giving them
  * NULL data: a read would crash the test. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "check.h"
+#include "core/threadpool.h"
+#include "ops/cpu/cpu_isa.h"
+#include "ops/cpu/moe_cpu.h"
 #include "ops/half.h"
 #include "ops/ops.h"
 
@@ -149,6 +155,76 @@ static void test_matmul_dt(xpi_backend *be, xpi_dtype dt) {
   free(W);
 }
 
+/* moe_mlp against the composition of the separate ops, bit for bit, for N tokens of top-KM over EM experts. */
+enum { EM = 7, KM = 3, NM = 60, HM = 96 };
+
+/* Slot counts per expert 0, 1, 3, 5, 20, 70 and the rest (79) less two slots with ids -1 and EM (out of range),
+ * dealt to the slots in a shuffled order. */
+static void make_mlp_ids(int32_t *ids) {
+  static const int cnt[EM] = {0, 1, 3, 5, 20, 70, NM * KM - 99 - 2};
+  int s = 0;
+  for (int x = 0; x < EM; x++)
+    for (int i = 0; i < cnt[x]; i++) ids[s++] = x;
+  ids[s++] = -1, ids[s++] = EM;
+  for (int i = NM * KM - 1; i > 0; i--) {
+    const int j = (int)((frand() + 1) * 0.5 * (i + 1)) % (i + 1), t = ids[i];
+    ids[i] = ids[j], ids[j] = t;
+  }
+}
+
+/* src[EM]: the host matrices, which the experts may use in place (the caller frees them after the experts) */
+static void make_experts(xpi_backend *be, xpi_experts *ex, void **src, xpi_dtype dt, int64_t rows, int64_t cols) {
+  const int quant = dt == XPI_DT_Q8 || dt == XPI_DT_Q4;
+  const xpi_dtype src_dt = quant ? XPI_DT_BF16 : dt;
+  float *W = malloc(sizeof(float) * EM * (size_t)(rows * cols));
+  for (int64_t i = 0; i < EM * rows * cols; i++) W[i] = round_to(src_dt, frand() * 0.2f);
+  for (int x = 0; x < EM; x++) src[x] = pack(src_dt, W + x * rows * cols, (size_t)(rows * cols));
+  CHECK_OK(xpi_experts_create(be, ex, (const void *const *)src, src_dt, EM, rows, cols, dt));
+  free(W);
+}
+
+static void test_mlp_dt(xpi_backend *be, xpi_dtype dt, int64_t I, int want_fused) {
+  xpi_experts eg, eu, ed;
+  void *src[3][EM];
+  make_experts(be, &eg, src[0], dt, I, HM);
+  make_experts(be, &eu, src[1], dt, I, HM);
+  make_experts(be, &ed, src[2], dt, HM, I);
+  int32_t ids[NM * KM];
+  make_mlp_ids(ids);
+  float *in = malloc(sizeof(float) * NM * HM), *g = malloc(sizeof(float) * NM * KM * (size_t)I);
+  float *u = malloc(sizeof(float) * NM * KM * (size_t)I), *ref = malloc(sizeof(float) * NM * KM * HM);
+  float *out = malloc(sizeof(float) * NM * KM * HM);
+  for (int i = 0; i < NM * HM; i++) in[i] = frand();
+  CHECK_OK(be->ops->moe_matmul(be, g, in, 1, &eg, ids, NM, KM));
+  CHECK_OK(be->ops->moe_matmul(be, u, in, 1, &eu, ids, NM, KM));
+  CHECK_OK(be->ops->swiglu(be, g, g, u, NM * KM, (int32_t)I));
+  CHECK_OK(be->ops->moe_matmul(be, ref, g, KM, &ed, ids, NM, KM));
+  for (int i = 0; i < NM * KM * HM; i++) out[i] = NAN;
+  CHECK(be->ops->moe_mlp != NULL, "cpu: no moe_mlp");
+  CHECK_OK(be->ops->moe_mlp(be, out, g, u, in, &eg, &eu, &ed, ids, NM, KM));
+  int bad = 0;
+  for (int i = 0; i < NM * KM * HM && bad < 5; i++)
+    if (memcmp(&out[i], &ref[i], sizeof *out)) {
+      bad++;
+      CHECK(0, "moe_mlp %s I %lld slot %d (expert %d) row %d: %.9g, the composition %.9g", xpi_dtype_name(dt),
+            (long long)I, i / HM, ids[i / HM], i % HM, (double)out[i], (double)ref[i]);
+    }
+  if (want_fused >= 0) { /* the fused path itself on the best table, 3 threads, no workspace */
+    xpi_pool *pool = NULL;
+    CHECK_OK(xpi_pool_create(3, &pool));
+    int done = -1;
+    for (int i = 0; i < NM * KM * HM; i++) out[i] = NAN;
+    CHECK_OK(xpi_cpu_moe_mlp(pool, NULL, xpi_cpu_kernels_best(), out, g, u, in, &eg, &eu, &ed, ids, NM, KM, &done));
+    CHECK(done == want_fused, "moe_mlp %s I %lld: fused %d, want %d", xpi_dtype_name(dt), (long long)I, done,
+          want_fused);
+    xpi_pool_free(pool);
+  }
+  xpi_experts_free(be, &eg), xpi_experts_free(be, &eu), xpi_experts_free(be, &ed);
+  for (int m = 0; m < 3; m++)
+    for (int x = 0; x < EM; x++) free(src[m][x]);
+  free(in), free(g), free(u), free(ref), free(out);
+}
+
 static void test_combine(xpi_backend *be) {
   enum { N = 7, D = 19 };
   float y[N * K * D], w[N * K], sh[N * D], g[N], out[N * D];
@@ -181,6 +257,8 @@ int main(void) {
       test_route(be);
       static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
       for (int d = 0; d < 5; d++) test_matmul_dt(be, dts[d]);
+      for (int d = 0; d < 5; d++)
+        for (int64_t I = 48; I >= 40; I -= 8) test_mlp_dt(be, dts[d], I, v == 0 && th == 3 ? I == 48 : -1);
       test_combine(be);
       be->ops->destroy(be);
     }

@@ -78,6 +78,9 @@ void xpi_amx_i8_scales(float *D, const void *d, int64_t r, int nr, int64_t nb);
 /* ---- the packers the AMX and AVX-512 GEMMs run (kernels_avx512.c; call only where the CPU has AVX-512):
  * the same bytes as the references above, except that bf16 rounding flushes f32 subnormals to zero */
 void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+/* The same with token t read from row rows[t] of X (gathered while packing: MoE experts' tokens). */
+void xpi_amx_bf16_pack_rows(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
+                            int32_t t1);
 void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 
 #endif

@@ -90,6 +90,9 @@ typedef struct xpi_cpu_gemm {
    * activation is first rounded to this many significant bits (bf16 terms: 8 per term), which moves each output
    * by at most 2^-act_bits * sum_c |x_c W[r, c]| more. */
   int act_bits;
+  /* Optional (NULL: gather, then pack): pack with token t read from row rows[t] of X, the same bytes as pack of
+   * the gathered rows. */
+  void (*pack_rows)(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 } xpi_cpu_gemm;
 
 typedef struct xpi_cpu_kernels {

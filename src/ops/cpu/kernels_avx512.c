@@ -285,9 +285,47 @@ Q256_GEMV(gemv, prep, row, rows)
 /* amx_layout.h's bf16 layout: per token, 32 columns at a time are rounded to bf16 (vcvtne2ps2bf16: round to
  * nearest even, as xpi_f32_to_bf16 for finite values), the remainder rounded again for the next term, and each
  * column pair stored to its row of the B tile (64 bytes apart). */
-void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
+                             int32_t t1) {
   const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
-  for (int64_t t = t0; t < te; t++) {
+  int64_t t = t0;
+  /* Whole panels of 16 tokens: each 32-column chunk's terms go to a 16 x 16 tile in L1, transposed in registers
+   * and stored a B-tile row (64 bytes) at a time. Storing each token's column pairs straight to the panel, 64
+   * bytes apart (the loop below, for ragged ends), is 16 scalar stores per token and chunk that touch every cache
+   * line of the panel (too big for L1 at thousands of columns) once per token. Same values, same places. */
+  for (; t % XPI_AMX_TT == 0 && t + XPI_AMX_TT <= te; t += XPI_AMX_TT) {
+    uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
+    for (int64_t c = 0; c < kp; c += 32) {
+      _Alignas(64) uint32_t tile[XPI_AMX_BF16_TERMS][XPI_AMX_TT][16];
+      for (int i = 0; i < XPI_AMX_TT; i++) {
+        __m512 lo = _mm512_setzero_ps(), hi = lo;
+        if (t + i < n) {
+          const int64_t m = cols - c;
+          const __mmask16 k0 = m >= 16 ? 0xffff : m > 0 ? (__mmask16)((1u << m) - 1) : 0;
+          const __mmask16 k1 = m >= 32 ? 0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
+          const float *x = X + (rows ? rows[t + i] : t + i) * cols + c;
+          lo = _mm512_maskz_loadu_ps(k0, x);
+          hi = _mm512_maskz_loadu_ps(k1, x + 16);
+        }
+        for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+          const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);
+          _mm512_store_si512((void *)tile[s][i], (__m512i)h);
+          if (s + 1 < XPI_AMX_BF16_TERMS) {
+            const __m512i hv = (__m512i)h;
+            lo = _mm512_sub_ps(lo, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16)));
+            hi = _mm512_sub_ps(hi, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(hv, 1)), 16)));
+          }
+        }
+      }
+      for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) { /* tokens x pairs -> pairs x tokens */
+        __m512 v[16];
+        for (int i = 0; i < 16; i++) v[i] = _mm512_load_ps((const float *)tile[s][i]);
+        xpi_tr16(v);
+        for (int j = 0; j < 16; j++) _mm512_store_ps((float *)(panel + (s * kp / 2 + c / 2 + j) * XPI_AMX_TT), v[j]);
+      }
+    }
+  }
+  for (; t < te; t++) {
     uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
     for (int64_t c = 0; c < kp; c += 32) {
       __m512 lo = _mm512_setzero_ps(), hi = lo;
@@ -295,8 +333,9 @@ void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t
         const int64_t m = cols - c;
         const __mmask16 k0 = m >= 16 ? 0xffff : m > 0 ? (__mmask16)((1u << m) - 1) : 0;
         const __mmask16 k1 = m >= 32 ? 0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
-        lo = _mm512_maskz_loadu_ps(k0, X + t * cols + c);
-        hi = _mm512_maskz_loadu_ps(k1, X + t * cols + c + 16);
+        const float *x = X + (rows ? rows[t] : t) * cols + c;
+        lo = _mm512_maskz_loadu_ps(k0, x);
+        hi = _mm512_maskz_loadu_ps(k1, x + 16);
       }
       for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
         const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo); /* columns c..c+31 in order */
@@ -312,6 +351,15 @@ void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t
       }
     }
   }
+}
+
+void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  bf16_pack(P, X, NULL, n, cols, t0, t1);
+}
+
+void xpi_amx_bf16_pack_rows(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
+                            int32_t t1) {
+  bf16_pack(P, X, rows, n, cols, t0, t1);
 }
 
 /* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
@@ -394,7 +442,8 @@ static void bf16_run(float *Y, int64_t ldy, const void *Pa, int32_t n, const voi
 }
 
 static const xpi_cpu_gemm gemm_bf16 = {"avx512-bf16x" XPI_AMX_TERMS_STR, 16, 16, xpi_amx_bf16_pack_bytes,
-                                       xpi_amx_bf16_pack, bf16_scratch_bytes, bf16_run, 8 * XPI_AMX_BF16_TERMS};
+                                       xpi_amx_bf16_pack, bf16_scratch_bytes, bf16_run, 8 * XPI_AMX_BF16_TERMS,
+                                       xpi_amx_bf16_pack_rows};
 
 /* ------------------------------------------------------------------ batched decode, float weights */
 #define SMALLN(NAME, DT)                                                                                        \

@@ -17,8 +17,8 @@
 
 struct xpi_cpu_mm_ws {
   pthread_mutex_t m;
-  void *pack, *scratch;
-  size_t pack_cap, scratch_cap;
+  void *pack, *scratch, *own;
+  size_t pack_cap, scratch_cap, own_cap;
 };
 
 xpi_cpu_mm_ws *xpi_cpu_mm_ws_create(void) {
@@ -31,6 +31,7 @@ void xpi_cpu_mm_ws_free(xpi_cpu_mm_ws *ws) {
   if (!ws) return;
   free(ws->pack);
   free(ws->scratch);
+  free(ws->own);
   pthread_mutex_destroy(&ws->m);
   free(ws);
 }
@@ -47,6 +48,15 @@ static void *grow(void **buf, size_t *cap, size_t bytes) {
   *cap = bytes;
   return p;
 }
+
+void *xpi_cpu_mm_ws_lock(xpi_cpu_mm_ws *ws, size_t bytes) {
+  pthread_mutex_lock(&ws->m);
+  void *p = grow(&ws->own, &ws->own_cap, bytes);
+  if (!p) pthread_mutex_unlock(&ws->m);
+  return p;
+}
+
+void xpi_cpu_mm_ws_unlock(xpi_cpu_mm_ws *ws) { pthread_mutex_unlock(&ws->m); }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

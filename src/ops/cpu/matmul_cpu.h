@@ -13,6 +13,11 @@
 typedef struct xpi_cpu_mm_ws xpi_cpu_mm_ws;
 xpi_cpu_mm_ws *xpi_cpu_mm_ws_create(void); /* NULL when out of memory (matmuls then allocate per call) */
 void xpi_cpu_mm_ws_free(xpi_cpu_mm_ws *ws);
+/* For ops that drive the GEMM phases themselves (moe_mlp_cpu.c): locks ws and returns a 64-byte aligned buffer
+ * of at least bytes, ws's own (grown as needed, never shrunk), until xpi_cpu_mm_ws_unlock. NULL (and not
+ * locked) when out of memory. No xpi_cpu_matmul on ws in between: it takes the same lock. */
+void *xpi_cpu_mm_ws_lock(xpi_cpu_mm_ws *ws, size_t bytes);
+void xpi_cpu_mm_ws_unlock(xpi_cpu_mm_ws *ws);
 
 /* Y[t*ldy + r] = sum_c X[t*cols + c] W[r, c] for t < n, r0 <= r < r1, with k's kernels for dtype dt (which
  * must exist) on the pool (NULL: the calling thread alone) with workspace ws (NULL: allocated per call). If

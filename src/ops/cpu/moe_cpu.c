@@ -45,6 +45,27 @@ xpi_status xpi_cpu_moe_route(int32_t *ids, float *wts, const float *logits, int3
   return XPI_OK;
 }
 
+xpi_status xpi_cpu_moe_sort(const int32_t *ids, int64_t S, int32_t n_experts, int32_t **start_out,
+                            int32_t **order_out, int32_t *most_out) {
+  /* counting sort: order[start[x] .. start[x+1]) are expert x's slots, ascending */
+  int32_t *start = calloc((size_t)n_experts + 1, sizeof *start), *order = malloc((size_t)(S ? S : 1) * sizeof *order);
+  int32_t *fill = malloc((size_t)n_experts * sizeof *fill);
+  if (!start || !order || !fill) {
+    free(start), free(order), free(fill);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: moe: out of memory for %lld slots", (long long)S);
+  }
+  int32_t most = 0;
+  for (int64_t s = 0; s < S; s++)
+    if (ids[s] >= 0 && ids[s] < n_experts) start[ids[s] + 1]++;
+  for (int32_t x = 0; x < n_experts; x++) most = start[x + 1] > most ? start[x + 1] : most, start[x + 1] += start[x];
+  memcpy(fill, start, (size_t)n_experts * sizeof *fill);
+  for (int64_t s = 0; s < S; s++)
+    if (ids[s] >= 0 && ids[s] < n_experts) order[fill[ids[s]]++] = (int32_t)s;
+  free(fill);
+  *start_out = start, *order_out = order, *most_out = most;
+  return XPI_OK;
+}
+
 /* One expert's share of a fused decode dispatch: Y[i*R + r] = X[i] . W[r] for its m rows of X. */
 typedef struct {
   const void *W, *aux;
@@ -129,27 +150,10 @@ xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_k
     return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: no matmul kernel for %s experts", xpi_dtype_name(e->w[0].dtype));
   const int64_t S = (int64_t)n * k, R = e->rows, C = e->cols;
   if (S <= 0) return XPI_OK;
-  /* slots sorted by expert (counting sort): order[start[x] .. start[x+1]) are expert x's */
-  int32_t *start = calloc((size_t)e->n + 1, sizeof *start), *order = malloc((size_t)S * sizeof *order);
-  if (!start || !order) {
-    free(start), free(order);
-    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: moe_matmul: out of memory");
-  }
-  int32_t most = 0;
-  for (int64_t s = 0; s < S; s++) {
-    if (ids[s] >= 0 && ids[s] < e->n) start[ids[s] + 1]++;
-    else memset(out + s * R, 0, (size_t)R * sizeof *out);
-  }
-  for (int32_t x = 0; x < e->n; x++) most = start[x + 1] > most ? start[x + 1] : most, start[x + 1] += start[x];
-  int32_t *fill = malloc((size_t)e->n * sizeof *fill);
-  if (!fill) {
-    free(start), free(order);
-    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: moe_matmul: out of memory");
-  }
-  memcpy(fill, start, (size_t)e->n * sizeof *fill);
+  int32_t *start, *order, most;
+  XPI_TRY(xpi_cpu_moe_sort(ids, S, e->n, &start, &order, &most));
   for (int64_t s = 0; s < S; s++)
-    if (ids[s] >= 0 && ids[s] < e->n) order[fill[ids[s]]++] = (int32_t)s;
-  free(fill);
+    if (ids[s] < 0 || ids[s] >= e->n) memset(out + s * R, 0, (size_t)R * sizeof *out);
   if (most < XPI_CPU_GEMM_MIN_N) {
     xpi_status st = moe_matmul_fused(pool, kt, out, in, in_k, e, k, start, order, S);
     free(start), free(order);
@@ -182,19 +186,36 @@ xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_k
   return XPI_OK;
 }
 
-xpi_status xpi_cpu_moe_combine(float *out, const float *y, const float *wts, const float *shared,
-                               const float *shared_gate, int32_t n, int32_t k, int32_t d) {
-  for (int32_t t = 0; t < n; t++) {
-    float *o = out + (size_t)t * (size_t)d;
+typedef struct {
+  float *out;
+  const float *y, *wts, *shared, *shared_gate;
+  int32_t n, k, d;
+} combine_job;
+
+/* Tokens split over the threads; each token's sum in the same order as on one thread (same bits). */
+static void combine_run(void *ctx, int ith, int nth) {
+  const combine_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->n, ith, nth, 1, &b, &e);
+  const int32_t k = j->k, d = j->d;
+  for (int64_t t = b; t < e; t++) {
+    float *o = j->out + (size_t)t * (size_t)d;
     for (int32_t c = 0; c < d; c++) o[c] = 0;
-    for (int32_t j = 0; j < k; j++) {
-      const float w = wts[(size_t)t * k + j], *r = y + ((size_t)t * k + j) * (size_t)d;
+    for (int32_t i = 0; i < k; i++) {
+      const float w = j->wts[(size_t)t * k + i], *r = j->y + ((size_t)t * k + i) * (size_t)d;
       for (int32_t c = 0; c < d; c++) o[c] += w * r[c];
     }
-    if (shared) {
-      const float g = 1.0f / (1.0f + expf(-shared_gate[t])), *r = shared + (size_t)t * (size_t)d;
+    if (j->shared) {
+      const float g = 1.0f / (1.0f + expf(-j->shared_gate[t])), *r = j->shared + (size_t)t * (size_t)d;
       for (int32_t c = 0; c < d; c++) o[c] += g * r[c];
     }
   }
+}
+
+xpi_status xpi_cpu_moe_combine(xpi_pool *pool, float *out, const float *y, const float *wts, const float *shared,
+                               const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  combine_job j = {out, y, wts, shared, shared_gate, n, k, d};
+  /* a thread per 8 tokens at least (~64k multiply-adds at Qwen3-30B-A3B's width): fewer cost more to wake */
+  xpi_pool_run_n(pool, combine_run, &j, n / 8 + 1);
   return XPI_OK;
 }
