@@ -28,23 +28,40 @@ static inline float xpi_w_bf16(const global void *w, ulong i) { return xpi_bf16_
 static inline float xpi_w_f16(const global void *w, ulong i) { return vload_half(i, (const global half *)w); }
 static inline float xpi_w_f32(const global void *w, ulong i) { return ((const global float *)w)[i]; }
 
-/* out[t, r] = in[t, :] . W[r, :] (+ bias). Grid: local 64 (4 sub-groups), groups (ceil(rows/4), n).
- * Block reads need 16-byte aligned rows: the host picks this kernel only when cols % 128 == 0. */
+/* out[t, r] = in[t, :] . W[r, :] (+ bias). XPI_GEMV_RPS rows per sub-group: each x block is read once per
+ * 128-column step and multiplied into every row's accumulator, so x traffic and block-read count per row halve.
+ * Each row keeps its own float8 accumulator summed in the single-row order (same column steps, same lanes,
+ * same final reduce), so the output is bit for bit the one-row-per-sub-group result; the k loop is unrolled by
+ * 2 (same order: one accumulator per row). The last sub-group's missing row (odd rows) recomputes its first row
+ * and does not store it, which keeps control flow uniform. Grid: local 64 (4 sub-groups), groups
+ * (ceil(rows / (4 * XPI_GEMV_RPS)), n). Block reads need 16-byte aligned rows: the host picks this kernel only
+ * when cols % 128 == 0. */
+#define XPI_GEMV_RPS 2
 #define XPI_GEMV_SG(T, ESZ)                                                                                 \
   __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
   __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
   kernel void xpi_gemv_sg_##T(global float *out, const global float *in, const global void *w,             \
                               const global void *bias, int bdt, int has_bias, int rows, int cols) {        \
-    int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id(), t = get_group_id(1);                  \
-    if (r >= rows) return; /* uniform over the sub-group; no work-group barrier follows */                \
+    int r0 = (get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id()) * XPI_GEMV_RPS, t = get_group_id(1);  \
+    if (r0 >= rows) return; /* uniform over the sub-group; no work-group barrier follows */               \
+    int r1 = r0 + 1 < rows ? r0 + 1 : r0;                                                                  \
     const global float *x = in + (ulong)t * cols;                                                          \
-    const global uchar *wr = (const global uchar *)w + (ulong)r * cols * ESZ;                              \
-    float8 acc = 0.0f;                                                                                     \
-    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG)                                                          \
-      acc += xpi_block_x8(x + c0) * xpi_block_w8_##T(wr + (ulong)c0 * ESZ);                                \
-    float s = sub_group_reduce_add(acc.s0 + acc.s1 + acc.s2 + acc.s3 + acc.s4 + acc.s5 + acc.s6 + acc.s7); \
-    if (get_sub_group_local_id() == 0)                                                                     \
-      out[(ulong)t * rows + r] = s + (has_bias ? xpi_load(bias, bdt, r) : 0.0f);                           \
+    const global uchar *w0 = (const global uchar *)w + (ulong)r0 * cols * ESZ;                             \
+    const global uchar *w1 = (const global uchar *)w + (ulong)r1 * cols * ESZ;                             \
+    float8 a0 = 0.0f, a1 = 0.0f;                                                                           \
+    __attribute__((opencl_unroll_hint(2)))                                                                 \
+    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG) {                                                        \
+      float8 xv = xpi_block_x8(x + c0);                                                                    \
+      a0 += xv * xpi_block_w8_##T(w0 + (ulong)c0 * ESZ);                                                   \
+      a1 += xv * xpi_block_w8_##T(w1 + (ulong)c0 * ESZ);                                                   \
+    }                                                                                                      \
+    float s0 = sub_group_reduce_add(a0.s0 + a0.s1 + a0.s2 + a0.s3 + a0.s4 + a0.s5 + a0.s6 + a0.s7);        \
+    float s1 = sub_group_reduce_add(a1.s0 + a1.s1 + a1.s2 + a1.s3 + a1.s4 + a1.s5 + a1.s6 + a1.s7);        \
+    if (get_sub_group_local_id() == 0) {                                                                   \
+      global float *o = out + (ulong)t * rows;                                                             \
+      o[r0] = s0 + (has_bias ? xpi_load(bias, bdt, r0) : 0.0f);                                            \
+      if (r1 != r0) o[r1] = s1 + (has_bias ? xpi_load(bias, bdt, r1) : 0.0f);                              \
+    }                                                                                                      \
   }
 
 XPI_GEMV_SG(bf16, 2)
