@@ -5,7 +5,8 @@
 #include "xpi_cl.h"
 
 #define XPI_SG 16
-#define XPI_ROWS_PER_WG 4 /* one sub-group per output row */
+#define XPI_ROWS_PER_WG 4 /* sub-groups per work-group */
+#define XPI_GEMV_RPS 2    /* rows per sub-group of xpi_gemv_sg_* and xpi_gemv3_sg_* (XPU_GEMV_SG_RPS) */
 
 /* x[c0 + lane + 16k], k < 8, for the whole sub-group in one block read (c0 a multiple of 128). */
 static inline float8 xpi_block_x8(const global float *x) {
@@ -28,28 +29,6 @@ static inline float xpi_w_bf16(const global void *w, ulong i) { return xpi_bf16_
 static inline float xpi_w_f16(const global void *w, ulong i) { return vload_half(i, (const global half *)w); }
 static inline float xpi_w_f32(const global void *w, ulong i) { return ((const global float *)w)[i]; }
 
-/* out[t, r] = in[t, :] . W[r, :] (+ bias). Grid: local 64 (4 sub-groups), groups (ceil(rows/4), n).
- * Block reads need 16-byte aligned rows: the host picks this kernel only when cols % 128 == 0. */
-#define XPI_GEMV_SG(T, ESZ)                                                                                 \
-  __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
-  __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
-  kernel void xpi_gemv_sg_##T(global float *out, const global float *in, const global void *w,             \
-                              const global void *bias, int bdt, int has_bias, int rows, int cols) {        \
-    int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id(), t = get_group_id(1);                  \
-    if (r >= rows) return; /* uniform over the sub-group; no work-group barrier follows */                \
-    const global float *x = in + (ulong)t * cols;                                                          \
-    const global uchar *wr = (const global uchar *)w + (ulong)r * cols * ESZ;                              \
-    float8 acc = 0.0f;                                                                                     \
-    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG)                                                          \
-      acc += xpi_block_x8(x + c0) * xpi_block_w8_##T(wr + (ulong)c0 * ESZ);                                \
-    float s = sub_group_reduce_add(acc.s0 + acc.s1 + acc.s2 + acc.s3 + acc.s4 + acc.s5 + acc.s6 + acc.s7); \
-    if (get_sub_group_local_id() == 0)                                                                     \
-      out[(ulong)t * rows + r] = s + (has_bias ? xpi_load(bias, bdt, r) : 0.0f);                           \
-  }
-
-XPI_GEMV_SG(bf16, 2)
-XPI_GEMV_SG(f16, 2)
-XPI_GEMV_SG(f32, 4)
 
 /* rsqrt(mean(x^2) + eps) of the row as xpi_rmsnorm_sg computes it (lane-strided squares, one sub-group sum),
  * or 1 without a norm (uniform branch). */
@@ -75,21 +54,70 @@ static inline float8 xpi_block_h8(const global float *x, int c0, int has_norm, f
   return v * inv * w;
 }
 
-/* (normalised) in . W[row] for the sub-group, summed as xpi_gemv_sg_* sums (the fused forms give its bits). */
-#define XPI_DOT_SG(T, ESZ)                                                                                \
-  static inline float xpi_dot_sg_##T(const global float *x, const global void *w, int r, int cols,         \
-                                     int has_norm, float inv, const global void *nw, int nwdt) {          \
-    const global uchar *wr = (const global uchar *)w + (ulong)r * cols * ESZ;                              \
-    float8 acc = 0.0f;                                                                                     \
-    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG)                                                          \
-      acc += xpi_block_h8(x, c0, has_norm, inv, nw, nwdt) * xpi_block_w8_##T(wr + (ulong)c0 * ESZ);        \
-    return sub_group_reduce_add(acc.s0 + acc.s1 + acc.s2 + acc.s3 + acc.s4 + acc.s5 + acc.s6 + acc.s7);    \
+/* (normalised) in . A and in . B for two weight rows A, B (byte pointers) in one pass over x: each x block (and
+ * norm weight block) is read once for both rows; each row keeps its own float8 accumulator, summed in one
+ * order for every GEMV of this file (same 128-column steps, lanes and final reduce), so the plain, fused and
+ * paired forms give the same bits for a row. The k loop is unrolled by 2 (the order is unchanged). */
+#define XPI_DOT2_SG(T, ESZ)                                                                               \
+  static inline float2 xpi_dot2_sg_##T(const global float *x, const global uchar *wa,                     \
+                                       const global uchar *wb, int cols, int has_norm, float inv,         \
+                                       const global void *nw, int nwdt) {                                 \
+    float8 a = 0.0f, b = 0.0f;                                                                            \
+    __attribute__((opencl_unroll_hint(2)))                                                                \
+    for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG) {                                                       \
+      float8 h = xpi_block_h8(x, c0, has_norm, inv, nw, nwdt);                                            \
+      a += h * xpi_block_w8_##T(wa + (ulong)c0 * ESZ);                                                    \
+      b += h * xpi_block_w8_##T(wb + (ulong)c0 * ESZ);                                                    \
+    }                                                                                                     \
+    return (float2)(sub_group_reduce_add(a.s0 + a.s1 + a.s2 + a.s3 + a.s4 + a.s5 + a.s6 + a.s7),          \
+                    sub_group_reduce_add(b.s0 + b.s1 + b.s2 + b.s3 + b.s4 + b.s5 + b.s6 + b.s7));         \
   }
 
+XPI_DOT2_SG(bf16, 2)
+XPI_DOT2_SG(f16, 2)
+XPI_DOT2_SG(f32, 4)
+
+/* out[t, r] = in[t, :] . W[r, :] (+ bias). XPI_GEMV_RPS rows per sub-group: each x block is read once per
+ * 128-column step and multiplied into every row's accumulator, so x traffic and block-read count per row halve.
+ * Each row keeps its own float8 accumulator summed in the single-row order (same column steps, same lanes,
+ * same final reduce), so the output is bit for bit the one-row-per-sub-group result; the k loop is unrolled by
+ * 2 (same order: one accumulator per row). The last sub-group's missing row (odd rows) recomputes its first row
+ * and does not store it, which keeps control flow uniform. Grid: local 64 (4 sub-groups), groups
+ * (ceil(rows / (4 * XPI_GEMV_RPS)), n). Block reads need 16-byte aligned rows: the host picks this kernel only
+ * when cols % 128 == 0. */
+#define XPI_GEMV_SG(T, ESZ)                                                                                 \
+  __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
+  __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
+  kernel void xpi_gemv_sg_##T(global float *out, const global float *in, const global void *w,             \
+                              const global void *bias, int bdt, int has_bias, int rows, int cols) {        \
+    int r0 = (get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id()) * XPI_GEMV_RPS, t = get_group_id(1);  \
+    if (r0 >= rows) return; /* uniform over the sub-group; no work-group barrier follows */               \
+    int r1 = r0 + 1 < rows ? r0 + 1 : r0;                                                                  \
+    const global uchar *wb = (const global uchar *)w;                                                      \
+    float2 s = xpi_dot2_sg_##T(in + (ulong)t * cols, wb + (ulong)r0 * cols * ESZ,                          \
+                               wb + (ulong)r1 * cols * ESZ, cols, 0, 1.0f, bias, 0);                       \
+    if (get_sub_group_local_id() == 0) {                                                                   \
+      global float *o = out + (ulong)t * rows;                                                             \
+      o[r0] = s.x + (has_bias ? xpi_load(bias, bdt, r0) : 0.0f);                                           \
+      if (r1 != r0) o[r1] = s.y + (has_bias ? xpi_load(bias, bdt, r1) : 0.0f);                             \
+    }                                                                                                      \
+  }
+
+XPI_GEMV_SG(bf16, 2)
+XPI_GEMV_SG(f16, 2)
+XPI_GEMV_SG(f32, 4)
+
+/* Row g of the concatenation W0 | W1 | W2 (r0, r1, r2 rows): its matrix m and its row there. */
+static inline int xpi_gemv3_row(int g, int r0, int r1, int *m) {
+  *m = g >= r0 + r1 ? 2 : g >= r0 ? 1 : 0;
+  return *m == 2 ? g - r0 - r1 : *m == 1 ? g - r0 : g;
+}
+
 /* Up to three projections of one (normalised) input row in one launch (q/k/v; with accumulate, o[r] += as the
- * residual add of o_proj/down), n = 1: sub-group g of the grid computes row g of W0, or row g - r0 of W1, or
- * row g - r0 - r1 of W2. Grid: ceil((r0 + r1 + r2) / 4) groups of 64. */
-#define XPI_GEMV3_SG(T)                                                                                   \
+ * residual add of o_proj/down), n = 1: sub-group s of the grid computes rows 2s and 2s + 1 of W0 | W1 | W2 (a
+ * pair may straddle two matrices; an odd last row is recomputed, not stored, as in xpi_gemv_sg). Grid:
+ * ceil((r0 + r1 + r2) / 8) groups of 64. */
+#define XPI_GEMV3_SG(T, ESZ)                                                                              \
   __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
   __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
   kernel void xpi_gemv3_sg_##T(global float *o0, global float *o1, global float *o2,                       \
@@ -98,23 +126,31 @@ static inline float8 xpi_block_h8(const global float *x, int c0, int has_norm, f
                                const global void *b2, int bdt, int has_bias, int r0, int r1, int r2,       \
                                int cols, const global void *nw, int nwdt, int has_norm, float eps,         \
                                int accumulate) {                                                          \
-    int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id();                                       \
-    if (r >= r0 + r1 + r2) return; /* uniform over the sub-group; no barrier follows */                   \
-    global float *o = o0;                                                                                 \
-    const global void *w = w0, *b = b0;                                                                   \
-    if (r >= r0 + r1) { r -= r0 + r1; o = o2; w = w2; b = b2; }                                           \
-    else if (r >= r0) { r -= r0; o = o1; w = w1; b = b1; }                                                \
+    int total = r0 + r1 + r2, g = (get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id()) * XPI_GEMV_RPS; \
+    if (g >= total) return; /* uniform over the sub-group; no barrier follows */                          \
+    int g2 = g + 1 < total ? g + 1 : g, ma, mb; /* scalars, not arrays: nothing for private memory */      \
+    int ra = xpi_gemv3_row(g, r0, r1, &ma), rb = xpi_gemv3_row(g2, r0, r1, &mb);                          \
+    const global uchar *wa = (const global uchar *)(ma == 2 ? w2 : ma == 1 ? w1 : w0) + (ulong)ra * cols * ESZ; \
+    const global uchar *wb = (const global uchar *)(mb == 2 ? w2 : mb == 1 ? w1 : w0) + (ulong)rb * cols * ESZ; \
     float inv = xpi_norm_inv_sg(in, cols, has_norm, eps);                                                 \
-    float s = xpi_dot_sg_##T(in, w, r, cols, has_norm, inv, nw, nwdt);                                    \
+    float2 s = xpi_dot2_sg_##T(in, wa, wb, cols, has_norm, inv, nw, nwdt);                                \
     if (get_sub_group_local_id() == 0) {                                                                  \
-      float v = s + (has_bias ? xpi_load(b, bdt, r) : 0.0f);                                              \
-      o[r] = accumulate ? o[r] + v : v;                                                                   \
+      global float *o = ma == 2 ? o2 : ma == 1 ? o1 : o0;                                                 \
+      const global void *b = ma == 2 ? b2 : ma == 1 ? b1 : b0;                                            \
+      float v = s.x + (has_bias ? xpi_load(b, bdt, ra) : 0.0f);                                           \
+      o[ra] = accumulate ? o[ra] + v : v;                                                                 \
+      if (g2 != g) {                                                                                      \
+        o = mb == 2 ? o2 : mb == 1 ? o1 : o0;                                                             \
+        b = mb == 2 ? b2 : mb == 1 ? b1 : b0;                                                             \
+        v = s.y + (has_bias ? xpi_load(b, bdt, rb) : 0.0f);                                               \
+        o[rb] = accumulate ? o[rb] + v : v;                                                               \
+      }                                                                                                   \
     }                                                                                                     \
   }
 
 /* out[r] = act(h . G[r]) * (h . U[r]) (act as xpi_glu), h the (normalised) input, n = 1: gate, up and the
- * activation in one launch. Grid: ceil(rows / 4) groups of 64. */
-#define XPI_GEMV_GLU_SG(T)                                                                                \
+ * activation in one launch, G[r] and U[r] in one pass over h. Grid: ceil(rows / 4) groups of 64. */
+#define XPI_GEMV_GLU_SG(T, ESZ)                                                                           \
   __attribute__((intel_reqd_sub_group_size(XPI_SG)))                                                      \
   __attribute__((reqd_work_group_size(XPI_SG * XPI_ROWS_PER_WG, 1, 1)))                                   \
   kernel void xpi_gemv_glu_sg_##T(global float *out, const global float *in, const global void *wg,       \
@@ -123,20 +159,18 @@ static inline float8 xpi_block_h8(const global float *x, int c0, int has_norm, f
     int r = get_group_id(0) * XPI_ROWS_PER_WG + get_sub_group_id();                                       \
     if (r >= rows) return;                                                                                \
     float inv = xpi_norm_inv_sg(in, cols, has_norm, eps);                                                 \
-    float g = xpi_dot_sg_##T(in, wg, r, cols, has_norm, inv, nw, nwdt);                                   \
-    float u = xpi_dot_sg_##T(in, wu, r, cols, has_norm, inv, nw, nwdt);                                   \
-    if (get_sub_group_local_id() == 0) out[r] = xpi_glu(g, u, act);                                       \
+    ulong off = (ulong)r * cols * ESZ;                                                                    \
+    float2 gu = xpi_dot2_sg_##T(in, (const global uchar *)wg + off, (const global uchar *)wu + off, cols, \
+                                has_norm, inv, nw, nwdt);                                                 \
+    if (get_sub_group_local_id() == 0) out[r] = xpi_glu(gu.x, gu.y, act);                                \
   }
 
-XPI_DOT_SG(bf16, 2)
-XPI_DOT_SG(f16, 2)
-XPI_DOT_SG(f32, 4)
-XPI_GEMV3_SG(bf16)
-XPI_GEMV3_SG(f16)
-XPI_GEMV3_SG(f32)
-XPI_GEMV_GLU_SG(bf16)
-XPI_GEMV_GLU_SG(f16)
-XPI_GEMV_GLU_SG(f32)
+XPI_GEMV3_SG(bf16, 2)
+XPI_GEMV3_SG(f16, 2)
+XPI_GEMV3_SG(f32, 4)
+XPI_GEMV_GLU_SG(bf16, 2)
+XPI_GEMV_GLU_SG(f16, 2)
+XPI_GEMV_GLU_SG(f32, 4)
 
 /* rmsnorm_forward as in portable/norm.cl, one sub-group per row: no local memory, no barriers.
  * Grid: n groups of 16. */

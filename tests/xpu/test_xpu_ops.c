@@ -113,8 +113,10 @@ static void test_rmsnorm(void) {
 }
 
 static void test_matmul(void) {
-  const int rows = 37, col_list[3] = {67, 256, 16}, n_list[2] = {1, 7};
-  for (int ci = 0; ci < 3; ci++)
+  /* 37 rows: the two-rows-a-sub-group GEMV's odd last row; 256 / 384: an even / odd count of its unrolled
+   * 128-column steps (67 and 16 take the portable GEMV: cols % 128 != 0) */
+  const int rows = 37, col_list[4] = {67, 256, 16, 384}, n_list[2] = {1, 7};
+  for (int ci = 0; ci < 4; ci++)
     for (int ni = 0; ni < 2; ni++)
       for (int di = 0; di < 3; di++)
         for (int bias = 0; bias < 2; bias++) {
@@ -246,7 +248,8 @@ static void test_fused_case(fused_case *fc) {
 }
 
 static void test_fused(void) {
-  const int col_list[2] = {67, 256}, n_list[2] = {1, 7};
+  /* 384: three 128-column steps, so the bit-for-bit check below also covers the unrolled GEMV's remainder step */
+  const int col_list[2] = {67, 384}, n_list[2] = {1, 7};
   for (int ci = 0; ci < 2; ci++)
     for (int ni = 0; ni < 2; ni++)
       for (int di = 0; di < 3; di++)

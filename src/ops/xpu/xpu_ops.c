@@ -6,6 +6,7 @@
 
 #define XPU_WG 64        /* work-group of the portable row kernels */
 #define XPU_MAX_HD 256   /* attention kernels keep a head in local memory / registers */
+#define XPU_GEMV_SG_RPS 2 /* rows per sub-group of xpi_gemv_sg_* / xpi_gemv3_sg_* (XPI_GEMV_RPS) */
 #define XPU_SDPA_GC 8      /* query heads of a KV head one xpi_sdpa work-group serves (XPI_GC) */
 #define XPU_SDPA_SPLITS 16 /* most key splits of a decode step's xpi_sdpa */
 
@@ -82,7 +83,7 @@ xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_we
     static const xpu_kid sg[3] = {XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16};
     static const xpu_kid pk[3] = {XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16};
     if (cols % 128 == 0 && tuned_ok(be, sg[di])) /* block reads: 128-element, 16-byte aligned steps */
-      return xpu_launch(be, sg[di], ceil_div((uint64_t)rows, 4), 1, 1, 64, 1, 1, a, 8);
+      return xpu_launch(be, sg[di], ceil_div((uint64_t)rows, 4 * XPU_GEMV_SG_RPS), 1, 1, 64, 1, 1, a, 8);
     return xpu_launch(be, pk[di], (uint32_t)rows, 1, 1, XPU_WG, 1, 1, a, 8);
   }
   if (w->dtype == XPI_DT_BF16 && cols % 16 == 0 && tuned_ok(be, XK_GEMM_DPAS_BF16)) {
@@ -309,7 +310,7 @@ static xpi_status gemv3(xpi_backend *be, int count, float *const *outs, const fl
   xpu_arg a[] = {XA(o[0]), XA(o[1]), XA(o[2]), XA(in),     XA(w[0]),   XA(w[1]),   XA(w[2]),
                  XA(b[0]), XA(b[1]), XA(b[2]), XA(bdt),    XA(has_bias), XA(r[0]), XA(r[1]),
                  XA(r[2]), XA(cols), XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps), XA(accumulate)};
-  if (sg) return xpu_launch(be, sgk[di], ceil_div((uint64_t)total, 4), 1, 1, 64, 1, 1, a, 21);
+  if (sg) return xpu_launch(be, sgk[di], ceil_div((uint64_t)total, 4 * XPU_GEMV_SG_RPS), 1, 1, 64, 1, 1, a, 21);
   return xpu_launch(be, pk[di], (uint32_t)total, 1, 1, XPU_WG, 1, 1, a, 21);
 }
 
