@@ -17,18 +17,6 @@ static xpi_backend *cpu, *xpu;
 
 static const xpi_dtype k_dts[3] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
 
-/* Host source of a weight in dtype dt from f32 values (what a safetensors mapping holds). */
-static void *host_weight(const float *v, size_t n, xpi_dtype dt) {
-  if (dt == XPI_DT_F32) {
-    void *p = malloc(n * 4);
-    memcpy(p, v, n * 4);
-    return p;
-  }
-  uint16_t *h = malloc(n * 2);
-  for (size_t i = 0; i < n; i++) h[i] = dt == XPI_DT_BF16 ? xpi_f32_to_bf16(v[i]) : xpi_f32_to_f16(v[i]);
-  return h;
-}
-
 typedef struct {
   xpi_weight c, x;
 } wpair;
@@ -68,7 +56,7 @@ static void test_embed(void) {
   float *tab = xt_randv((size_t)rows * d);
   int32_t ids[7] = {0, 36, 5, 5, 17, 1, 30};
   for (int di = 0; di < 3; di++) {
-    void *src = host_weight(tab, (size_t)rows * d, k_dts[di]);
+    void *src = xt_host_weight(tab, (size_t)rows * d, k_dts[di]);
     wpair w;
     wpair_make(&w, src, k_dts[di], rows, d, k_dts[di]);
     bpair bid = bp(ids, sizeof ids), out = bp(NULL, (size_t)n * d * 4);
@@ -93,7 +81,7 @@ static void test_rmsnorm(void) {
           int d = d_list[a], n = n_list[b];
           size_t cnt = (size_t)n * d;
           float *x = xt_randv(cnt), *r = xt_randv(cnt), *wv = xt_randv((size_t)d);
-          void *src = host_weight(wv, (size_t)d, k_dts[di]);
+          void *src = xt_host_weight(wv, (size_t)d, k_dts[di]);
           wpair w;
           wpair_make(&w, src, k_dts[di], 1, d, k_dts[di]);
           bpair bx = bp(x, cnt * 4), br = bp(r, cnt * 4), out = bp(NULL, cnt * 4);
@@ -122,8 +110,8 @@ static void test_matmul(void) {
         for (int bias = 0; bias < 2; bias++) {
           int cols = col_list[ci], n = n_list[ni];
           float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)n * cols), *bv = xt_randv(rows);
-          void *src = host_weight(wv, (size_t)rows * cols, k_dts[di]);
-          void *bsrc = host_weight(bv, rows, XPI_DT_BF16);
+          void *src = xt_host_weight(wv, (size_t)rows * cols, k_dts[di]);
+          void *bsrc = xt_host_weight(bv, rows, XPI_DT_BF16);
           wpair w, wb;
           wpair_make(&w, src, k_dts[di], rows, cols, k_dts[di]);
           wpair_make(&wb, bsrc, XPI_DT_BF16, 1, rows, XPI_DT_BF16);
@@ -181,8 +169,8 @@ static void test_fused_case(fused_case *fc) {
     float *wv = xt_randv((size_t)rows[j] * cols), *bv = xt_randv(rows[j]);
     if (j == 2) /* the gate of the GLU cases: the activation over a wider range */
       for (size_t i = 0; i < (size_t)rows[j] * cols; i++) wv[i] *= 4.0f;
-    src[j] = host_weight(wv, (size_t)rows[j] * cols, dt);
-    bsrc[j] = host_weight(bv, rows[j], XPI_DT_BF16);
+    src[j] = xt_host_weight(wv, (size_t)rows[j] * cols, dt);
+    bsrc[j] = xt_host_weight(bv, rows[j], XPI_DT_BF16);
     wpair_make(&w[j], src[j], dt, rows[j], cols, dt);
     wpair_make(&wb[j], bsrc[j], XPI_DT_BF16, 1, rows[j], XPI_DT_BF16);
     out[j] = bp(NULL, (size_t)n * rows[0] * 4);
@@ -206,7 +194,7 @@ static void test_fused_case(fused_case *fc) {
   /* gate w[2]-like values of w[0]'s shape: a fresh weight times 4, up w[0] */
   float *uv = xt_randv((size_t)rows[0] * cols);
   for (size_t i = 0; i < (size_t)rows[0] * cols; i++) uv[i] *= 4.0f;
-  void *usrc = host_weight(uv, (size_t)rows[0] * cols, dt);
+  void *usrc = xt_host_weight(uv, (size_t)rows[0] * cols, dt);
   wpair_make(&wu, usrc, dt, rows[0], cols, dt);
   for (int act = 0; act < 2; act++) {
     CHECK_OK(cpu->ops->matmul_glu(cpu, out[0].c, out[1].c, fc->x.c, nc, 1e-6f, fc->h.c, &wu.c, &w[0].c,
@@ -257,7 +245,7 @@ static void test_fused(void) {
           for (int norm = 0; norm < 2; norm++) {
             fused_case fc = {col_list[ci], n_list[ni], di, bias, norm, {0}, {0}, {{0}, {0}}};
             float *x = xt_randv((size_t)fc.n * fc.cols), *nv = xt_randv((size_t)fc.cols);
-            void *nsrc = host_weight(nv, (size_t)fc.cols, k_dts[di]);
+            void *nsrc = xt_host_weight(nv, (size_t)fc.cols, k_dts[di]);
             fc.x = bp(x, (size_t)fc.n * fc.cols * 4);
             fc.h = bp(NULL, (size_t)fc.n * fc.cols * 4);
             wpair_make(&fc.nw, nsrc, k_dts[di], 1, fc.cols, k_dts[di]);
@@ -300,7 +288,7 @@ static void test_rope(void) {
         }
         float *q = xt_randv((size_t)n * hq * hd), *k = xt_randv((size_t)n * hk * hd);
         float *qn = xt_randv(hd), *kn = xt_randv(hd);
-        void *qsrc = host_weight(qn, hd, XPI_DT_BF16), *ksrc = host_weight(kn, hd, XPI_DT_F32);
+        void *qsrc = xt_host_weight(qn, hd, XPI_DT_BF16), *ksrc = xt_host_weight(kn, hd, XPI_DT_F32);
         wpair wq, wk;
         wpair_make(&wq, qsrc, XPI_DT_BF16, 1, hd, XPI_DT_BF16);
         wpair_make(&wk, ksrc, XPI_DT_F32, 1, hd, XPI_DT_F32);
@@ -660,7 +648,7 @@ static void test_convert(void) {
   const xpi_dtype pairs[4][2] = {{XPI_DT_F32, XPI_DT_BF16}, {XPI_DT_F32, XPI_DT_F16}, {XPI_DT_BF16, XPI_DT_F32},
                                  {XPI_DT_F16, XPI_DT_F32}};
   for (int p = 0; p < 4; p++) {
-    void *src = host_weight(v, n, pairs[p][0]);
+    void *src = xt_host_weight(v, n, pairs[p][0]);
     wpair w;
     wpair_make(&w, src, pairs[p][0], 1, n, pairs[p][1]);
     size_t bytes = (size_t)n * xpi_dtype_size(pairs[p][1]);
