@@ -4,6 +4,7 @@
  * exists, the tuned kernels match the CPU scalar reference at shapes that select them, and where
  * XPI_EXPECT_LOG is set the backend logged that text (e.g. why DPAS is unavailable on a CPU runtime), where
  * XPI_EXPECT_NO_LOG is set it did not. */
+#include "ops/cpu/quant.h"
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
@@ -55,6 +56,64 @@ static void check_gemv(xpi_dtype dt, int rows, int cols, int bias) {
   cpu->ops->weight_free(cpu, &bc), xpu->ops->weight_free(xpu, &bx);
 }
 
+/* The tuned q8/q4 decode GEMV (kernels/tuned/gemv_q_sg.cl) against the portable one on this device: the same
+ * activation quants (one xpi_quant_act launch) through both kernels, compared bit for bit (the tuned kernel keeps
+ * the portable block partition, exact int32 block dots and f32 order; see the kernel's comment), for n tokens
+ * (the grid's token index); then the op (n = 1) must give those bits too, i.e. the host picked a GEMV with them,
+ * and be within the CPU's q8/q4 bound (xt_q_bound: same quants, f32 vs double summation). cols spans whole
+ * 16-block runs, a run cut by the row end and a partial last block. */
+static void check_gemv_q(xpi_dtype dt, int rows, int cols, int n, int bias) {
+  const int nb = (cols + 31) / 32, q4 = dt == XPI_DT_Q4;
+  float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)n * cols), *bv = xt_randv((size_t)rows);
+  for (int c = 0; c < cols; c++) x[c] *= (float)(1 + (c / 32) % 5); /* scales that differ by block */
+  xpi_weight wc, wx, bc, bx;
+  CHECK_OK(cpu->ops->weight_create(cpu, &wc, wv, XPI_DT_F32, rows, cols, dt));
+  CHECK_OK(xpu->ops->weight_create(xpu, &wx, wv, XPI_DT_F32, rows, cols, dt));
+  CHECK_OK(cpu->ops->weight_create(cpu, &bc, bv, XPI_DT_F32, 1, rows, XPI_DT_F32));
+  CHECK_OK(xpu->ops->weight_create(xpu, &bx, bv, XPI_DT_F32, 1, rows, XPI_DT_F32));
+  void *xx = xt_up(xpu, x, (size_t)n * cols * 4), *xq = xt_up(xpu, NULL, (size_t)n * nb * 32),
+       *dx = xt_up(xpu, NULL, (size_t)n * nb * 4), *op = xt_up(xpu, NULL, (size_t)n * rows * 4),
+       *os = xt_up(xpu, NULL, (size_t)n * rows * 4), *oo = xt_up(xpu, NULL, (size_t)rows * 4);
+  xpu_arg qa[] = {XA(xq), XA(dx), XA(xx), XA(cols), XA(nb)};
+  CHECK_OK(xpu_launch(xpu, XK_QUANT_ACT, (uint32_t)((nb + 63) / 64), (uint32_t)n, 1, 64, 1, 1, qa, 5));
+  const int bdt = XPI_DT_F32;
+  const void *wd = wx.data, *d = wx.aux, *bd = bx.data;
+  xpu_arg ap[] = {XA(op), XA(xq), XA(dx), XA(wd), XA(d), XA(bd), XA(bdt), XA(bias), XA(rows), XA(cols)};
+  xpu_arg as[] = {XA(os), XA(xq), XA(dx), XA(wd), XA(d), XA(bd), XA(bdt), XA(bias), XA(rows), XA(cols)};
+  CHECK_OK(xpu_launch(xpu, q4 ? XK_GEMV_Q4 : XK_GEMV_Q8, (uint32_t)rows, (uint32_t)n, 1, 64, 1, 1, ap, 10));
+  CHECK_OK(xpu_launch(xpu, q4 ? XK_GEMV_SG_Q4 : XK_GEMV_SG_Q8, (uint32_t)rows, (uint32_t)n, 1, 64, 1, 1, as, 10));
+  CHECK_OK(xpu->ops->matmul(xpu, oo, xx, &wx, bias ? &bx : NULL, 1));
+  const size_t cnt = (size_t)n * rows;
+  float *hp = malloc(cnt * 4), *hs = malloc(cnt * 4), *ho = malloc((size_t)rows * 4), *hc = malloc((size_t)rows * 4);
+  xt_down(xpu, hp, op, cnt * 4);
+  xt_down(xpu, hs, os, cnt * 4);
+  xt_down(xpu, ho, oo, (size_t)rows * 4);
+  size_t diff = 0, first = 0;
+  for (size_t i = 0; i < cnt; i++)
+    if (memcmp(&hp[i], &hs[i], 4) != 0 && diff++ == 0) first = i;
+  CHECK(diff == 0, "tuned %s gemv [%d x %d] n=%d bias=%d: %zu of %zu outputs differ from the portable kernel's "
+        "bits; first [%zu] tuned %.9g portable %.9g", xpi_dtype_name(dt), rows, cols, n, bias, diff, cnt, first,
+        (double)hs[first], (double)hp[first]);
+  CHECK(memcmp(ho, hp, (size_t)rows * 4) == 0, "%s matmul n=1 [%d x %d]: not the portable GEMV's bits",
+        xpi_dtype_name(dt), rows, cols);
+  void *xc = xt_up(cpu, x, (size_t)cols * 4), *oc = xt_up(cpu, NULL, (size_t)rows * 4);
+  CHECK_OK(cpu->ops->matmul(cpu, oc, xc, &wc, bias ? &bc : NULL, 1));
+  xt_down(cpu, hc, oc, (size_t)rows * 4);
+  size_t bad = 0;
+  for (int r = 0; r < rows; r++) {
+    const double tol = xt_q_bound(&wc, r, x) + (bias ? 2 * U * (fabs(hc[r]) + 1) : 0) + 1e-30;
+    if (!(fabs((double)ho[r] - (double)hc[r]) <= tol)) bad++;
+  }
+  CHECK(bad == 0, "tuned %s gemv [%d x %d] bias=%d: %zu of %d outputs beyond the CPU bound", xpi_dtype_name(dt), rows,
+        cols, bias, bad, rows);
+  free(hp), free(hs), free(ho), free(hc), free(wv), free(x), free(bv);
+  void *xb[] = {xx, xq, dx, op, os, oo};
+  for (int i = 0; i < 6; i++) xpu->ops->free(xpu, xb[i]);
+  cpu->ops->free(cpu, xc), cpu->ops->free(cpu, oc);
+  cpu->ops->weight_free(cpu, &wc), xpu->ops->weight_free(xpu, &wx);
+  cpu->ops->weight_free(cpu, &bc), xpu->ops->weight_free(xpu, &bx);
+}
+
 /* rmsnorm with residual on both backends (the XPU picks the sub-group RMSNorm), compared. */
 static void check_rmsnorm(xpi_dtype dt, int n, int d) {
   size_t cnt = (size_t)n * d;
@@ -101,12 +160,19 @@ int main(void) {
   const xpu_device *d = im_of(xpu)->d;
   for (int k = XK_GEMV_SG_F32; k <= XK_RMSNORM_SG; k++)
     CHECK(d->k[k] != NULL, "tuned kernel %s was not created", xpu_kernel_name((xpu_kid)k));
+  for (int k = XK_GEMV_SG_Q8; k <= XK_GEMV_SG_Q4; k++)
+    CHECK(d->k[k] != NULL, "tuned kernel %s was not created", xpu_kernel_name((xpu_kid)k));
   if (cpu && strcmp(tier, "portable") != 0) {
     /* The host picks the sub-group GEMV for n = 1 and cols % 128 == 0: 37 rows leave a partial group of 4
      * sub-groups; 384 columns are three block steps. */
     static const xpi_dtype dts[3] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
     for (int di = 0; di < 3; di++)
       for (int bias = 0; bias < 2; bias++) check_gemv(dts[di], 37, 384, bias);
+    /* q8/q4 decode: cols 512 = one 16-block run; 2727 = 86 blocks: four whole runs, then one whole and one cut
+     * by the row end (blocks 80..85), the last block partial; 67 = 3 blocks, lane by lane only */
+    static const int qcols[3] = {512, 2727, 67};
+    for (int q = 0; q < 2; q++)
+      for (int ci = 0; ci < 3; ci++) check_gemv_q(q ? XPI_DT_Q4 : XPI_DT_Q8, 37, qcols[ci], ci == 1 ? 3 : 1, ci & 1);
     check_rmsnorm(XPI_DT_BF16, 3, 1000); /* d not a multiple of 16: the sub-group's tail lanes */
     check_rmsnorm(XPI_DT_F32, 1, 16);
   }
