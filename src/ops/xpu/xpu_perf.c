@@ -63,8 +63,8 @@ static int expected_args(xpu_kid kid) {
     case XK_GEMM_Q8: case XK_GEMM_Q4: return 11;
     case XK_MOE_GEMV_Q8: case XK_MOE_GEMV_Q4: return 10;
     case XK_MOE_GEMM_Q8: case XK_MOE_GEMM_Q4: return 11;
-    case XK_GEMV3_Q8: case XK_GEMV3_Q4: return 24;
-    case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4: return 13;
+    case XK_GEMV3_Q8: case XK_GEMV3_Q4: case XK_GEMV3_SG_Q8: case XK_GEMV3_SG_Q4: return 24;
+    case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4: case XK_GEMV_GLU_SG_Q8: case XK_GEMV_GLU_SG_Q4: return 13;
     case XK_SDPA: return 23;
     case XK_EAGER: case XK_FLASH: return 17;
     default: return -1;
@@ -214,11 +214,13 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       fl = 2 * chosen * rows * cols;
       break;
     }
-    case XK_GEMV3_Q8: case XK_GEMV3_Q4: case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4: {
+    case XK_GEMV3_Q8: case XK_GEMV3_Q4: case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4:
+    case XK_GEMV3_SG_Q8: case XK_GEMV3_SG_Q4: case XK_GEMV_GLU_SG_Q8: case XK_GEMV_GLU_SG_Q4: {
       /* the quantized GEMV's weight bytes (quants + half scales) for up to three matrices, or gate and up; the f32
        * input row (+ its RMSNorm weight) once, quantized in every work-group's local memory; the output read
        * back when accumulating */
-      const int glu = kid == XK_GEMV_GLU_Q8 || kid == XK_GEMV_GLU_Q4, q4 = kid == XK_GEMV3_Q4 || kid == XK_GEMV_GLU_Q4;
+      const int glu = kid == XK_GEMV_GLU_Q8 || kid == XK_GEMV_GLU_Q4 || kid == XK_GEMV_GLU_SG_Q8 || kid == XK_GEMV_GLU_SG_Q4;
+      const int q4 = kid == XK_GEMV3_Q4 || kid == XK_GEMV_GLU_Q4 || kid == XK_GEMV3_SG_Q4 || kid == XK_GEMV_GLU_SG_Q4;
       double rows = glu ? (double)I32(6) : (double)I32(15) + I32(16) + I32(17), cols = I32(glu ? 7 : 18);
       double nb = (double)((I32(glu ? 7 : 18) + XPI_QK - 1) / XPI_QK), wrow = nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2);
       double norm = I32(glu ? 11 : 21) ? cols * dsize(I32(glu ? 10 : 20)) : 0;
