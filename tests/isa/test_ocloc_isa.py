@@ -38,7 +38,10 @@ HOT = {"xpi_embed", "xpi_add", "xpi_swiglu", "xpi_argmax", "xpi_topk", "xpi_rmsn
        # q8/q4 decode: the activation quantization, the GEMVs and their fused forms (quantize the input row in
        # local memory; issue 17); mixture-of-experts decode, float and q8/q4 experts (issue 15)
        "xpi_quant_act", "xpi_gemv_q8", "xpi_gemv_q4", "xpi_gemv3_q8", "xpi_gemv3_q4", "xpi_gemv_glu_q8",
-       "xpi_gemv_glu_q4", "xpi_moe_route", "xpi_moe_matmul", "xpi_moe_combine", "xpi_moe_gemv_q8", "xpi_moe_gemv_q4"}
+       "xpi_gemv_glu_q4", "xpi_moe_route", "xpi_moe_matmul", "xpi_moe_combine", "xpi_moe_gemv_q8", "xpi_moe_gemv_q4",
+       # the tuned tier's q8/q4 decode GEMV (block reads; issue 17 item 6)
+       "xpi_gemv_sg_q8", "xpi_gemv_sg_q4", "xpi_gemv3_sg_q8", "xpi_gemv3_sg_q4", "xpi_gemv_glu_sg_q8",
+       "xpi_gemv_glu_sg_q4"}
 # xpi_sdpa is the split-K GQA decode attention and xpi_argmax the two-stage argmax (one launch each, the merge by
 # the last work-group), both above.
 

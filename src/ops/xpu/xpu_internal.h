@@ -26,6 +26,9 @@ typedef enum xpu_kid {
   /* portable tier: q8/q4 experts (xpu_moe.c) */
   XK_MOE_GEMV_Q8, XK_MOE_GEMV_Q4, XK_MOE_GEMM_Q8, XK_MOE_GEMM_Q4,
   XK_GEMV3_Q8, XK_GEMV3_Q4, XK_GEMV_GLU_Q8, XK_GEMV_GLU_Q4,
+  /* tuned tier: q8/q4 decode GEMV and its fused forms with block reads (kernels/tuned/gemv_q_sg.cl), the portable
+   * ones' bits */
+  XK_GEMV_SG_Q8, XK_GEMV_SG_Q4, XK_GEMV3_SG_Q8, XK_GEMV3_SG_Q4, XK_GEMV_GLU_SG_Q8, XK_GEMV_GLU_SG_Q4,
   XK_COUNT
 } xpu_kid;
 

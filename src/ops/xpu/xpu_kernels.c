@@ -44,6 +44,9 @@ static const struct {
   [XK_MOE_GEMM_Q8] = {"xpi_moe_gemm_q8", 0}, [XK_MOE_GEMM_Q4] = {"xpi_moe_gemm_q4", 0},
   [XK_GEMV3_Q8] = {"xpi_gemv3_q8", 0},     [XK_GEMV3_Q4] = {"xpi_gemv3_q4", 0},
   [XK_GEMV_GLU_Q8] = {"xpi_gemv_glu_q8", 0}, [XK_GEMV_GLU_Q4] = {"xpi_gemv_glu_q4", 0},
+  [XK_GEMV_SG_Q8] = {"xpi_gemv_sg_q8", 1}, [XK_GEMV_SG_Q4] = {"xpi_gemv_sg_q4", 1},
+  [XK_GEMV3_SG_Q8] = {"xpi_gemv3_sg_q8", 1}, [XK_GEMV3_SG_Q4] = {"xpi_gemv3_sg_q4", 1},
+  [XK_GEMV_GLU_SG_Q8] = {"xpi_gemv_glu_sg_q8", 1}, [XK_GEMV_GLU_SG_Q4] = {"xpi_gemv_glu_sg_q4", 1},
 };
 
 /* Kernels that read the experts through a table of device addresses (ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE). */

@@ -351,7 +351,9 @@ static xpi_status gemv3_q(xpi_backend *be, int count, float *const *outs, const 
   xpu_arg a[] = {XA(o[0]), XA(o[1]), XA(o[2]), XA(in), XA(w[0]), XA(w[1]), XA(w[2]), XA(d[0]), XA(d[1]), XA(d[2]),
                  XA(b[0]), XA(b[1]), XA(b[2]), XA(bdt), XA(has_bias), XA(r[0]), XA(r[1]), XA(r[2]), XA(cols),
                  XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps), XA(accumulate)};
-  xpu_kid kid = ws[0]->dtype == XPI_DT_Q4 ? XK_GEMV3_Q4 : XK_GEMV3_Q8;
+  const int q4 = ws[0]->dtype == XPI_DT_Q4;
+  xpu_kid kid = q4 ? XK_GEMV3_Q4 : XK_GEMV3_Q8, sgk = q4 ? XK_GEMV3_SG_Q4 : XK_GEMV3_SG_Q8;
+  if (tuned_ok(be, sgk)) kid = sgk; /* block reads, the same grid, arguments and bits */
   return xpu_launch(be, kid, ceil_div((uint64_t)total, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 24);
 }
 
@@ -437,8 +439,10 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
     const void *wg = gate->data, *wu = up->data, *dg = gate->aux, *du = up->aux;
     xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(dg), XA(du), XA(rows), XA(cols), XA(ac), XA(fn.nw),
                    XA(fn.nwdt), XA(fn.has), XA(fn.eps)};
-    return xpu_launch(be, gate->dtype == XPI_DT_Q4 ? XK_GEMV_GLU_Q4 : XK_GEMV_GLU_Q8,
-                      ceil_div((uint64_t)rows, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 13);
+    const int q4 = gate->dtype == XPI_DT_Q4;
+    xpu_kid kid = q4 ? XK_GEMV_GLU_Q4 : XK_GEMV_GLU_Q8, sgk = q4 ? XK_GEMV_GLU_SG_Q4 : XK_GEMV_GLU_SG_Q8;
+    if (tuned_ok(be, sgk)) kid = sgk; /* block reads, the same grid, arguments and bits */
+    return xpu_launch(be, kid, ceil_div((uint64_t)rows, XPU_QROWS), 1, 1, XPU_WG, 1, 1, a, 13);
   }
   if (!fusable) {
     const float *h;

@@ -3,7 +3,8 @@
  * once as one allocation (quants, then the half scales at a 64-byte aligned offset). The CPU keeps exactly this
  * row-major layout in w->data / w->aux (its GEMM panels and AMX tiles are repacked per call), so nothing here is
  * CPU-specific. Matmuls quantize the activations per 32-block on the device as the CPU's int8 path does, then
- * run the integer GEMV (decode) or GEMM (prefill) of kernels/portable/matmul_q.cl. */
+ * run the integer GEMV (decode) or GEMM (prefill) of kernels/portable/matmul_q.cl; on the tuned tier the decode
+ * GEMV is kernels/tuned/gemv_q_sg.cl (sub-group block reads), which sums the same bits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +76,11 @@ xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_
   const int q4 = w->dtype == XPI_DT_Q4, has_bias = bias != NULL, bdt = bias ? (int)bias->dtype : 0;
   const void *wd = w->data, *d = w->aux, *bd = bias ? bias->data : w->data; /* never a NULL argument */
   xpu_arg a[] = {XA(out), XA(xq), XA(dx), XA(wd), XA(d), XA(bd), XA(bdt), XA(has_bias), XA(rows), XA(cols), XA(n)};
-  if (n == 1) return xpu_launch(be, q4 ? XK_GEMV_Q4 : XK_GEMV_Q8, (uint32_t)rows, 1, 1, 64, 1, 1, a, 10);
+  if (n == 1) { /* the tuned tier's block-read GEMV where it was built: the same grid, arguments and bits */
+    const xpu_kid sg = q4 ? XK_GEMV_SG_Q4 : XK_GEMV_SG_Q8;
+    const xpu_kid kid = be->use_kernels && im_of(be)->d->k[sg] ? sg : q4 ? XK_GEMV_Q4 : XK_GEMV_Q8;
+    return xpu_launch(be, kid, (uint32_t)rows, 1, 1, 64, 1, 1, a, 10);
+  }
   return xpu_launch(be, q4 ? XK_GEMM_Q4 : XK_GEMM_Q8, (uint32_t)((rows + 15) / 16), (uint32_t)((n + 15) / 16), 1, 16,
                     16, 1, a, 11);
 }
