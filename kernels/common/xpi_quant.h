@@ -9,20 +9,27 @@
 
 #define XPI_QK 32
 
-/* Integer dot of one weight block with an activation block (both 32 quants). */
-static inline int xpi_qdot_q8(const global char *w, const global char *x) {
-  int s = 0;
-  for (int j = 0; j < XPI_QK; j += 16) {
-    const int16 p = convert_int16(vload16(0, w + j)) * convert_int16(vload16(0, x + j));
-    s += p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
+/* Integer dot of one weight block with an activation block (both 32 quants): xpi_qdot_q8/q4 with the activation
+ * quants in global memory, xpi_qdotl_q8/q4 in local memory (OpenCL C 1.2 has no generic address space). */
+#define XPI_QDOT(SUF, AS)                                                                                      \
+  static inline int xpi_qdot##SUF##_q8(const global char *w, const AS char *x) {                               \
+    int s = 0;                                                                                                 \
+    for (int j = 0; j < XPI_QK; j += 16) {                                                                     \
+      const int16 p = convert_int16(vload16(0, w + j)) * convert_int16(vload16(0, x + j));                     \
+      s += p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd +   \
+           p.se + p.sf;                                                                                        \
+    }                                                                                                          \
+    return s;                                                                                                  \
+  }                                                                                                            \
+  static inline int xpi_qdot##SUF##_q4(const global uchar *w, const AS char *x) {                              \
+    const int16 v = convert_int16(vload16(0, w));                                                              \
+    const int16 p =                                                                                            \
+        ((v & 15) - 8) * convert_int16(vload16(0, x)) + ((v >> 4) - 8) * convert_int16(vload16(0, x + 16));    \
+    return p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd +   \
+           p.se + p.sf;                                                                                        \
   }
-  return s;
-}
-static inline int xpi_qdot_q4(const global uchar *w, const global char *x) {
-  const int16 v = convert_int16(vload16(0, w));
-  const int16 p = ((v & 15) - 8) * convert_int16(vload16(0, x)) + ((v >> 4) - 8) * convert_int16(vload16(0, x + 16));
-  return p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
-}
+XPI_QDOT(, global)
+XPI_QDOT(l, local)
 
 /* One work-item's share of a GEMV row: blocks b = first, first + step, ... < nb of weight row wr (scales dr)
  * against activation row xt (scales dxt), each block d * dx * (exact int32 dot). */

@@ -81,21 +81,6 @@ XPI_GEMM_Q(q4, XPI_QK / 2, uchar)
  * (normalised) input row itself into local memory, by the arithmetic of xpi_rmsnorm (norm.cl: the same 64-wide
  * sum of squares, x * inv * w) and of xpi_quant_act, then sums the row as xpi_gemv_q8/q4 do (blocks b = lid +
  * 64 k, d * dx * s, the same tree): the bits of the separate launches. cols <= XPI_QMAXC (the host checks). */
-/* The integer block dots of xpi_qdot_q8/q4 with the activation quants in local memory. */
-static inline int xpi_qdotl_q8(const global char *w, const local char *x) {
-  int s = 0;
-  for (int j = 0; j < XPI_QK; j += 16) {
-    const int16 p = convert_int16(vload16(0, w + j)) * convert_int16(vload16(0, x + j));
-    s += p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
-  }
-  return s;
-}
-static inline int xpi_qdotl_q4(const global uchar *w, const local char *x) {
-  const int16 v = convert_int16(vload16(0, w));
-  const int16 p = ((v & 15) - 8) * convert_int16(vload16(0, x)) + ((v >> 4) - 8) * convert_int16(vload16(0, x + 16));
-  return p.s0 + p.s1 + p.s2 + p.s3 + p.s4 + p.s5 + p.s6 + p.s7 + p.s8 + p.s9 + p.sa + p.sb + p.sc + p.sd + p.se + p.sf;
-}
-
 /* Row r of a quantized matrix (quants w, half scales d) . the staged activations, over the work-group. */
 #define XPI_QROW(SUFFIX, BS, WT)                                                                            \
   static float xpi_qrow_##SUFFIX(local float *red, const local char *xq, const local float *dxs,            \
