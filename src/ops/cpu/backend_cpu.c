@@ -268,8 +268,10 @@ static void bias_run(void *ctx, int ith, int nth) {
 }
 
 static xpi_status add_bias(xpi_pool *pool, float *out, const xpi_weight *bias, int32_t n) {
-  float *b = bias->dtype == XPI_DT_F32 ? NULL : malloc((size_t)bias->cols * sizeof *b);
-  if (bias->dtype != XPI_DT_F32) {
+  /* f32 used in place only where aligned: a safetensors tensor may start at any byte */
+  const int in_place = bias->dtype == XPI_DT_F32 && (uintptr_t)bias->data % sizeof(float) == 0;
+  float *b = in_place ? NULL : malloc((size_t)bias->cols * sizeof *b);
+  if (!in_place) {
     if (!b) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "matmul: out of memory widening a bias of %lld elements",
                            (long long)bias->cols);
     for (int64_t r = 0; r < bias->cols; r++) b[r] = xpi_cpu_load_elem(bias->data, bias->dtype, r);
