@@ -427,39 +427,38 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
 
 /* ------------------------------------------------------------------ elementwise */
 
+/* out = act(gate) * up, elementwise: the kernel table's swiglu or geglu, called once per thread's range. */
+typedef void (*glu_fn)(float *out, const float *gate, const float *up, int64_t n);
+
 typedef struct {
-  const xpi_cpu_kernels *k;
+  glu_fn fn;
   float *out;
   const float *a, *b;
   int64_t count;
-} ew_job;
+} glu_job;
 
-static void swiglu_run(void *ctx, int ith, int nth) {
-  ew_job *j = ctx;
+static void glu_run(void *ctx, int ith, int nth) {
+  glu_job *j = ctx;
   int64_t b, e;
   xpi_pool_range(j->count, ith, nth, 16, &b, &e);
-  if (b < e) j->k->swiglu(j->out + b, j->a + b, j->b + b, e - b);
+  if (b < e) j->fn(j->out + b, j->a + b, j->b + b, e - b);
+}
+
+static xpi_status cpu_glu(xpi_backend *be, glu_fn fn, float *out, const float *gate, const float *up, int32_t n,
+                          int32_t f) {
+  if (n <= 0 || f <= 0) return XPI_OK;
+  glu_job j = {fn, out, gate, up, (int64_t)n * f};
+  /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
+  xpi_pool_run_n(impl_of(be)->pool, glu_run, &j, (int)(j.count / 2048 + 1));
+  return XPI_OK;
 }
 
 static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
-  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
-  /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
-  xpi_pool_run_n(impl_of(be)->pool, swiglu_run, &j, (int)(j.count / 2048 + 1));
-  return XPI_OK;
-}
-
-static void geglu_run(void *ctx, int ith, int nth) {
-  ew_job *j = ctx;
-  int64_t b, e;
-  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
-  if (b < e) j->k->geglu(j->out + b, j->a + b, j->b + b, e - b);
+  return cpu_glu(be, impl_of(be)->k->swiglu, out, gate, up, n, f);
 }
 
 static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
-  if (n <= 0 || f <= 0) return XPI_OK;
-  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
-  xpi_pool_run_n(impl_of(be)->pool, geglu_run, &j, (int)(j.count / 2048 + 1)); /* as swiglu */
-  return XPI_OK;
+  return cpu_glu(be, impl_of(be)->k->geglu, out, gate, up, n, f);
 }
 
 typedef struct {
@@ -488,7 +487,7 @@ static xpi_status cpu_softcap(xpi_backend *be, float *x, int64_t count, float ca
   if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "softcap %g must be > 0", (double)cap);
   if (count <= 0) return XPI_OK;
   inplace_job j = {impl_of(be)->k, x, count, cap};
-  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as swiglu */
+  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as the GLUs */
   return XPI_OK;
 }
 
