@@ -18,6 +18,7 @@
 #include "api/api_internal.h"
 #include "engine/engine_internal.h"
 #include "check.h"
+#include "model_util.h"
 #include "runtime/xpu.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -51,12 +52,7 @@ int main(void) {
     return 77;
   }
   char *dir = xpi_test_strf("%s/gemma3-w1024", xpi_test_env("XPI_WINDOW_MODELS"));
-  xpi_model_options mo;
-  xpi_model_options_default(&mo);
-  mo.device = "cpu";
-  mo.n_threads = 2;
-  xpi_model *cpu = NULL;
-  CHECK_OK(xpi_model_load(dir, &mo, &cpu));
+  xpi_model *cpu = xpi_test_load(dir, "cpu", NULL, NULL, NULL);
   free(dir);
   if (!cpu) return xpi_test_done();
   const xpi_config *cfg = &cpu->cfg;
