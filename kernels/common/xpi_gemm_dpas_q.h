@@ -16,13 +16,13 @@
 
 #include "xpi_cl.h"
 #include "xpi_gemm_dpas.h" /* XPI_DM (tokens per tile), XPI_DN (rows per tile, one per lane) */
-#include "xpi_quant.h"     /* XPI_QK, the block formats */
+#include "xpi_quant.h"     /* XPI_QK, the block formats, xpi_qb_q8/q4 (B: a weight block's quants as int8) */
 
 /* The A operand (M = 8 tokens x K = 32 int8 activation quants). Sub-group 16: lane l holds columns 2l, 2l+1 of
  * every row, packed low first in a short; sub-group 8: columns 4l .. 4l+3 in an int. Either way a row's 32
  * quants are one sub-group block read of the block's 32 contiguous bytes. B (K = 32 x N = XPI_DN): lane l holds
  * column l, 4 consecutive K packed low first per int (b[i] = B[4i .. 4i+3][l]), which for W^T is the 32 quants
- * of weight row r0 + l's block in storage order. C: int8, row m in .sm. */
+ * of weight row r0 + l's block in storage order (xpi_qb_q8/q4). C: int8, row m in .sm. */
 #if XPI_DPAS_SG == 16
 typedef short8 xpi_dpas_qa;
 #define XPI_QA_COLS 2 /* columns of A per lane */
@@ -57,16 +57,6 @@ int8 __attribute__((overloadable)) intel_sub_group_i8_i8_matrix_mad_k32(xpi_dpas
 #define XPI_DPAS_I8(a, b, acc) intel_sub_group_i8_i8_matrix_mad_k32(a, b, acc)
 #endif
 
-/* B for one weight block (32 quants of one row, as int8 packed 4 per int). q8: the 32 bytes as stored (blocks
- * are 32-byte aligned: rows of nb * 32 bytes in a 64-byte aligned allocation). q4: 16 bytes (16-byte aligned),
- * element j the low nibble of byte j, element 16 + j its high nibble; nibble - 8 stays within a char. */
-static inline int8 xpi_dpas_wb_q8(const global char *wq) { return as_int8(*(const global uint8 *)wq); }
-static inline int8 xpi_dpas_wb_q4(const global uchar *wq) {
-  const uchar16 v = *(const global uchar16 *)wq;
-  const char16 lo = as_char16(v & (uchar)15) - (char)8, hi = as_char16(v >> (uchar)4) - (char)8;
-  return (int8)(as_int4(lo), as_int4(hi));
-}
-
 /* Token t0 + m's quants of block b (A row m) and its scale; a token past n is zeros (uniform over the sub-group,
  * so the block read is not divergent). */
 #define XPI_QA_TOKEN(m, S)                                                               \
@@ -90,7 +80,7 @@ static inline int8 xpi_dpas_wb_q4(const global uchar *wq) {
     const global half *dr = (const global half *)d + (ulong)(row_ok ? r : 0) * nb;                            \
     float8 acc = 0.0f;                                                                                       \
     for (int b = 0; b < nb; b++) {                                                                           \
-      const int8 wb = row_ok ? xpi_dpas_wb_##SUFFIX(wr + b * (BS)) : (int8)0;                                 \
+      const int8 wb = row_ok ? xpi_qb_##SUFFIX(wr + b * (BS)) : (int8)0;                                 \
       const float wd = row_ok ? vload_half(b, dr) : 0.0f;                                                    \
       xpi_dpas_qa a = 0;                                                                                     \
       float8 xd = 0.0f;                                                                                      \

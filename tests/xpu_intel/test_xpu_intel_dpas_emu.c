@@ -5,7 +5,8 @@
  * is put in the device's DPAS slots, so the backend's own dispatch (grid, work-group = sub-group size) launches it
  * (checked through the performance model's launch count), and compared with the portable GEMM on the same device
  * at shapes with edge tiles: rows % 16 and rows % 8 not 0, n % 8 not 0, fewer rows than one tile; q8/q4 also
- * with a partial last 32-block. The q8/q4 kernels must give the portable q8/q4 GEMM's bits: both sum the same
+ * with a partial last 32-block. The tuned tier's q8/q4 GEMM (no builtin to emulate) runs at the same shapes.
+ * The q8/q4 kernels must give the portable q8/q4 GEMM's bits: both sum the same
  * exact int32 block dots scaled by the same f32 operations in the same order (xpi_gemm_dpas_q.h). A lane holding
  * the wrong weight row, a token's quants in the wrong A row or column, or a q4 nibble unpacked to the wrong K
  * changes integer dots, so it cannot pass. */
@@ -96,12 +97,28 @@ static float *run_q(const xpi_weight *w, const xpi_weight *b, const float *x, in
   return h;
 }
 
-/* The int8 DPAS GEMM (slot kid, installed) against the portable q8/q4 GEMM: bit for bit. Activations span
- * magnitudes per block (a token of zeros included: scale 0) so the scales differ from block to block. */
+/* Outputs of a and ref[n] that differ in any bit (CHECK fails on any), reported with the largest difference. */
+static void same_bits(const char *what, const float *a, const float *ref, int n, int rows) {
+  size_t bad = 0, worst = 0;
+  double werr = 0;
+  for (size_t i = 0; i < (size_t)n * rows; i++) {
+    double e = fabs((double)a[i] - ref[i]);
+    if (memcmp(&a[i], &ref[i], sizeof a[i])) bad++, worst = i;
+    if (!(e <= werr)) werr = e;
+  }
+  CHECK(bad == 0, "%s: %zu of %d outputs differ from the portable GEMM's bits; e.g. [token %zu, row %zu] %.9g "
+        "portable %.9g", what, bad, n * rows, worst / rows, worst % rows, (double)a[worst], (double)ref[worst]);
+  printf("%s: %zu outputs differ from the portable GEMM (max |d| %.3g)\n", what, bad, werr);
+}
+
+/* The int8 DPAS GEMM (installed) and the tuned tier's register GEMM (kernels/tuned/gemm_q_sg.cl, built natively
+ * by this runtime) against the portable q8/q4 GEMM: bit for bit. Activations span magnitudes per block (a token
+ * of zeros included: scale 0) so the scales differ from block to block. */
 static void check_q_shape(int sg, xpi_dtype dt, int rows, int cols, int n, xpi_dtype bias_dt) {
   xpu_device *d = im_of(xpu)->d;
   const int q4 = dt == XPI_DT_Q4;
-  const xpu_kid kid = q4 ? XK_GEMM_DPAS_Q4 : XK_GEMM_DPAS_Q8;
+  const xpu_kid dk = q4 ? XK_GEMM_DPAS_Q4 : XK_GEMM_DPAS_Q8, tk = q4 ? XK_GEMM_SG_Q4 : XK_GEMM_SG_Q8;
+  CHECK(d->k[tk] != NULL, "the tuned q8/q4 GEMM %s was not built", xpu_kernel_name(tk));
   float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)n * cols), *bv = xt_randv((size_t)rows);
   for (int t = 0; t < n; t++)
     for (int c = 0; c < cols; c++) x[(size_t)t * cols + c] *= t == n / 2 ? 0.0f : (float)(1 + (c / 32 + t) % 5) * 3.0f;
@@ -110,27 +127,24 @@ static void check_q_shape(int sg, xpi_dtype dt, int rows, int cols, int n, xpi_d
   const int has_bias = bias_dt != (xpi_dtype)-1;
   void *bh = has_bias ? xt_host_weight(bv, (size_t)rows, bias_dt) : NULL;
   if (has_bias) CHECK_OK(xpu->ops->weight_create(xpu, &b, bh, bias_dt, 1, rows, bias_dt));
-  float *dp = run_q(&w, has_bias ? &b : NULL, x, n, rows, cols, q4 ? "xpi_gemm_dpas_q4" : "xpi_gemm_dpas_q8");
-  ze_kernel_handle_t k = d->k[kid];
-  d->k[kid] = NULL; /* the portable GEMM for the reference */
-  float *ref = run_q(&w, has_bias ? &b : NULL, x, n, rows, cols, q4 ? "xpi_gemm_q4" : "xpi_gemm_q8");
-  d->k[kid] = k;
-  size_t bad = 0, worst = 0;
-  double werr = 0;
-  for (size_t i = 0; i < (size_t)n * rows; i++) {
-    double e = fabs((double)dp[i] - ref[i]);
-    if (memcmp(&dp[i], &ref[i], sizeof dp[i])) bad++, worst = i;
-    if (!(e <= werr)) werr = e;
-  }
-  CHECK(bad == 0, "dpas sg%d %s [%d x %d] n=%d bias %s: %zu of %d outputs differ from the portable GEMM's bits; "
-        "e.g. [token %zu, row %zu] dpas %.9g portable %.9g", sg, xpi_dtype_name(dt), rows, cols, n,
-        has_bias ? xpi_dtype_name(bias_dt) : "none", bad, n * rows, worst / rows, worst % rows, (double)dp[worst],
-        (double)ref[worst]);
-  printf("dpas sg%-2d %s [%3d x %3d] n=%2d bias %-4s: %zu outputs differ from the portable GEMM (max |d| %.3g)\n", sg,
-         xpi_dtype_name(dt), rows, cols, n, has_bias ? xpi_dtype_name(bias_dt) : "none", bad, werr);
+  const xpi_weight *bp = has_bias ? &b : NULL;
+  float *dp = run_q(&w, bp, x, n, rows, cols, xpu_kernel_name(dk));
+  ze_kernel_handle_t kd = d->k[dk], kt = d->k[tk];
+  d->k[dk] = NULL; /* then the tuned GEMM */
+  float *tp = run_q(&w, bp, x, n, rows, cols, xpu_kernel_name(tk));
+  d->k[tk] = NULL; /* then the portable GEMM, the reference */
+  float *ref = run_q(&w, bp, x, n, rows, cols, q4 ? "xpi_gemm_q4" : "xpi_gemm_q8");
+  d->k[dk] = kd, d->k[tk] = kt;
+  char what[128];
+  snprintf(what, sizeof what, "dpas sg%-2d %s [%3d x %3d] n=%2d bias %-4s", sg, xpi_dtype_name(dt), rows, cols, n,
+           has_bias ? xpi_dtype_name(bias_dt) : "none");
+  same_bits(what, dp, ref, n, rows);
+  snprintf(what, sizeof what, "tuned    %s [%3d x %3d] n=%2d bias %-4s", xpi_dtype_name(dt), rows, cols, n,
+           has_bias ? xpi_dtype_name(bias_dt) : "none");
+  same_bits(what, tp, ref, n, rows);
   xpu->ops->weight_free(xpu, &w);
   if (has_bias) xpu->ops->weight_free(xpu, &b);
-  free(wv), free(x), free(bv), free(bh), free(dp), free(ref);
+  free(wv), free(x), free(bv), free(bh), free(dp), free(tp), free(ref);
 }
 
 /* Installs the emulated variant of sub-group size sg as the device's DPAS kernels (what device_create does

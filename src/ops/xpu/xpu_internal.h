@@ -31,6 +31,8 @@ typedef enum xpu_kid {
   XK_GEMV_SG_Q8, XK_GEMV_SG_Q4, XK_GEMV3_SG_Q8, XK_GEMV3_SG_Q4, XK_GEMV_GLU_SG_Q8, XK_GEMV_GLU_SG_Q4,
   /* DPAS tier: q8/q4 prefill GEMM with int8 DPAS (kernels/common/xpi_gemm_dpas_q.h), the portable GEMM's bits */
   XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4,
+  /* tuned tier: q8/q4 prefill GEMM in registers (kernels/tuned/gemm_q_sg.cl), the portable GEMM's bits */
+  XK_GEMM_SG_Q8, XK_GEMM_SG_Q4,
   XK_COUNT
 } xpu_kid;
 
