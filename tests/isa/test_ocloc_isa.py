@@ -43,9 +43,10 @@ HOT = {"xpi_embed", "xpi_add", "xpi_swiglu", "xpi_argmax", "xpi_topk", "xpi_rmsn
        # the tuned tier's q8/q4 decode GEMV (block reads; issue 17 item 6)
        "xpi_gemv_sg_q8", "xpi_gemv_sg_q4", "xpi_gemv3_sg_q8", "xpi_gemv3_sg_q4", "xpi_gemv_glu_sg_q8",
        "xpi_gemv_glu_sg_q4"}
-# The DPAS GEMMs (bf16; q8/q4 with int8 DPAS, issue 17 item 6): accumulator tile and operands in registers.
+# The q8/q4 GEMMs on the matrix engine (issue 17 item 6): their dpas must be the int8 form.
 DPAS_INT8 = {"xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4"}
-NO_SCRATCH = HOT | {"xpi_gemm_dpas_bf16", "xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4"}
+# The DPAS GEMMs (bf16, q8/q4) and the tuned q8/q4 GEMM: accumulator tile and operands in registers.
+NO_SCRATCH = HOT | {"xpi_gemm_dpas_bf16", "xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4", "xpi_gemm_sg_q8", "xpi_gemm_sg_q4"}
 # xpi_sdpa is the split-K GQA decode attention and xpi_argmax the two-stage argmax (one launch each, the merge by
 # the last work-group), both above.
 
