@@ -24,11 +24,15 @@ extern const size_t xpi_spv_dpas_emu_size, xpi_spv_dpas8_emu_size;
 
 static xpi_backend *xpu;
 
-/* Launches of kernel name counted by the performance model in r. */
-static int64_t launches(const xpi_perf_report *r, const char *name) {
+/* Kernel name's entry in the performance model's report r, NULL if it was not launched. */
+static const xpi_perf_kernel *entry(const xpi_perf_report *r, const char *name) {
   for (int i = 0; i < r->n_kernels; i++)
-    if (!strcmp(r->kernels[i].name, name)) return r->kernels[i].launches;
-  return 0;
+    if (!strcmp(r->kernels[i].name, name)) return &r->kernels[i];
+  return NULL;
+}
+static int64_t launches(const xpi_perf_report *r, const char *name) {
+  const xpi_perf_kernel *e = entry(r, name);
+  return e ? e->launches : 0;
 }
 
 /* out = in @ W^T (+ bias) through xpu_matmul: the DPAS kernel when installed (n > 1, bf16, cols % 16 == 0),
@@ -94,6 +98,10 @@ static float *run_q(const xpi_weight *w, const xpi_weight *b, const float *x, in
   CHECK(launches(&rep, expect) == 1 && launches(&rep, "xpi_quant_act") == 1,
         "[%d x %d] n=%d: expected one xpi_quant_act and one %s launch, got %lld and %lld", rows, cols, n, expect,
         (long long)launches(&rep, "xpi_quant_act"), (long long)launches(&rep, expect));
+  /* the cost table counts it as a GEMM of n tokens (2 FLOPs a weight a token), not as a GEMV */
+  const xpi_perf_kernel *e = entry(&rep, expect);
+  CHECK(e && e->flops == 2.0 * rows * cols * n, "%s: performance model FLOPs %g, expected %g", expect,
+        e ? e->flops : -1.0, 2.0 * rows * cols * n);
   return h;
 }
 
