@@ -29,6 +29,10 @@ typedef enum xpu_kid {
   /* tuned tier: q8/q4 decode GEMV and its fused forms with block reads (kernels/tuned/gemv_q_sg.cl), the portable
    * ones' bits */
   XK_GEMV_SG_Q8, XK_GEMV_SG_Q4, XK_GEMV3_SG_Q8, XK_GEMV3_SG_Q4, XK_GEMV_GLU_SG_Q8, XK_GEMV_GLU_SG_Q4,
+  /* DPAS tier: q8/q4 prefill GEMM with int8 DPAS (kernels/common/xpi_gemm_dpas_q.h), the portable GEMM's bits */
+  XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4,
+  /* tuned tier: q8/q4 prefill GEMM in registers (kernels/tuned/gemm_q_sg.cl), the portable GEMM's bits */
+  XK_GEMM_SG_Q8, XK_GEMM_SG_Q4,
   XK_COUNT
 } xpu_kid;
 
@@ -44,7 +48,7 @@ typedef struct xpu_device {
   ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
-  int dpas;              /* DPAS GEMM usable: its sub-group size (8 or 16), 0 if not */
+  int dpas;              /* DPAS GEMMs (bf16, q8/q4) usable: their sub-group size (8 or 16), 0 if not */
   pthread_mutex_t lock;
 } xpu_device;
 

@@ -47,6 +47,8 @@ static const struct {
   [XK_GEMV_SG_Q8] = {"xpi_gemv_sg_q8", 1}, [XK_GEMV_SG_Q4] = {"xpi_gemv_sg_q4", 1},
   [XK_GEMV3_SG_Q8] = {"xpi_gemv3_sg_q8", 1}, [XK_GEMV3_SG_Q4] = {"xpi_gemv3_sg_q4", 1},
   [XK_GEMV_GLU_SG_Q8] = {"xpi_gemv_glu_sg_q8", 1}, [XK_GEMV_GLU_SG_Q4] = {"xpi_gemv_glu_sg_q4", 1},
+  [XK_GEMM_DPAS_Q8] = {"xpi_gemm_dpas_q8", 2}, [XK_GEMM_DPAS_Q4] = {"xpi_gemm_dpas_q4", 2},
+  [XK_GEMM_SG_Q8] = {"xpi_gemm_sg_q8", 1},     [XK_GEMM_SG_Q4] = {"xpi_gemm_sg_q4", 1},
 };
 
 /* Kernels that read the experts through a table of device addresses (ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE). */
