@@ -593,22 +593,24 @@ static xpi_status cpu_moe_matmul(xpi_backend *be, float *out, const float *in, i
 }
 
 /* The fused form where moe_cpu.c has one (prefill), else the composition it equals bit for bit. */
-static xpi_status cpu_moe_mlp(xpi_backend *be, float *out, float *g, float *u, const float *in,
+static xpi_status cpu_moe_mlp(xpi_backend *be, float *out, int32_t *pos, float *g, float *u, const float *in,
                               const xpi_experts *gate, const xpi_experts *up, const xpi_experts *down,
                               const int32_t *ids, int32_t n, int32_t k) {
   cpu_impl *im = impl_of(be);
   int done = 0;
-  if (be->use_kernels) XPI_TRY(xpi_cpu_moe_mlp(im->pool, im->ws, im->k, out, g, u, in, gate, up, down, ids, n, k, &done));
+  if (be->use_kernels)
+    XPI_TRY(xpi_cpu_moe_mlp(im->pool, im->ws, im->k, out, pos, g, u, in, gate, up, down, ids, n, k, &done));
   if (done) return XPI_OK;
+  for (int64_t s = 0; s < (int64_t)n * k; s++) pos[s] = (int32_t)s;
   XPI_TRY(cpu_moe_matmul(be, g, in, 1, gate, ids, n, k));
   XPI_TRY(cpu_moe_matmul(be, u, in, 1, up, ids, n, k));
   XPI_TRY(cpu_swiglu(be, g, g, u, n * k, (int32_t)gate->rows));
   return cpu_moe_matmul(be, out, g, k, down, ids, n, k);
 }
 
-static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
-                                  const float *shared_gate, int32_t n, int32_t k, int32_t d) {
-  return xpi_cpu_moe_combine(impl_of(be)->pool, out, y, wts, shared, shared_gate, n, k, d);
+static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const int32_t *pos, const float *wts,
+                                  const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  return xpi_cpu_moe_combine(impl_of(be)->pool, out, y, pos, wts, shared, shared_gate, n, k, d);
 }
 
 /* ------------------------------------------------------------------ construction */

@@ -227,8 +227,8 @@ xpi_status xpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float 
                          int32_t k, int norm_topk);
 xpi_status xpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
                           const int32_t *ids, int32_t n, int32_t k);
-xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
-                           const float *shared_gate, int32_t n, int32_t k, int32_t d);
+xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const int32_t *pos, const float *wts,
+                           const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d);
 xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
                             float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
                             int32_t n);
