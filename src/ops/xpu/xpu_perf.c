@@ -53,7 +53,7 @@ static int expected_args(xpu_kid kid) {
     case XK_KV_STORE: return 13;
     case XK_MOE_ROUTE: return 7;
     case XK_MOE_MATMUL: return 11;
-    case XK_MOE_COMBINE: return 9;
+    case XK_MOE_COMBINE: return 11;
     case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
     case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: return 21;
     case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16: return 10;
@@ -148,9 +148,10 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       wr = slots * rows * 4, fl = 2 * slots * rows * cols;
       break;
     }
-    case XK_MOE_COMBINE: { /* out[count] from k expert rows (+ the shared expert) and the weights */
-      double c = (double)U64(8), k = I32(6), sh = I32(5);
-      rd = c * (k + sh + 1) * 4, wr = c * 4, fl = c * 2 * (k + sh);
+    case XK_MOE_COMBINE: { /* out[count] from k expert rows (+ the shared expert) and the weights (+ each slot's
+                            * row position, read by every element) */
+      double c = (double)U64(10), k = I32(8), sh = I32(7);
+      rd = c * (k + sh + 1) * 4 + (I32(3) ? c * k * 4 : 0), wr = c * 4, fl = c * 2 * (k + sh);
       break;
     }
     case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
