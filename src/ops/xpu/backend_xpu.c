@@ -294,6 +294,7 @@ static void xpu_destroy(xpi_backend *be) {
     xpu_free(be, im->scratch);
     xpu_free(be, im->partials);
     xpu_free(be, im->counters);
+    xpu_free(be, im->splitk_part);
     while (im->retired) {
       xpu_retired *r = im->retired;
       im->retired = r->next;
