@@ -907,11 +907,8 @@ static void test_threads(void) {
 }
 
 int main(void) {
-  int rc = xt_open_xpu("xpu:0", &xpu);
+  int rc = xt_open_pair(&cpu, &xpu); /* the CPU's scalar kernels: the reference */
   if (rc) return rc == 77 ? 77 : xpi_test_done();
-  xpi_backend_config cc = {.device = "cpu", .n_threads = 2, .use_kernels = 0}; /* the scalar reference */
-  CHECK_OK(xpi_backend_cpu_create(&cc, &cpu));
-  if (!cpu) return xpi_test_done();
   printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
   test_embed();
   test_rmsnorm();
@@ -927,7 +924,5 @@ int main(void) {
   test_graph();
   test_big_alloc();
   test_threads();
-  cpu->ops->destroy(cpu);
-  xpu->ops->destroy(xpu);
-  return xpi_test_done();
+  return xt_close_pair(cpu, xpu);
 }

@@ -208,18 +208,13 @@ static void test_fused(void) {
 }
 
 int main(void) {
-  int rc = xt_open_xpu("xpu:0", &xpu);
+  int rc = xt_open_pair(&cpu, &xpu); /* the CPU's scalar kernels: the reference */
   if (rc) return rc == 77 ? 77 : xpi_test_done();
-  xpi_backend_config cc = {.device = "cpu", .n_threads = 2, .use_kernels = 0}; /* the scalar reference */
-  CHECK_OK(xpi_backend_cpu_create(&cc, &cpu));
-  if (!cpu) return xpi_test_done();
   printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
   test_matmul();
   test_fused();
   test_errors();
   test_bytes();
   printf("largest |xpu - cpu| / bound: %.3g\n", g_worst);
-  cpu->ops->destroy(cpu);
-  xpu->ops->destroy(xpu);
-  return xpi_test_done();
+  return xt_close_pair(cpu, xpu);
 }

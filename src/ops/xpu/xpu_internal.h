@@ -245,6 +245,12 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
                           const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
+/* Placing a weight (backend_xpu.c, for the float and the q8/q4 paths): device memory for a [rows, cols] weight
+ * of dtype dt (out of memory: a status naming the weight); and the end of an upload into buf, which frees buf
+ * when s is a failure and returns s. */
+xpi_status xpu_weight_alloc(xpi_backend *be, size_t bytes, int64_t rows, int64_t cols, xpi_dtype dt, void **buf);
+xpi_status xpu_weight_placed(xpi_backend *be, xpi_status s, void *buf);
+
 /* q8/q4 weights (xpu_quant.c): placement at load, and the matmul over them. */
 xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
                                    int64_t rows, int64_t cols, xpi_dtype want);
