@@ -80,7 +80,7 @@ xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_we
   xpu_arg a[] = {XA(out), XA(in), XA(wd), XA(bd), XA(bdt), XA(has_bias), XA(rows), XA(cols), XA(n)};
   int di = w->dtype == XPI_DT_F32 ? 0 : w->dtype == XPI_DT_F16 ? 1 : 2;
   if (n == 1) { /* decode: GEMV (split-K where the rows are too few to fill the device: xpu_splitk.c) */
-    int splits = xpu_splitk_splits(be, rows, cols);
+    int splits = xpu_splitk_splits(be, w->dtype, rows, cols);
     if (splits > 1) return xpu_gemv_splitk(be, out, in, w, bias, splits, 0);
     static const xpu_kid sg[3] = {XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16};
     static const xpu_kid pk[3] = {XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16};
@@ -417,7 +417,7 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
   XPI_TRY(check_fused(be, w, bias, "matmul_add", &fusable));
   if (n <= 0) return XPI_OK;
   const int fq = n == 1 && (fusable || ((w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4) && w->aux));
-  const int splits = fq ? xpu_splitk_splits(be, w->rows, w->cols) : 1;
+  const int splits = fq ? xpu_splitk_splits(be, w->dtype, w->rows, w->cols) : 1;
   if (splits > 1) return xpu_gemv_splitk(be, x, in, w, bias, splits, 1); /* the residual add as the merge's epilogue */
   if (fusable || (n == 1 && q_fusable(w))) {
     const xpi_weight *bs[1] = {bias};

@@ -69,7 +69,7 @@ static int expected_args(xpu_kid kid) {
     case XK_SDPA: return 23;
     case XK_EAGER: case XK_FLASH: return 17;
     case XK_GEMV_SPLITK_F32: case XK_GEMV_SPLITK_F16: case XK_GEMV_SPLITK_BF16: return 13;
-    case XK_GEMV_SPLITK_Q8: case XK_GEMV_SPLITK_Q4: return 14;
+    case XK_GEMV_SPLITK_Q8: case XK_GEMV_SPLITK_Q4: return 13;
     default: return -1;
   }
 }
@@ -237,11 +237,11 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       /* the GEMV's weight bytes (q8/q4: quants + half scales) and input row (f32; the q8/q4 kernels quantize
        * their chunk in local memory), plus each row's partial sums out and back (rows x splits f32) and the output
        * read back when accumulating (o_proj/down's residual add) */
-      const int q = nargs == 14, q4 = kid == XK_GEMV_SPLITK_Q4;
-      double rows = I32(q ? 7 : 6), cols = I32(q ? 8 : 7), splits = I32(q ? 10 : 9);
+      const int q4 = kid == XK_GEMV_SPLITK_Q4, q = q4 || kid == XK_GEMV_SPLITK_Q8;
+      double rows = I32(q ? 7 : 6), cols = I32(q ? 8 : 7), splits = I32(9);
       double nb = (double)((I32(q ? 8 : 7) + XPI_QK - 1) / XPI_QK);
       double wbytes = q ? rows * nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2) : rows * cols * weight_size(kid);
-      double bias = I32(q ? 6 : 5) ? rows * dsize(I32(q ? 5 : 4)) : 0, acc = I32(q ? 11 : 10) ? rows * 4 : 0;
+      double bias = I32(q ? 6 : 5) ? rows * dsize(I32(q ? 5 : 4)) : 0, acc = I32(10) ? rows * 4 : 0;
       rd = wbytes + cols * 4 + bias + acc + rows * splits * 4, wr = rows * 4 + rows * splits * 4;
       fl = 2 * rows * cols + rows * splits;
       break;

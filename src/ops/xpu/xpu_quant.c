@@ -54,7 +54,7 @@ xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_
                               xpi_dtype_name(w->dtype));
   const int rows = (int)w->rows, cols = (int)w->cols, nb = (int)xpi_q_nblocks(cols);
   if (n == 1) { /* few rows: split-K, which quantizes its chunks of the input itself (one launch) */
-    const int splits = xpu_splitk_splits(be, rows, cols);
+    const int splits = xpu_splitk_splits(be, w->dtype, rows, cols);
     if (splits > 1) return xpu_gemv_splitk(be, out, in, w, bias, splits, 0);
   }
   const uint64_t xq_bytes = align64((uint64_t)n * (uint64_t)nb * XPI_QK), dx_bytes = (uint64_t)n * nb * 4;
