@@ -39,10 +39,10 @@ static void decode_step_counts(xpi_model *m, zesim_get_counters_fn fn, const int
   uint64_t br[4], l, rp[4];
   collected a, b;
   fn(&c[0]), br[0] = xpi_xpu_bytes_read(m->backends[0]), xpi_xpu_replayed_launches(m->backends[0], &l, &rp[0]);
-  generate_ids(m, ids, n, SHORT, 0, &a);
+  generate_ids(m, ids, n, SHORT, 0, 128, &a);
   fn(&c[1]), br[1] = xpi_xpu_bytes_read(m->backends[0]), xpi_xpu_replayed_launches(m->backends[0], &l, &rp[1]);
   fn(&c[2]), br[2] = br[1], rp[2] = rp[1];
-  generate_ids(m, ids, n, LONG, 0, &b);
+  generate_ids(m, ids, n, LONG, 0, 128, &b);
   fn(&c[3]), br[3] = xpi_xpu_bytes_read(m->backends[0]), xpi_xpu_replayed_launches(m->backends[0], &l, &rp[3]);
   CHECK(a.n == SHORT && b.n == LONG && memcmp(a.ids, b.ids, SHORT * sizeof *a.ids) == 0,
         "the two generations disagree on their common prefix");
