@@ -19,7 +19,9 @@
 
 static inline float xpi_sk_f32(const global void *w, ulong i) { return ((const global float *)w)[i]; }
 static inline float xpi_sk_f16(const global void *w, ulong i) { return vload_half(i, (const global half *)w); }
-static inline float xpi_sk_bf16(const global void *w, ulong i) { return xpi_bf16_to_f32(((const global ushort *)w)[i]); }
+static inline float xpi_sk_bf16(const global void *w, ulong i) {
+  return xpi_bf16_to_f32(((const global ushort *)w)[i]);
+}
 
 /* The partials of rows [r0, r0 + nr) for this split are in part[]: counts the group in and, in the last group of
  * the row block, merges them in split order into out (+ bias; + out with accumulate). */

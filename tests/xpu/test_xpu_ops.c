@@ -130,18 +130,11 @@ static void test_matmul(void) {
         }
 }
 
-/* Kernel launches of name over a call (the performance model's count by kernel). */
-static int64_t launches_of(const xpi_perf_report *r, const char *name) {
-  for (int k = 0; k < r->n_kernels; k++)
-    if (!strcmp(r->kernels[k].name, name)) return r->kernels[k].launches;
-  return 0;
-}
-
 /* Split-K decode GEMV (xpu_splitk.c): matrices with too few rows for zesim's 1024 hardware threads (16 subslices x 8
  * EUs x 8 threads) against the CPU, as matmul (n = 1) and as matmul_add (the merge adds into x): 8 rows of 4096
- * columns (16 splits), 128 x 1000 (2 splits of 512, the second 488 columns), 300 x 2500 (a tail of a tail: 2500 = 4 x 512 +
- * 452), 1024 x 2048 (the 0.6B model's o_proj: 2 splits). The launch is checked to be the split-K kernel (and a
- * 4096-row matrix the unsplit GEMV), its result bit for bit the same on a second run (the merge adds the splits
+ * columns (16 splits), 128 x 1000 (2 splits of 512, the second 488 columns), 300 x 2500 (a short last split:
+ * 2500 = 4 x 512 + 452), 1024 x 2048 (the 0.6B model's o_proj: 2 splits). The launch is checked to be the
+ * split-K kernel (and a 4096-row matrix the unsplit GEMV), its result bit for bit the same on a second run (the merge adds the splits
  * in a fixed order whichever work-group arrives last), and within the matmul bound of the CPU: the bound
  * 2 cols u sum|x w| holds for any summation order, chunk partials then their sum included. */
 static void test_splitk(void) {
@@ -170,8 +163,8 @@ static void test_splitk(void) {
         char *what = xpi_test_strf("split-K %s [%d x %d] %s bias=%d", add ? "matmul_add" : "matmul", rows, cols,
                                    xpi_dtype_name(k_dts[di]), bias);
         char *kname = xpi_test_strf("xpi_gemv_splitk_%s", xpi_dtype_name(k_dts[di]));
-        CHECK(r.launches == 1 && launches_of(&r, kname) == shapes[si].split, "%s: %lld launches, %lld of %s", what,
-              (long long)r.launches, (long long)launches_of(&r, kname), kname);
+        CHECK(r.launches == 1 && xt_launches_of(&r, kname) == shapes[si].split, "%s: %lld launches, %lld of %s",
+              what, (long long)r.launches, (long long)xt_launches_of(&r, kname), kname);
         float *hc, *hx, *again = malloc((size_t)rows * 4);
         bp_get(&out, &hc, &hx);
         /* |x|, |w| <= 1, so sum|x w| <= cols: absolute bound 2 cols u cols (+ the bias and residual adds) */

@@ -204,13 +204,6 @@ static void test_fused(void) {
       for (int v = 0; v < 4; v++) check_fused(dts[di], col_list[ci], v & 1, v >> 1);
 }
 
-/* Kernel launches of name in a report. */
-static int64_t launches_of(const xpi_perf_report *r, const char *name) {
-  for (int k = 0; k < r->n_kernels; k++)
-    if (!strcmp(r->kernels[k].name, name)) return r->kernels[k].launches;
-  return 0;
-}
-
 /* Split-K with q8/q4 weights (xpu_splitk.c) splits the unsplit GEMV's lanes, so its output must be that GEMV's
  * bits (XPI_XPU_SPLITK=0), as matmul and as matmul_add, while taking one launch (the split kernel quantizes the
  * input itself) where the unsplit path takes two (quant_act + GEMV). Shapes for zesim's 1024 hardware threads: 8 x
@@ -245,9 +238,9 @@ static void test_splitk(void) {
           else CHECK_OK(xpu->ops->matmul(xpu, o, xx, &w, bias ? &b : NULL, 1));
           xpi_xpu_perf_end(xpu);
           const int taken = split && shapes[si].splits > 0;
-          CHECK(launches_of(&r, kname) == taken && r.launches == (taken || add ? 1 : 2),
+          CHECK(xt_launches_of(&r, kname) == taken && r.launches == (taken || add ? 1 : 2),
                 "%s (split-K %s): %lld launches, %lld of %s", what, split ? "on" : "off", (long long)r.launches,
-                (long long)launches_of(&r, kname), kname);
+                (long long)xt_launches_of(&r, kname), kname);
           xt_down(xpu, split ? a : c, o, (size_t)rows * 4);
           unsetenv("XPI_XPU_SPLITK");
         }

@@ -170,9 +170,10 @@ xpi_status xpu_partials(xpi_backend *be, size_t bytes, void **out);
 /* im->counters: XPU_COUNTERS zeroed ints (at backend creation; outside any recording). A split kernel's last
  * work-group finds itself by an atomic count there and sets it back to zero: [0, XPU_SDPA_COUNTERS) for sdpa
  * (one per KV head x head chunk), the next XPU_ARGMAX_COUNTERS for argmax (one per row), the last
- * XPU_SPLITK_COUNTERS for the split-K GEMV (one per row block: 8 rows, q8/q4 `splits` rows). With them, im->splitk_part:
- * the split-K GEMV's partial sums, a fixed XPU_SPLITK_PART floats allocated with the backend, so the memory plan
- * (which reads the device's free memory after the backends exist) has counted it and no recording regrows it. */
+ * XPU_SPLITK_COUNTERS for the split-K GEMV (one per row block: 8 rows, q8/q4 `splits` rows). With them,
+ * im->splitk_part: the split-K GEMV's partial sums, a fixed XPU_SPLITK_PART floats allocated with the backend, so
+ * the memory plan (which reads the device's free memory after the backends exist) has counted it and no recording
+ * regrows it. */
 #define XPU_SDPA_COUNTERS 2048
 #define XPU_ARGMAX_COUNTERS 2048
 #define XPU_SPLITK_COUNTERS 2048
@@ -258,8 +259,8 @@ xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *s
 xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                         int32_t n);
 
-/* Split-K decode GEMV (xpu_splitk.c): the splits of the columns a [rows, cols] weight of dtype dt gets at n = 1 on this device
- * (1: the unsplit GEMV fills it); and the launch computing out (+)= in . W^T (+ bias) that way. */
+/* Split-K decode GEMV (xpu_splitk.c): the splits of the columns a [rows, cols] weight of dtype dt gets at n = 1 on
+ * this device (1: the unsplit GEMV fills it); and the launch computing out (+)= in . W^T (+ bias) that way. */
 int xpu_splitk_splits(const xpi_backend *be, xpi_dtype dt, int64_t rows, int64_t cols);
 xpi_status xpu_gemv_splitk(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                            int splits, int accumulate);
