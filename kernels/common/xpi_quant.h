@@ -44,6 +44,18 @@ XPI_QDOT(l, local)
 XPI_QROW_PART(q8, XPI_QK, char)
 XPI_QROW_PART(q4, XPI_QK / 2, uchar)
 
+/* A weight block's 32 quants as signed int8, 4 a dword in element order (dword i: elements 4i .. 4i+3, low
+ * first), in registers: the B operand of the int8 DPAS GEMM and the tuned GEMM's weight tile. q8: the 32 bytes
+ * as stored (blocks are 32-byte aligned: rows of nb * 32 bytes in a 64-byte aligned allocation). q4: 16 bytes
+ * (16-byte aligned), element j the low nibble of byte j, element 16 + j its high nibble; nibble - 8 stays within
+ * a char. */
+static inline int8 xpi_qb_q8(const global char *wq) { return as_int8(*(const global uint8 *)wq); }
+static inline int8 xpi_qb_q4(const global uchar *wq) {
+  const uchar16 v = *(const global uchar16 *)wq;
+  const char16 lo = as_char16(v & (uchar)15) - (char)8, hi = as_char16(v >> (uchar)4) - (char)8;
+  return (int8)(as_int4(lo), as_int4(hi));
+}
+
 /* One weight quant (signed) of a staged block: q8 element j; q4 byte j % 16, low nibble for j < 16. */
 static inline char xpi_wq_q8(const global char *w, int j) { return w[j]; }
 static inline char xpi_wq_q4(const global uchar *w, int j) {

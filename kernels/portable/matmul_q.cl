@@ -10,6 +10,7 @@
 #include "xpi_cl.h"
 #include "xpi_quant.h" /* XPI_QK, the block dots, the weight-quant unpacking */
 #include "xpi_quant_stage.h" /* xpi_div_rn, the fused forms' staging of the input row (shared with the tuned tier) */
+#include "xpi_quant_fused.h" /* the fused forms' kernel bodies (shared with the tuned tier) */
 
 #define XPI_QWG 64
 #define XPI_QT 16
@@ -93,58 +94,9 @@ XPI_GEMM_Q(q4, XPI_QK / 2, uchar)
     return xpi_q_wg_sum(red, acc);                                                                         \
   }
 
-/* Grid: ceil((r0 + r1 + r2) / 8) groups of 64; rows g = 8 k .. 8 k + 7 of the concatenation: row g of W0, or row
- * g - r0 of W1, or row g - r0 - r1 of W2. */
-#define XPI_GEMV3_Q(SUFFIX)                                                                                 \
-  __attribute__((reqd_work_group_size(XPI_QWG, 1, 1)))                                                     \
-  kernel void xpi_gemv3_##SUFFIX(global float *o0, global float *o1, global float *o2, const global float *in, \
-                                 const global void *w0, const global void *w1, const global void *w2,      \
-                                 const global ushort *d0, const global ushort *d1, const global ushort *d2, \
-                                 const global void *b0, const global void *b1, const global void *b2, int bdt, \
-                                 int has_bias, int r0, int r1, int r2, int cols, const global void *nw,    \
-                                 int nwdt, int has_norm, float eps, int accumulate) {                     \
-    local char xq[XPI_QMAXC];                                                                              \
-    local float dxs[XPI_QMAXC / XPI_QK];                                                                   \
-    local float red[XPI_QWG];                                                                              \
-    xpi_q_stage(xq, dxs, red, in, cols, nw, nwdt, has_norm, eps);                                          \
-    const int g0 = get_group_id(0) * XPI_QROWS, g1 = min(g0 + XPI_QROWS, r0 + r1 + r2);                   \
-    for (int g = g0; g < g1; g++) { /* uniform over the group */                                           \
-      int r = g;                                                                                           \
-      global float *o = o0;                                                                                \
-      const global void *w = w0, *b = b0;                                                                  \
-      const global ushort *d = d0;                                                                         \
-      if (r >= r0 + r1) { r -= r0 + r1; o = o2; w = w2; b = b2; d = d2; }                                  \
-      else if (r >= r0) { r -= r0; o = o1; w = w1; b = b1; d = d1; }                                       \
-      float s = xpi_qrow_##SUFFIX(red, xq, dxs, w, d, r, (cols + XPI_QK - 1) / XPI_QK);                    \
-      if (get_local_id(0) == 0) {                                                                          \
-        float v = s + (has_bias ? xpi_load(b, bdt, r) : 0.0f);                                             \
-        o[r] = accumulate ? o[r] + v : v;                                                                  \
-      }                                                                                                    \
-    }                                                                                                      \
-  }
-
-/* out[r] = act(h . G[r]) * (h . U[r]) (act as xpi_glu). Grid: ceil(rows / 8) groups of 64, 8 rows each. */
-#define XPI_GEMV_GLU_Q(SUFFIX)                                                                              \
-  __attribute__((reqd_work_group_size(XPI_QWG, 1, 1)))                                                     \
-  kernel void xpi_gemv_glu_##SUFFIX(global float *out, const global float *in, const global void *wg,      \
-                                    const global void *wu, const global ushort *dg, const global ushort *du, \
-                                    int rows, int cols, int act, const global void *nw, int nwdt,         \
-                                    int has_norm, float eps) {                                            \
-    local char xq[XPI_QMAXC];                                                                              \
-    local float dxs[XPI_QMAXC / XPI_QK];                                                                   \
-    local float red[XPI_QWG];                                                                              \
-    const int nb = (cols + XPI_QK - 1) / XPI_QK, r0 = get_group_id(0) * XPI_QROWS;                        \
-    xpi_q_stage(xq, dxs, red, in, cols, nw, nwdt, has_norm, eps);                                          \
-    for (int r = r0; r < min(r0 + XPI_QROWS, rows); r++) { /* uniform over the group */                    \
-      float g = xpi_qrow_##SUFFIX(red, xq, dxs, wg, dg, r, nb);                                            \
-      float u = xpi_qrow_##SUFFIX(red, xq, dxs, wu, du, r, nb);                                            \
-      if (get_local_id(0) == 0) out[r] = xpi_glu(g, u, act);                                               \
-    }                                                                                                      \
-  }
-
 XPI_QROW(q8, XPI_QK, char)
 XPI_QROW(q4, XPI_QK / 2, uchar)
-XPI_GEMV3_Q(q8)
-XPI_GEMV3_Q(q4)
-XPI_GEMV_GLU_Q(q8)
-XPI_GEMV_GLU_Q(q4)
+XPI_GEMV3_Q_KERNEL(xpi_gemv3_q8, xpi_qrow_q8, )
+XPI_GEMV3_Q_KERNEL(xpi_gemv3_q4, xpi_qrow_q4, )
+XPI_GEMV_GLU_Q_KERNEL(xpi_gemv_glu_q8, xpi_qrow_q8, )
+XPI_GEMV_GLU_Q_KERNEL(xpi_gemv_glu_q4, xpi_qrow_q4, )

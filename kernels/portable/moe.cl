@@ -167,16 +167,20 @@ XPI_MOE_GEMV_Q(q4, XPI_QK / 2, uchar)
 XPI_MOE_GEMM_Q(q8, XPI_QK, char)
 XPI_MOE_GEMM_Q(q4, XPI_QK / 2, uchar)
 
-/* out[t, c] = sum_j wts[t, j] y[t*k + j, c] (+ sigmoid(gate[t]) shared[t, c] when has_shared), one work-item per
- * element of out[n, d]. Grid: ceil(n*d/256) groups of 256. */
-kernel void xpi_moe_combine(global float *out, const global float *y, const global float *wts,
-                            const global float *shared, const global float *gate, int has_shared, int k, int d,
-                            ulong count) {
+/* out[t, c] = sum_j wts[t, j] y[r(t*k + j), c] (+ sigmoid(gate[t]) shared[t, c] when has_shared), r(s) = pos[s]
+ * when has_pos (the rows as moe_mlp left them), else s; one work-item per element of out[n, d].
+ * Grid: ceil(n*d/256) groups of 256. */
+kernel void xpi_moe_combine(global float *out, const global float *y, const global int *pos, int has_pos,
+                            const global float *wts, const global float *shared, const global float *gate,
+                            int has_shared, int k, int d, ulong count) {
   ulong i = get_global_id(0);
   if (i >= count) return;
   ulong t = i / (ulong)d, c = i % (ulong)d;
   float o = 0.0f;
-  for (int j = 0; j < k; j++) o += wts[t * k + j] * y[(t * k + j) * d + c];
+  for (int j = 0; j < k; j++) {
+    ulong s = t * k + j, r = has_pos ? (ulong)pos[s] : s;
+    o += wts[s] * y[r * d + c];
+  }
   if (has_shared) o += 1.0f / (1.0f + exp(-gate[t])) * shared[t * d + c];
   out[i] = o;
 }

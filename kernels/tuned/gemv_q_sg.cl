@@ -15,6 +15,7 @@
 #include "xpi_cl.h"
 #include "xpi_quant.h"
 #include "xpi_quant_stage.h"
+#include "xpi_quant_fused.h"
 
 #define XPI_QSG 16
 #define XPI_QSG_WG 64 /* = XPI_QWG of the portable GEMV: the same partials and tree */
@@ -154,56 +155,9 @@ static inline int xpi_qdotl_sg_q4(const global uchar *w, const local char *x) {
 XPI_QROW_SG(q8, XPI_QK, char)
 XPI_QROW_SG(q4, XPI_QK / 2, uchar)
 
-/* Grid and arguments of xpi_gemv3_q8/q4: ceil((r0 + r1 + r2) / 8) groups of 64, 8 rows of the concatenation each. */
-#define XPI_GEMV3_Q_SG(SUFFIX)                                                                              \
-  __attribute__((intel_reqd_sub_group_size(XPI_QSG)))                                                      \
-  __attribute__((reqd_work_group_size(XPI_QSG_WG, 1, 1)))                                                  \
-  kernel void xpi_gemv3_sg_##SUFFIX(global float *o0, global float *o1, global float *o2, const global float *in, \
-                                    const global void *w0, const global void *w1, const global void *w2,   \
-                                    const global ushort *d0, const global ushort *d1, const global ushort *d2, \
-                                    const global void *b0, const global void *b1, const global void *b2,   \
-                                    int bdt, int has_bias, int r0, int r1, int r2, int cols,               \
-                                    const global void *nw, int nwdt, int has_norm, float eps, int accumulate) { \
-    local char xq[XPI_QMAXC] __attribute__((aligned(16))); /* read as dwords */                         \
-    local float dxs[XPI_QMAXC / XPI_QK];                                                                   \
-    local float red[XPI_QSG_WG];                                                                           \
-    xpi_q_stage(xq, dxs, red, in, cols, nw, nwdt, has_norm, eps);                                          \
-    const int g0 = get_group_id(0) * XPI_QROWS, g1 = min(g0 + XPI_QROWS, r0 + r1 + r2);                   \
-    for (int g = g0; g < g1; g++) { /* uniform over the group */                                           \
-      int r = g;                                                                                           \
-      global float *o = o0;                                                                                \
-      const global void *w = w0, *b = b0;                                                                  \
-      const global ushort *d = d0;                                                                         \
-      if (r >= r0 + r1) { r -= r0 + r1; o = o2; w = w2; b = b2; d = d2; }                                  \
-      else if (r >= r0) { r -= r0; o = o1; w = w1; b = b1; d = d1; }                                       \
-      float s = xpi_qrow_sg_##SUFFIX(red, xq, dxs, w, d, r, (cols + XPI_QK - 1) / XPI_QK);                 \
-      if (get_local_id(0) == 0) {                                                                          \
-        float v = s + (has_bias ? xpi_load(b, bdt, r) : 0.0f);                                             \
-        o[r] = accumulate ? o[r] + v : v;                                                                  \
-      }                                                                                                    \
-    }                                                                                                      \
-  }
-
-/* Grid and arguments of xpi_gemv_glu_q8/q4: ceil(rows / 8) groups of 64, 8 rows each. */
-#define XPI_GEMV_GLU_Q_SG(SUFFIX)                                                                           \
-  __attribute__((intel_reqd_sub_group_size(XPI_QSG)))                                                      \
-  __attribute__((reqd_work_group_size(XPI_QSG_WG, 1, 1)))                                                  \
-  kernel void xpi_gemv_glu_sg_##SUFFIX(global float *out, const global float *in, const global void *wg,   \
-                                       const global void *wu, const global ushort *dg, const global ushort *du, \
-                                       int rows, int cols, int act, const global void *nw, int nwdt,      \
-                                       int has_norm, float eps) {                                         \
-    local char xq[XPI_QMAXC] __attribute__((aligned(16))); /* read as dwords */                         \
-    local float dxs[XPI_QMAXC / XPI_QK];                                                                   \
-    local float red[XPI_QSG_WG];                                                                           \
-    const int nb = (cols + XPI_QK - 1) / XPI_QK, r0 = get_group_id(0) * XPI_QROWS;                        \
-    xpi_q_stage(xq, dxs, red, in, cols, nw, nwdt, has_norm, eps);                                          \
-    for (int r = r0; r < min(r0 + XPI_QROWS, rows); r++) { /* uniform over the group */                    \
-      float g = xpi_qrow_sg_##SUFFIX(red, xq, dxs, wg, dg, r, nb);                                         \
-      float u = xpi_qrow_sg_##SUFFIX(red, xq, dxs, wu, du, r, nb);                                         \
-      if (get_local_id(0) == 0) out[r] = xpi_glu(g, u, act);                                               \
-    }                                                                                                      \
-  }
-XPI_GEMV3_Q_SG(q8)
-XPI_GEMV3_Q_SG(q4)
-XPI_GEMV_GLU_Q_SG(q8)
-XPI_GEMV_GLU_Q_SG(q4)
+/* The kernels: the portable forms' bodies (kernels/common/xpi_quant_fused.h) with these rows, at sub-group 16. */
+#define XPI_QSG_ATTR __attribute__((intel_reqd_sub_group_size(XPI_QSG)))
+XPI_GEMV3_Q_KERNEL(xpi_gemv3_sg_q8, xpi_qrow_sg_q8, XPI_QSG_ATTR)
+XPI_GEMV3_Q_KERNEL(xpi_gemv3_sg_q4, xpi_qrow_sg_q4, XPI_QSG_ATTR)
+XPI_GEMV_GLU_Q_KERNEL(xpi_gemv_glu_sg_q8, xpi_qrow_sg_q8, XPI_QSG_ATTR)
+XPI_GEMV_GLU_Q_KERNEL(xpi_gemv_glu_sg_q4, xpi_qrow_sg_q4, XPI_QSG_ATTR)

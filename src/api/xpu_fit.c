@@ -1,5 +1,6 @@
 /* A model that does not fit on its XPUs says so before loading. With only XPUs, a plan: weights per layer at
- * their placed size, the KV pool for the context and the step buffers, with the layers placed by it (the
+ * their placed size, the KV pools for the context as the graph state allocates them (model/graph.c: sliding
+ * layers in the window pool where that is smaller) and the step buffers, with the layers placed by it (the
  * context reduced with a notice where needed, the load refused with the numbers where even a short one does not
  * fit). Device maps mixing in the CPU: each XPU's share of the weights against its free memory. */
 #include <stdio.h>
@@ -104,14 +105,17 @@ typedef struct plan_in {
   uint64_t *layer;                /* [nl] weight bytes of each layer */
   uint64_t layer_max;
   uint64_t embed, head_alone, head_shared, norm; /* head_shared: on the embedding's device (tied, unquantized) */
-  uint64_t kv_pos_layer;          /* KV bytes of one position of one layer */
+  const xpi_graph *g;             /* the KV dtype and the layers' windows */
   int32_t block;                  /* pool block size */
+  int32_t max_win;                /* the window pool's most blocks (lim->max_win_blocks; 0: no window pool) */
   uint64_t step, step_last;       /* step buffers of a device, of the last device */
 } plan_in;
 
-static uint64_t kv_bytes_for(const plan_in *in, int32_t ctx, int32_t layers) {
-  uint64_t blocks = (uint64_t)(ctx + in->block - 1) / (uint64_t)in->block + 1; /* + the graph's spare block */
-  return blocks * (uint64_t)in->block * in->kv_pos_layer * (uint64_t)layers;
+/* KV bytes of layers [l0, l1) for a context of ctx positions: what the graph state allocates for a main pool of
+ * ctx positions (the default pool is at least the planned context), the sliding layers in the window pool where
+ * that is smaller. */
+static uint64_t kv_bytes_for(const plan_in *in, int32_t ctx, int32_t l0, int32_t l1) {
+  return xpi_graph_kv_pool_bytes(in->g, l0, l1, (ctx + in->block - 1) / in->block, in->max_win, in->block);
 }
 
 /* Fixed bytes of device d when lo/hi are the first/last devices with layers. */
@@ -122,11 +126,11 @@ static uint64_t fixed_bytes(const plan_in *in, const xpi_mem_plan *p, int d, int
   return b;
 }
 
-/* Layers per device for a context of ctx positions: 1 when they fit (p->first set), 0 when not. */
-static int assign(const plan_in *in, xpi_mem_plan *p, int32_t ctx) {
+/* Layers per device for a context of ctx positions, counting `cost` bytes a layer while splitting: 1 when they
+ * fit (p->first set), 0 when not. */
+static int assign_at(const plan_in *in, xpi_mem_plan *p, int32_t ctx, uint64_t cost) {
   int lo = 0, hi = in->n - 1;
   int64_t m[XPI_MAX_BACKENDS], share[XPI_MAX_BACKENDS];
-  uint64_t cost = in->layer_max + kv_bytes_for(in, ctx, 1);
   for (int iter = 0; iter < 4 * in->n + 4; iter++) {
     int64_t sum = 0;
     for (int d = 0; d < in->n; d++) {
@@ -176,7 +180,7 @@ static int assign(const plan_in *in, xpi_mem_plan *p, int32_t ctx) {
       if (d == lo) w += in->embed;
       if (d == hi) w += in->norm + (lo == hi ? in->head_shared : in->head_alone);
       p->weights[d] = w;
-      p->kv[d] = kv_bytes_for(in, ctx, p->first[d + 1] - p->first[d]);
+      p->kv[d] = kv_bytes_for(in, ctx, p->first[d], p->first[d + 1]);
       p->step[d] = d == hi ? in->step_last : in->step;
       if (p->weights[d] + p->kv[d] + p->step[d] + p->reserve[d] > p->free[d]) return 0;
     }
@@ -184,6 +188,19 @@ static int assign(const plan_in *in, xpi_mem_plan *p, int32_t ctx) {
     return 1;
   }
   return 0;
+}
+
+/* The split charges each layer the largest layer's weights and the mean KV of a layer (sliding layers may keep
+ * less than the others); where that split does not fit (a device got more than its share of the larger ones),
+ * again with the largest layer KV. Without sliding layers both are the same. */
+static int assign(const plan_in *in, xpi_mem_plan *p, int32_t ctx) {
+  uint64_t kv_max = 0, kv_all = kv_bytes_for(in, ctx, 0, in->nl);
+  for (int32_t l = 0; l < in->nl; l++) {
+    uint64_t b = kv_bytes_for(in, ctx, l, l + 1);
+    if (b > kv_max) kv_max = b;
+  }
+  uint64_t mean = (kv_all + (uint64_t)in->nl - 1) / (uint64_t)in->nl;
+  return assign_at(in, p, ctx, in->layer_max + mean) || (mean < kv_max && assign_at(in, p, ctx, in->layer_max + kv_max));
 }
 
 /* The longest context in [min_ctx, ctx_wanted] (whole blocks below ctx_wanted) that fits, 0 if none. */
@@ -243,8 +260,9 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
   }
   for (int32_t l = 0; l < nl; l++)
     if (in.layer[l] > in.layer_max) in.layer_max = in.layer[l];
-  in.kv_pos_layer = 2ull * (uint64_t)cfg->n_kv_heads * (uint64_t)cfg->head_dim * xpi_dtype_size(g->kv_dtype);
+  in.g = g;
   in.block = lim->block_size;
+  in.max_win = lim->max_win_blocks;
   in.step = xpi_graph_step_bytes(cfg, lim, 0);
   in.step_last = xpi_graph_step_bytes(cfg, lim, 1);
   if (min_ctx > ctx_wanted) min_ctx = ctx_wanted;
@@ -269,7 +287,7 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
     uint64_t tot_free = 0, tot_w = in.embed + in.norm + (n > 1 ? in.head_alone : in.head_shared), kv = 0;
     for (int d = 0; d < n; d++) tot_free += p.free[d];
     for (int32_t l = 0; l < nl; l++) tot_w += in.layer[l];
-    kv = kv_bytes_for(&in, min_ctx, nl);
+    kv = kv_bytes_for(&in, min_ctx, 0, nl);
     char devs[96];
     if (n == 1) snprintf(devs, sizeof devs, "xpu:%d", idx[0]);
     else snprintf(devs, sizeof devs, "xpu:%d-%d", idx[0], idx[n - 1]);

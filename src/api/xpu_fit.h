@@ -15,7 +15,8 @@ typedef struct xpi_mem_plan {
   int embed_on_host;                           /* the embedding table stays in host memory */
   uint64_t free[XPI_MAX_BACKENDS];             /* free before the load */
   uint64_t weights[XPI_MAX_BACKENDS];          /* at the placed (converted / quantized) size */
-  uint64_t kv[XPI_MAX_BACKENDS];               /* the pool for ctx positions (+ the graph's spare block) */
+  uint64_t kv[XPI_MAX_BACKENDS];               /* the pools for ctx positions (each + the graph's spare block;
+                                                * xpi_graph_kv_pool_bytes: sliding layers in the window pool) */
   uint64_t step[XPI_MAX_BACKENDS];             /* the request engine's step buffers */
   uint64_t reserve[XPI_MAX_BACKENDS];          /* left for the driver and small buffers */
 } xpi_mem_plan;
@@ -27,7 +28,8 @@ typedef struct xpi_mem_plan {
 xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want);
 
 /* When every backend of g is an XPU: the plan. Weights per layer at the size they will be placed in, the KV
- * pool for ctx_wanted positions on every device (g->kv_dtype), the step buffers of `lim` on every device (the
+ * pools for ctx_wanted positions on every device (g->kv_dtype; the sliding layers' window pool at its size for
+ * lim->max_win_blocks), the step buffers of `lim` on every device (the
  * logits on the last), a reserve; layers are split over the devices in proportion to the layers each can hold,
  * the embedding on the first device with layers and the final norm + lm_head on the last. Where ctx_wanted
  * does not fit, the largest context of at least min_ctx positions that does (a notice through xpi_log says so),

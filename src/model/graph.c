@@ -5,6 +5,7 @@
 #include "model/graph.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,18 @@ static int32_t pool_layers(const xpi_graph *g, int win, int d, int pool) {
   return n;
 }
 
+uint64_t xpi_graph_kv_pool_bytes(const xpi_graph *g, int32_t l0, int32_t l1, int32_t n_blocks, int32_t max_win_blocks,
+                                 int32_t block_size) {
+  const xpi_config *c = g->cfg;
+  const uint64_t layer_block = 2ull * (uint64_t)c->n_kv_heads * (uint64_t)c->head_dim * xpi_dtype_size(g->kv_dtype) *
+                               (uint64_t)block_size;
+  const int32_t n_win = n_blocks < max_win_blocks ? n_blocks : max_win_blocks;
+  uint64_t bytes = 0;
+  for (int32_t l = l0; l < l1; l++) /* each pool has its spare block */
+    bytes += (uint64_t)((max_win_blocks > 0 && layer_slides(c, l) ? n_win : n_blocks) + 1) * layer_block;
+  return bytes;
+}
+
 /* Bytes of one block of a pool on device d (its layers in that pool). */
 static uint64_t block_bytes(const xpi_graph *g, int win, int d, int pool, int32_t block_size) {
   const xpi_config *c = g->cfg;
@@ -228,19 +241,68 @@ static uint64_t block_bytes(const xpi_graph *g, int win, int d, int pool, int32_
          xpi_dtype_size(g->kv_dtype) * (uint64_t)block_size;
 }
 
-uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, int last) {
-  uint64_t B = (uint64_t)lim->max_tokens, H = (uint64_t)c->hidden_size, Q = (uint64_t)c->n_heads * c->head_dim;
-  uint64_t K = (uint64_t)c->n_kv_heads * c->head_dim, I = (uint64_t)c->intermediate_size;
-  uint64_t T = (uint64_t)(lim->max_rows + 1) * (uint64_t)lim->max_blocks, O = (uint64_t)lim->max_out;
-  uint64_t P = B > O ? B : O;
-  if (lim->max_win_blocks > 0) T *= 2; /* the window pool's tables */
-  uint64_t n = 4 * (3 * P + T + P * (4 * H + 2 * Q + 2 * K + 2 * I)); /* ids, pos, seq, tables; x h res t q att
-                                                                          * k v gate up (4-byte elements) */
-  if (c->n_experts > 0) n += xpi_moe_bufs_bytes(c, (int32_t)P);
-  if (c->rope_long_from > 0) n += 4 * P; /* lsel */
-  if (last) /* logits, greedy ids, top-k ids + values + normalisers */
-    n += 4 * (O * (uint64_t)c->vocab_size + O + (lim->max_topk > 0 ? O * 2 * (uint64_t)lim->max_topk + 2 * O : 0));
+/* The step's buffers of one device: which dev_state field, how many 4-byte elements (int32 or float), and
+ * whether host-visible memory serves (inputs and small outputs, balloc_host). One table for
+ * xpi_graph_state_create, which allocates them, and xpi_graph_step_bytes, which counts them for the memory plan. */
+typedef struct step_buf {
+  size_t field;   /* offsetof(dev_state, the pointer) */
+  uint64_t count; /* elements */
+  int host;
+} step_buf;
+
+#define STEP_BUFS_MAX 24
+#define SB(f, n, h) (step_buf){offsetof(dev_state, f), (n), (h)}
+
+/* The buffers of a device (last: it holds the logits, greedy ids and top-k rows; xin: it holds the host-gathered
+ * embedding rows) for a state with a window pool's tables (win) or not. Returns how many. */
+static int step_bufs(const xpi_config *c, const xpi_graph_limits *lim, int win, int last, int xin, step_buf *b) {
+  const uint64_t B = (uint64_t)lim->max_tokens, H = (uint64_t)c->hidden_size, Q = (uint64_t)c->n_heads * c->head_dim;
+  const uint64_t K = (uint64_t)c->n_kv_heads * c->head_dim, O = (uint64_t)lim->max_out;
+  uint64_t I = (uint64_t)c->intermediate_size;
+  if ((uint64_t)c->shared_expert_intermediate_size > I) I = (uint64_t)c->shared_expert_intermediate_size; /* its scratch */
+  const uint64_t T = (uint64_t)(lim->max_rows + 1) * (uint64_t)lim->max_blocks; /* + the padding tokens' row */
+  const uint64_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
+  int n = 0;
+  b[n++] = SB(ids, P, 1);
+  b[n++] = SB(pos, P, 1);
+  b[n++] = SB(seq, P, 1);
+  if (c->rope_long_from > 0) b[n++] = SB(lsel, P, 1);
+  b[n++] = SB(tables, T, 1);
+  if (win) b[n++] = SB(tables_win, T, 1);
+  b[n++] = SB(x, P * H, 0);
+  b[n++] = SB(h, P * H, 0);
+  b[n++] = SB(res, P * H, 0);
+  b[n++] = SB(q, P * Q, 0);
+  b[n++] = SB(t, P * H, 0);
+  b[n++] = SB(att, P * Q, 0);
+  b[n++] = SB(k, P * K, 0);
+  b[n++] = SB(v, P * K, 0);
+  b[n++] = SB(gate, P * I, 0);
+  b[n++] = SB(up, P * I, 0);
+  if (xin) {
+    b[n++] = SB(xin, P * H, 1);
+    b[n++] = SB(iota, P, 1);
+  }
+  if (last) {
+    b[n++] = SB(logits, O * (uint64_t)c->vocab_size, 0);
+    b[n++] = SB(tok, O, 1);
+    if (lim->max_topk > 0) {
+      b[n++] = SB(tk_ids, O * (uint64_t)lim->max_topk, 0);
+      b[n++] = SB(tk_vals, O * (uint64_t)lim->max_topk, 0);
+      b[n++] = SB(tk_norm, O * 2, 0);
+    }
+  }
   return n;
+}
+
+uint64_t xpi_graph_step_bytes(const xpi_config *c, const xpi_graph_limits *lim, int last) {
+  step_buf b[STEP_BUFS_MAX];
+  const int n = step_bufs(c, lim, lim->max_win_blocks > 0, last, 0, b);
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; i++) bytes += 4 * b[i].count;
+  const uint64_t O = (uint64_t)lim->max_out, P = (uint64_t)lim->max_tokens > O ? (uint64_t)lim->max_tokens : O;
+  if (c->n_experts > 0) bytes += xpi_moe_bufs_bytes(c, (int32_t)P);
+  return bytes;
 }
 
 /* Blocks n of the main pool that `bytes` hold on device d with its spare block, and with a window pool of
@@ -304,11 +366,8 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   st->win = lim->max_win_blocks > 0 && xpi_graph_has_window(g);
   st->in_win = calloc((size_t)c->n_layers + 1, 1);
   st->kv_layer = calloc((size_t)c->n_layers + 1, sizeof *st->kv_layer);
-  size_t B = (size_t)lim->max_tokens, H = (size_t)c->hidden_size, Q = (size_t)c->n_heads * c->head_dim;
-  size_t K = (size_t)c->n_kv_heads * c->head_dim, I = (size_t)c->intermediate_size;
-  if ((size_t)c->shared_expert_intermediate_size > I) I = (size_t)c->shared_expert_intermediate_size; /* its scratch */
-  size_t T = (size_t)(lim->max_rows + 1) * (size_t)lim->max_blocks, O = (size_t)lim->max_out;
-  size_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
+  const size_t B = (size_t)lim->max_tokens, H = (size_t)c->hidden_size, O = (size_t)lim->max_out;
+  const size_t P = B > O ? B : O; /* a replayed step pads its tokens up to its bucket */
   xpi_status s = XPI_OK;
   st->host_x = malloc(P * H * sizeof(float));
   st->host_in = malloc(3 * O * sizeof(int32_t));
@@ -327,37 +386,15 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
   for (int d = 0; d < g->n_backends && s == XPI_OK; d++) { /* the step's buffers first, then the pool */
     dev_state *ds = &st->dev[d];
     xpi_backend *be = ds->be = g->backends[d];
-    ds->ids = balloc_host(be, P, sizeof(int32_t), &s);
-    ds->pos = balloc_host(be, P, sizeof(int32_t), &s);
-    ds->seq = balloc_host(be, P, sizeof(int32_t), &s);
-    if (c->rope_long_from > 0) ds->lsel = balloc_host(be, P, sizeof(int32_t), &s);
-    ds->tables = balloc_host(be, T, sizeof(int32_t), &s);
-    if (st->win) ds->tables_win = balloc_host(be, T, sizeof(int32_t), &s);
-    ds->x = balloc(be, P * H, sizeof(float), &s);
-    ds->h = balloc(be, P * H, sizeof(float), &s);
-    ds->res = balloc(be, P * H, sizeof(float), &s);
-    ds->q = balloc(be, P * Q, sizeof(float), &s);
-    ds->t = balloc(be, P * (size_t)c->hidden_size, sizeof(float), &s);
-    ds->att = balloc(be, P * Q, sizeof(float), &s);
-    ds->k = balloc(be, P * K, sizeof(float), &s);
-    ds->v = balloc(be, P * K, sizeof(float), &s);
-    ds->gate = balloc(be, P * I, sizeof(float), &s);
-    ds->up = balloc(be, P * I, sizeof(float), &s);
+    const int xin = g->w->embed_on_host && be->ops->alloc_host && d == first_dev(g); /* rows written in place */
+    step_buf bufs[STEP_BUFS_MAX];
+    const int nb = step_bufs(c, lim, st->win, d == last_dev(g), xin, bufs);
+    for (int i = 0; i < nb; i++) { /* the field is a float * or int32_t *: stored as the pointer it is */
+      void *p = (bufs[i].host ? balloc_host : balloc)(be, (size_t)bufs[i].count, 4, &s);
+      memcpy((char *)ds + bufs[i].field, &p, sizeof p);
+    }
     if (s == XPI_OK && c->n_experts > 0) s = xpi_moe_bufs_alloc(be, c, (int32_t)P, &ds->moe);
-    if (g->w->embed_on_host && be->ops->alloc_host && d == first_dev(g)) { /* rows written in place, no copy */
-      ds->xin = balloc_host(be, P * H, sizeof(float), &s);
-      ds->iota = balloc_host(be, P, sizeof(int32_t), &s);
-      for (size_t i = 0; s == XPI_OK && i < P; i++) ds->iota[i] = (int32_t)i; /* host memory: plain stores */
-    }
-    if (d == last_dev(g)) {
-      ds->logits = balloc(be, O * (size_t)c->vocab_size, sizeof(float), &s);
-      ds->tok = balloc_host(be, O, sizeof(int32_t), &s);
-      if (lim->max_topk > 0) {
-        ds->tk_ids = balloc(be, O * (size_t)lim->max_topk, sizeof(int32_t), &s);
-        ds->tk_vals = balloc(be, O * (size_t)lim->max_topk, sizeof(float), &s);
-        ds->tk_norm = balloc(be, O * 2, sizeof(float), &s);
-      }
-    }
+    for (size_t i = 0; s == XPI_OK && xin && i < P; i++) ds->iota[i] = (int32_t)i; /* host memory: plain stores */
   }
   if (s == XPI_OK && st->lim.n_blocks == 0) s = default_blocks(g, lim, st->win, &st->lim.n_blocks);
   if (st->win)
@@ -372,13 +409,15 @@ xpi_status xpi_graph_state_create(const xpi_graph *g, const xpi_graph_limits *li
       if (nl > 0) {
         s = be->ops->kv_create(be, nl, nb + 1, lim->block_size, c->n_kv_heads, c->head_dim, g->kv_dtype,
                                pool ? &ds->kv_win : &ds->kv);
-        st->kv_bytes += (uint64_t)(nb + 1) * block_bytes(g, st->win, d, pool, lim->block_size);
       }
       if (s == XPI_OK)
         s = be->ops->write(be, (pool ? ds->tables_win : ds->tables) + (size_t)lim->max_rows * lim->max_blocks, trash,
                            (size_t)lim->max_blocks * sizeof *trash);
     }
   }
+  for (int d = 0; d < g->n_backends && s == XPI_OK; d++)
+    st->kv_bytes += xpi_graph_kv_pool_bytes(g, g->layer_dev[d], g->layer_dev[d + 1], st->lim.n_blocks,
+                                            st->win ? lim->max_win_blocks : 0, lim->block_size);
   free(trash);
   if (s != XPI_OK) {
     int32_t nb = st->lim.n_blocks; /* read before the state goes */

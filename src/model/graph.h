@@ -51,6 +51,12 @@ int xpi_graph_has_window(const xpi_graph *g);
  * sliding layers (-1: not one block; INT32_MAX / 2 when every layer slides and the window pool fits). */
 int64_t xpi_graph_pool_blocks(const xpi_graph *g, uint64_t bytes, int32_t block_size, int32_t max_win_blocks);
 
+/* Bytes the KV pools of layers [l0, l1) (one device's) take, as xpi_graph_state_create allocates them for a main
+ * pool of n_blocks blocks: each pool with its spare block; with max_win_blocks > 0 the sliding layers' in the
+ * window pool of min(n_blocks, max_win_blocks) blocks. The load's memory plan (api/xpu_fit.c) counts with it. */
+uint64_t xpi_graph_kv_pool_bytes(const xpi_graph *g, int32_t l0, int32_t l1, int32_t n_blocks, int32_t max_win_blocks,
+                                 int32_t block_size);
+
 /* What a state is sized for. */
 typedef struct xpi_graph_limits {
   int32_t max_tokens;  /* tokens per step */

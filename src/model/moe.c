@@ -1,7 +1,8 @@
 /* Mixture of experts shared by the Qwen-MoE families (moe.h): router matmul, moe_route, the experts' gate/up/down
  * through moe_matmul (each chosen expert read once per step, tokens grouped by expert), SwiGLU over all slots at
  * once, and moe_combine, which also adds Qwen2-MoE's sigmoid-gated shared expert. Everything stays on the
- * backend, so a decode step records and replays like a dense one. */
+ * backend, so a decode step records and replays like a dense one. moe_mlp may leave the experts' output rows in its
+ * own order (the CPU's: grouped by expert); moe_combine then reads them through the positions it returns. */
 #include "model/moe.h"
 
 #include <string.h>
@@ -63,7 +64,7 @@ xpi_status xpi_load_moe_layer(xpi_loader *ld, const xpi_config *c, xpi_layer_wei
 /* ------------------------------------------------------------------ activations */
 
 void xpi_moe_bufs_free(xpi_backend *be, xpi_moe_bufs *b) {
-  void *all[] = {b->logits, b->ids, b->wts, b->g, b->u, b->y, b->sg};
+  void *all[] = {b->logits, b->ids, b->pos, b->wts, b->g, b->u, b->y, b->sg};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (all[i]) be->ops->free(be, all[i]);
   memset(b, 0, sizeof *b);
@@ -71,8 +72,8 @@ void xpi_moe_bufs_free(xpi_backend *be, xpi_moe_bufs *b) {
 
 uint64_t xpi_moe_bufs_bytes(const xpi_config *c, int32_t max_tokens) {
   const uint64_t T = (uint64_t)max_tokens, K = (uint64_t)c->n_experts_per_tok, Im = (uint64_t)c->moe_intermediate_size;
-  /* logits, ids, wts, g, u, y, sg of xpi_moe_bufs_alloc (4-byte elements) */
-  return 4 * (T * (uint64_t)c->n_experts + 2 * T * K + 2 * T * K * Im + (T * K + T) * (uint64_t)c->hidden_size + T);
+  /* logits, ids, pos, wts, g, u, y, sg of xpi_moe_bufs_alloc (4-byte elements) */
+  return 4 * (T * (uint64_t)c->n_experts + 3 * T * K + 2 * T * K * Im + (T * K + T) * (uint64_t)c->hidden_size + T);
 }
 
 xpi_status xpi_moe_bufs_alloc(xpi_backend *be, const xpi_config *c, int32_t max_tokens, xpi_moe_bufs *b) {
@@ -80,12 +81,13 @@ xpi_status xpi_moe_bufs_alloc(xpi_backend *be, const xpi_config *c, int32_t max_
   const size_t T = (size_t)max_tokens, K = (size_t)c->n_experts_per_tok;
   b->logits = be->ops->alloc(be, T * (size_t)c->n_experts * sizeof(float));
   b->ids = be->ops->alloc(be, T * K * sizeof(int32_t));
+  b->pos = be->ops->alloc(be, T * K * sizeof(int32_t));
   b->wts = be->ops->alloc(be, T * K * sizeof(float));
   b->g = be->ops->alloc(be, T * K * (size_t)c->moe_intermediate_size * sizeof(float));
   b->u = be->ops->alloc(be, T * K * (size_t)c->moe_intermediate_size * sizeof(float));
   b->y = be->ops->alloc(be, (T * K + T) * (size_t)c->hidden_size * sizeof(float));
   b->sg = be->ops->alloc(be, T * sizeof(float));
-  if (!b->logits || !b->ids || !b->wts || !b->g || !b->u || !b->y || !b->sg) {
+  if (!b->logits || !b->ids || !b->pos || !b->wts || !b->g || !b->u || !b->y || !b->sg) {
     xpi_moe_bufs_free(be, b);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: out of memory for the MoE buffers of %d tokens", be->device,
                    max_tokens);
@@ -104,8 +106,10 @@ xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
   if (!b) return xpi_err(XPI_ERR_INTERNAL, "layer %d: a MoE layer without MoE buffers", f->layer);
   XPI_TRY(o->matmul(be, b->logits, in, &L->router, NULL, n));
   XPI_TRY(o->moe_route(be, b->ids, b->wts, b->logits, n, c->n_experts, K, c->norm_topk_prob));
+  const int32_t *pos = NULL; /* slot s's row of y: s, or as moe_mlp left them */
   if (o->moe_mlp) { /* the same in fewer launches (the CPU's prefill) */
-    XPI_TRY(o->moe_mlp(be, b->y, b->g, b->u, in, &L->ex_gate, &L->ex_up, &L->ex_down, b->ids, n, K));
+    XPI_TRY(o->moe_mlp(be, b->y, b->pos, b->g, b->u, in, &L->ex_gate, &L->ex_up, &L->ex_down, b->ids, n, K));
+    pos = b->pos;
   } else {
     XPI_TRY(o->moe_matmul(be, b->g, in, 1, &L->ex_gate, b->ids, n, K));
     XPI_TRY(o->moe_matmul(be, b->u, in, 1, &L->ex_up, b->ids, n, K));
@@ -121,7 +125,7 @@ xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
     XPI_TRY(o->matmul(be, shared, f->gate, &L->down, NULL, n));
     XPI_TRY(o->matmul(be, b->sg, in, &L->shared_gate, NULL, n));
   }
-  return o->moe_combine(be, out, b->y, b->wts, shared, b->sg, n, K, H);
+  return o->moe_combine(be, out, b->y, pos, b->wts, shared, b->sg, n, K, H);
 }
 
 xpi_status xpi_moe_layer(xpi_fwd *f, const xpi_layer_weights *L) {

@@ -10,6 +10,7 @@
 typedef struct xpi_moe_bufs {
   float *logits;   /* [T, n_experts] router logits */
   int32_t *ids;    /* [T, k] chosen experts */
+  int32_t *pos;    /* [T, k] the row of y holding each slot's expert output (moe_mlp) */
   float *wts;      /* [T, k] their weights */
   float *g, *u;    /* [T * k, moe_intermediate_size] */
   float *y;        /* [T * k + T, hidden]: expert outputs, then the shared expert's */

@@ -198,10 +198,11 @@ typedef struct xpi_backend_ops {
    * [0, e->n) gets a zero row. */
   xpi_status (*moe_matmul)(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
                            const int32_t *ids, int32_t n, int32_t k);
-  /* out[t, :] = sum_j wts[t*k + j] * y[t*k + j, :]  (t < n, rows of d), then, when shared is not NULL,
-   * += sigmoid(shared_gate[t]) * shared[t, :] (Qwen2-MoE's shared expert and its gate). */
-  xpi_status (*moe_combine)(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
-                            const float *shared_gate, int32_t n, int32_t k, int32_t d);
+  /* out[t, :] = sum_j wts[t*k + j] * y[r(t*k + j), :]  (t < n, rows of d), r(s) = pos[s] ([n*k] rows of y,
+   * as moe_mlp returns them) or s when pos is NULL; then, when shared is not NULL, += sigmoid(shared_gate[t]) *
+   * shared[t, :] (Qwen2-MoE's shared expert and its gate). */
+  xpi_status (*moe_combine)(xpi_backend *be, float *out, const float *y, const int32_t *pos, const float *wts,
+                            const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d);
 
   /* ---- optional: record a step once and replay it ("XPU graph"). NULL where unsupported.
    * Between capture_begin and capture_end ops are recorded, not run; replay runs the recording again,
@@ -228,10 +229,13 @@ typedef struct xpi_backend_ops {
                            float eps, float *hbuf, const xpi_weight *gate, const xpi_weight *up, xpi_glu_act act,
                            int32_t n);
   /* The experts' SwiGLU MLP of every slot: exactly moe_matmul(g, in, 1, gate), moe_matmul(u, in, 1, up),
-   * swiglu(g, g, u, n*k, gate->rows), moe_matmul(out, g, k, down) with the same ids, in fewer launches; g and u
-   * [n*k, gate->rows] are scratch (left unspecified). */
-  xpi_status (*moe_mlp)(xpi_backend *be, float *out, float *g, float *u, const float *in, const xpi_experts *gate,
-                        const xpi_experts *up, const xpi_experts *down, const int32_t *ids, int32_t n, int32_t k);
+   * swiglu(g, g, u, n*k, gate->rows), moe_matmul(y, g, k, down) with the same ids, in fewer launches, except that
+   * slot s's row of y is out's row pos[s] ([n*k], a permutation of the rows, written here; moe_combine reads out
+   * through it), so the backend may leave the rows in the order it computed them (the CPU: grouped by expert).
+   * g and u [n*k, gate->rows] are scratch (left unspecified). */
+  xpi_status (*moe_mlp)(xpi_backend *be, float *out, int32_t *pos, float *g, float *u, const float *in,
+                        const xpi_experts *gate, const xpi_experts *up, const xpi_experts *down, const int32_t *ids,
+                        int32_t n, int32_t k);
   /* x[n, w->rows] += in @ w^T (+ bias): a projection with the residual add as its epilogue; tmp [n, w->rows]
    * scratch (the composition's product). x + (in @ w^T + bias) in that order, as rmsnorm's residual add. */
   xpi_status (*matmul_add)(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,

@@ -15,11 +15,11 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
-#include <unistd.h>
 
 #include "check.h"
 #include "engine/engine_internal.h"
 #include "engine_topk.h"
+#include "model_util.h"
 
 #define MAXN 64
 
@@ -60,24 +60,7 @@ static int on_event(const xpi_seq_event *ev, void *user) {
   return stop;
 }
 
-static xpi_model *load(const char *dir, const char *attn) {
-  xpi_model_options o;
-  xpi_model_options_default(&o);
-  o.device = "cpu";
-  o.n_threads = 2;
-  o.attn_implementation = attn;
-  xpi_model *m = NULL;
-  CHECK_OK(xpi_model_load(dir, &o, &m));
-  return m;
-}
-
-static void drive(xpi_engine *e) {
-  int32_t pending = 1;
-  for (int guard = 0; pending > 0 && guard < 100000; guard++) {
-    xpi_status s = xpi_engine_step(e, &pending);
-    if (s != XPI_OK) break;
-  }
-}
+#define MAX_STEPS 100000
 
 /* Every prompt alone in a fresh engine (default options, whole prompts in one step). */
 static void run_alone(xpi_model *m, int32_t *const *prompts, const int32_t *lens, int np, const xpi_gen_options *go,
@@ -90,7 +73,7 @@ static void run_alone(xpi_model *m, int32_t *const *prompts, const int32_t *lens
     CHECK_OK(xpi_engine_create(m, &eo, &e));
     memset(&out[i], 0, sizeof out[i]);
     if (e) CHECK_OK(xpi_engine_submit(e, prompts[i], (size_t)lens[i], &go[i], on_event, &out[i], NULL));
-    drive(e);
+    xpi_test_drive(e, MAX_STEPS);
     xpi_engine_free(e);
   }
 }
@@ -113,7 +96,7 @@ static void compare(const char *what, const run *a, const run *b, int np) {
 
 static void test_equality(const cJSON *goldens, const char *name, const char *attn) {
   char *dir = xpi_test_strf("%s/%s", xpi_test_env("XPI_MODELS_DIR"), name);
-  xpi_model *m = load(dir, attn);
+  xpi_model *m = xpi_test_load(dir, "cpu", NULL, attn, NULL);
   const cJSON *cases = cJSON_GetObjectItem(cJSON_GetObjectItem(goldens, name), "cases");
 #if defined(__SANITIZE_ADDRESS__)
   enum { NP = 5 };
@@ -198,7 +181,7 @@ static void test_sampling(xpi_model *m) {
   CHECK_OK(xpi_engine_create(m, &eo, &e));
   memset(batch, 0, sizeof batch);
   for (int i = 0; i < NP && e; i++) CHECK_OK(xpi_engine_submit(e, prompts[i], (size_t)lens[i], &go[i], on_event, &batch[i], NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   compare("sampling options per sequence", batch, alone, NP);
   CHECK(batch[3].res.gen.finish_reason == XPI_FINISH_STOP && batch[3].n < 24, "stop string: %d tokens, finish %d",
         batch[3].n, batch[3].res.gen.finish_reason);
@@ -235,12 +218,12 @@ static void test_prefix_cache(xpi_model *m) {
   run r1 = {0}, r2 = {0}, ref = {0}, r3 = {0}, r4 = {0}, ref4 = {0};
   xpi_engine_stats s0 = {.struct_size = sizeof s0}, s1 = s0, s2 = s0, s3 = s0, s4 = s0;
   CHECK_OK(xpi_engine_submit(e, a, SYS + 2, &go, on_event, &r1, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   xpi_engine_get_stats(e, &s1);
   CHECK(s1.prefill_tokens == SYS + 2 && s1.kv_blocks_cached == SYS / 32, "first request: %llu prefill tokens, %d cached blocks",
         (unsigned long long)s1.prefill_tokens, s1.kv_blocks_cached);
   CHECK_OK(xpi_engine_submit(e, b, SYS + 2, &go, on_event, &r2, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   xpi_engine_get_stats(e, &s2);
   const uint64_t prefill2 = s2.prefill_tokens - s1.prefill_tokens;
   CHECK(prefill2 == SYS + 2 - (SYS / 32) * 32 && r2.res.n_cached_tokens == (SYS / 32) * 32 &&
@@ -248,22 +231,22 @@ static void test_prefix_cache(xpi_model *m) {
         "second request with the same system prompt: %llu prefill tokens, %d cached", (unsigned long long)prefill2,
         r2.res.n_cached_tokens);
   CHECK_OK(xpi_engine_submit(plain, b, SYS + 2, &go, on_event, &ref, NULL));
-  drive(plain);
+  xpi_test_drive(plain, MAX_STEPS);
   compare("prefix-cached vs computed", &r2, &ref, 1);
   /* another long prompt evicts the least recently released blocks: the system prompt's tail first */
   CHECK_OK(xpi_engine_submit(e, other, SYS + 2, &go, on_event, &r3, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   xpi_engine_get_stats(e, &s3);
   CHECK(s3.kv_blocks_used == 0 && s3.kv_blocks_cached <= s3.kv_blocks_total, "after: %d used, %d cached",
         s3.kv_blocks_used, s3.kv_blocks_cached);
   b[SYS] = 300;
   CHECK_OK(xpi_engine_submit(e, b, SYS + 2, &go, on_event, &r4, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   xpi_engine_get_stats(e, &s4);
   CHECK(r4.res.n_cached_tokens > 0 && r4.res.n_cached_tokens < (SYS / 32) * 32,
         "after eviction only the head of the prefix is cached: %d tokens", r4.res.n_cached_tokens);
   CHECK_OK(xpi_engine_submit(plain, b, SYS + 2, &go, on_event, &ref4, NULL));
-  drive(plain);
+  xpi_test_drive(plain, MAX_STEPS);
   compare("partly cached vs computed", &r4, &ref4, 1);
   (void)s0;
   xpi_engine_free(e);
@@ -366,7 +349,7 @@ static void test_cancel(xpi_model *m) {
         "cancelled during prefill: done %d reason %d", rl.done, rl.res.gen.finish_reason);
   CHECK(after.kv_blocks_used < before.kv_blocks_used, "its blocks are freed at once (%d -> %d)", before.kv_blocks_used,
         after.kv_blocks_used);
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   compare("beside a cancelled sequence", r, alone, 2);
   CHECK(rs.done && rs.n == 3 && rs.res.gen.finish_reason == XPI_FINISH_CANCELLED && rs.res.gen.n_generated == 3,
         "callback stop: %d tokens, reason %d", rs.n, rs.res.gen.finish_reason);
@@ -374,49 +357,6 @@ static void test_cancel(xpi_model *m) {
   CHECK_ERR(xpi_engine_cancel(e, 999999), XPI_ERR_INVALID_ARGUMENT, "never submitted");
   CHECK(rl.final_events == 1 && r[0].final_events == 1 && rs.final_events == 1, "one final event each");
   xpi_engine_free(e);
-}
-
-/* A copy of the llama-bias model (untied lm_head) whose embedding row `bad` is NaN. */
-static char *nan_model(int32_t bad) {
-  char *src = xpi_test_strf("%s/models/llama-bias", xpi_test_env("XPI_TEST_DATA"));
-  char *tmp = xpi_test_tmpdir("nanmodel");
-  const char *files[] = {"config.json", "tokenizer.json", "tokenizer_config.json"};
-  for (int i = 0; i < 3; i++) {
-    char *a = xpi_test_strf("%s/%s", src, files[i]), *b = xpi_test_strf("%s/%s", tmp, files[i]);
-    CHECK(symlink(a, b) == 0, "symlink %s", b);
-    free(a);
-    free(b);
-  }
-  char *path = xpi_test_strf("%s/model.safetensors", src);
-  FILE *f = fopen(path, "rb");
-  CHECK(f != NULL, "open %s", path);
-  fseek(f, 0, SEEK_END);
-  long size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc((size_t)size);
-  CHECK(fread(buf, 1, (size_t)size, f) == (size_t)size, "read");
-  fclose(f);
-  uint64_t hl = 0;
-  memcpy(&hl, buf, 8);
-  char *hdr = malloc(hl + 1);
-  memcpy(hdr, buf + 8, hl);
-  hdr[hl] = 0;
-  cJSON *h = cJSON_Parse(hdr), *t = cJSON_GetObjectItem(h, "model.embed_tokens.weight");
-  const char *dt = cJSON_GetObjectItem(t, "dtype")->valuestring;
-  int64_t cols = (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(t, "shape"), 1)->valuedouble;
-  int64_t off = (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(t, "data_offsets"), 0)->valuedouble;
-  CHECK(!strcmp(dt, "BF16"), "embedding dtype %s", dt);
-  uint16_t nan16 = 0x7fc0;
-  for (int64_t c = 0; c < cols; c++) memcpy(buf + 8 + hl + off + ((int64_t)bad * cols + c) * 2, &nan16, 2);
-  char *out = xpi_test_strf("%s/model.safetensors", tmp);
-  CHECK(xpi_test_write_file(out, buf, (size_t)size) == 0, "write %s", out);
-  cJSON_Delete(h);
-  free(hdr);
-  free(buf);
-  free(path);
-  free(out);
-  free(src);
-  return tmp;
 }
 
 static void test_errors(xpi_model *m) {
@@ -458,8 +398,10 @@ static void test_errors(xpi_model *m) {
   xpi_engine_free(e);
 
   /* NaN: a sequence whose prompt holds the broken token fails alone, with XPI_ERR_NUMERIC */
-  char *dir = nan_model(17);
-  xpi_model *nm = load(dir, "sdpa");
+  char *src = xpi_test_strf("%s/models/llama-bias", xpi_test_env("XPI_TEST_DATA")); /* untied lm_head */
+  char *dir = xpi_test_nan_row_model(src, 17);
+  free(src);
+  xpi_model *nm = xpi_test_load(dir, "cpu", NULL, "sdpa", NULL);
   if (!nm) return;
   xpi_engine_options_default(&eo);
   eo.kv_pool_tokens = 1024;
@@ -477,7 +419,7 @@ static void test_errors(xpi_model *m) {
   CHECK_OK(xpi_engine_submit(e, pa, 3, &gos[0], on_event, &rs[0], NULL));
   CHECK_OK(xpi_engine_submit(e, pb, 3, &gos[0], on_event, &rs[1], NULL));
   CHECK_OK(xpi_engine_submit(e, pc, 2, &gos[1], on_event, &rs[2], NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   CHECK(rs[1].done && rs[1].status == XPI_ERR_NUMERIC && strstr(rs[1].error, "NaN") && rs[1].n == 0,
         "the NaN sequence: status %s, '%s'", xpi_status_name(rs[1].status), rs[1].error);
   run ok2[2] = {rs[0], rs[2]};
@@ -619,14 +561,14 @@ static void test_request_threads(const char *dir) {
   const int32_t p[NT][3] = {{32, 877, 0}, {313, 2897, 286}, {466, 1382, 0}, {1289, 389, 300}};
   const int32_t lens[NT] = {2, 3, 2, 3};
   req_arg seq_args[NT], par[NT];
-  xpi_model *m = load(dir, "sdpa");
+  xpi_model *m = xpi_test_load(dir, "cpu", NULL, "sdpa", NULL);
   if (!m) return;
   for (int i = 0; i < NT; i++) {
     seq_args[i] = (req_arg){.m = m, .prompt = p[i], .len = lens[i]};
     req_thread(&seq_args[i]);
   }
   xpi_model_free(m);
-  m = load(dir, "sdpa"); /* a fresh model: its request engine's counters start at 0 */
+  m = xpi_test_load(dir, "cpu", NULL, "sdpa", NULL); /* a fresh model: its request engine's counters start at 0 */
   if (!m) return;
   pthread_barrier_t bar;
   pthread_barrier_init(&bar, NULL, NT);
@@ -664,7 +606,7 @@ int main(void) {
   test_equality(g, "tiny-qwen2-f16", "eager");
   test_equality(g, "tiny-qwen3-bf16", "sdpa");
 #endif
-  xpi_model *m = load(tf, "sdpa");
+  xpi_model *m = xpi_test_load(tf, "cpu", NULL, "sdpa", NULL);
   if (m) {
     test_sampling(m);
     tk_equality(m, "cpu");

@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <unistd.h>
 
 #include "check.h"
 #include "engine/engine_internal.h"
+#include "model_util.h"
 
 #define MAXG 256
 #define BS 16
@@ -55,18 +55,6 @@ static int on_event(const xpi_seq_event *ev, void *user) {
     r->done = 1;
   }
   return 0;
-}
-
-static xpi_model *load(const char *dir, const char *device, const char *map) {
-  xpi_model_options o;
-  xpi_model_options_default(&o);
-  o.device = device;
-  o.device_map = map;
-  o.n_threads = 2;
-  xpi_model *m = NULL;
-  xpi_status s = xpi_model_load(dir, &o, &m);
-  CHECK(s == XPI_OK, "load %s on %s: %s", dir, device, xpi_last_error());
-  return m;
 }
 
 /* Greedy ids of the single-sequence graph path (a state that keeps every position of every layer). */
@@ -102,13 +90,7 @@ static void check_ids(const char *what, const run *r, const int32_t *want, int G
         bad >= 0 ? r->ids[bad] : 0, bad >= 0 ? want[bad] : 0);
 }
 
-/* Steps until nothing is pending; a sequence that can never get its blocks shows as unfinished. */
-#define MAX_STEPS 4000
-static void drive(xpi_engine *e) {
-  int32_t pending = 1;
-  for (int guard = 0; pending > 0 && guard < MAX_STEPS; guard++)
-    if (xpi_engine_step(e, &pending) != XPI_OK) break;
-}
+#define MAX_STEPS 4000 /* a sequence that can never get its blocks shows as unfinished */
 
 static int32_t bound_blocks(int32_t window, int32_t chunk) { return (window + chunk + BS - 1) / BS + 1; }
 
@@ -218,7 +200,7 @@ static void test_bound(xpi_model *m, const char *name) {
   memset(b, 0, sizeof b);
   const uint64_t pre = st.preemptions;
   for (int s = 0; s < 2; s++) CHECK_OK(xpi_engine_submit(e, p[s], 20, &go, on_event, &b[s], NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   xpi_engine_get_stats(e, &st);
   for (int s = 0; s < 2; s++) check_ids("two sequences sharing the window pool", &b[s], want[s], GL);
   CHECK(st.preemptions == pre && st.kv_window_blocks_used == 0, "%s: %llu preemptions, %d window blocks left held",
@@ -248,20 +230,20 @@ static void test_prefix(xpi_model *m, const char *name) {
   xpi_gen_options go = greedy(GP, 1);
   run r1 = {0}, r2 = {0}, r3 = {0}, r4 = {0};
   CHECK_OK(xpi_engine_submit(e, a, SYS + 2, &go, on_event, &r1, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   CHECK_OK(xpi_engine_submit(e, b, SYS + 2, &go, on_event, &r2, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   ref_greedy(m, b, SYS + 2, GP, want);
   check_ids("prefix-cached (window resident) vs single", &r2, want, GP);
   /* the hit ends at the last full block of the shared prefix (96), whose window (blocks 5..5) r1 left cached */
   CHECK(r2.res.n_cached_tokens == 96, "%s: %d tokens from the prefix cache (want 96)", name, r2.res.n_cached_tokens);
   /* another prompt cycles the window pool; the main pool keeps the system prompt's chain */
   CHECK_OK(xpi_engine_submit(e, other, 200, &go, on_event, &r3, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   xpi_engine_stats st = {.struct_size = sizeof st};
   xpi_engine_get_stats(e, &st);
   CHECK_OK(xpi_engine_submit(e, c, SYS + 2, &go, on_event, &r4, NULL));
-  drive(e);
+  xpi_test_drive(e, MAX_STEPS);
   ref_greedy(m, c, SYS + 2, GP, want);
   check_ids("prefix cache after the window pool was churned vs single", &r4, want, GP);
   /* the chain (6 blocks) is still in the main pool (127 blocks), not the window: no usable hit */
@@ -322,60 +304,15 @@ static void test_truncate(xpi_model *m, const char *name) {
 
 /* ------------------------------------------------------------------ NaN beyond the released blocks */
 
-/* tiny-mistral with embedding row `bad` set to NaN, in a temporary folder. */
-static char *nan_model(int32_t bad) {
-  char *src = xpi_test_strf("%s/arch_models/tiny-mistral", xpi_test_env("XPI_TEST_DATA"));
-  char *tmp = xpi_test_tmpdir("wkv-nan");
-  const char *files[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"};
-  for (int i = 0; i < 4; i++) {
-    char *a = xpi_test_strf("%s/%s", src, files[i]), *b = xpi_test_strf("%s/%s", tmp, files[i]);
-    CHECK(symlink(a, b) == 0, "symlink %s", b);
-    free(a);
-    free(b);
-  }
-  char *path = xpi_test_strf("%s/model.safetensors", src), *out = xpi_test_strf("%s/model.safetensors", tmp);
-  FILE *f = fopen(path, "rb");
-  CHECK(f != NULL, "open %s", path);
-  unsigned char *buf = NULL;
-  long size = 0;
-  if (f) {
-    fseek(f, 0, SEEK_END);
-    size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)size);
-    CHECK(fread(buf, 1, (size_t)size, f) == (size_t)size, "read %s", path);
-    fclose(f);
-  }
-  if (buf) {
-    uint64_t hl = 0;
-    memcpy(&hl, buf, 8);
-    char *hdr = malloc(hl + 1);
-    memcpy(hdr, buf + 8, hl);
-    hdr[hl] = 0;
-    cJSON *h = cJSON_Parse(hdr), *t = cJSON_GetObjectItem(h, "model.embed_tokens.weight");
-    const int64_t cols = (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(t, "shape"), 1)->valuedouble;
-    const int64_t off = (int64_t)cJSON_GetArrayItem(cJSON_GetObjectItem(t, "data_offsets"), 0)->valuedouble;
-    CHECK(!strcmp(cJSON_GetObjectItem(t, "dtype")->valuestring, "BF16"), "embedding dtype");
-    const uint16_t nan16 = 0x7fc0;
-    for (int64_t c = 0; c < cols; c++) memcpy(buf + 8 + hl + off + ((int64_t)bad * cols + c) * 2, &nan16, 2);
-    CHECK(xpi_test_write_file(out, buf, (size_t)size) == 0, "write %s", out);
-    cJSON_Delete(h);
-    free(hdr);
-    free(buf);
-  }
-  free(path);
-  free(out);
-  free(src);
-  return tmp;
-}
-
 /* A prompt whose NaN token sits where later chunks have released the window blocks before it: the sequence
  * fails alone with XPI_ERR_NUMERIC (the locator re-runs only positions whose window is still held: a re-run from
  * the prompt's start would write through released, -1 table entries), and the other sequence is unharmed. */
 static void test_numeric(void) {
   enum { BAD = 1234, GN = 40 };
-  char *dir = nan_model(BAD);
-  xpi_model *m = load(dir, g_device, g_map);
+  char *src = xpi_test_strf("%s/arch_models/tiny-mistral", xpi_test_env("XPI_TEST_DATA"));
+  char *dir = xpi_test_nan_row_model(src, BAD);
+  free(src);
+  xpi_model *m = xpi_test_load(dir, g_device, g_map, NULL, NULL);
   if (m) {
     int32_t pa[70], pb[50], want[GN];
     for (int i = 0; i < 70; i++) pa[i] = (int32_t)((i * 29 + 7) % 1000) + 10;
@@ -394,7 +331,7 @@ static void test_numeric(void) {
     if (e) {
       CHECK_OK(xpi_engine_submit(e, pa, 70, &ga, on_event, &ra, NULL));
       CHECK_OK(xpi_engine_submit(e, pb, 50, &gb, on_event, &rb, NULL));
-      drive(e);
+      xpi_test_drive(e, MAX_STEPS);
       CHECK(ra.done && ra.res.status == XPI_ERR_NUMERIC && strstr(ra.error, "NaN") && ra.n == 0,
             "the NaN sequence on %s: status %s, '%s'", g_device, xpi_status_name(ra.res.status), ra.error);
       check_ids("beside a NaN sequence", &rb, want, GN);
@@ -409,7 +346,7 @@ static void test_numeric(void) {
 /* ------------------------------------------------------------------ memory at 32k */
 
 static void test_memory(const char *dir, const char *what, double min_ratio) {
-  xpi_model *m = load(dir, "cpu", NULL);
+  xpi_model *m = xpi_test_load(dir, "cpu", NULL, NULL, NULL);
   if (!m) return;
   enum { CTX = 32768 };
   xpi_engine_options eo;
@@ -460,7 +397,7 @@ int main(int argc, char **argv) {
   const char *names[] = {"tiny-mistral", "tiny-gemma3_text", "tiny-gemma2"};
   for (int i = 0; i < 3; i++) {
     char *dir = xpi_test_strf("%s/arch_models/%s", data, names[i]);
-    xpi_model *m = load(dir, g_device, g_map);
+    xpi_model *m = xpi_test_load(dir, g_device, g_map, NULL, NULL);
     if (m) {
       test_batched(m, names[i], cJSON_GetObjectItem(models, names[i]));
 #if defined(__SANITIZE_ADDRESS__)

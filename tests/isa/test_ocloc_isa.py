@@ -5,8 +5,9 @@ show what Intel's GPU compiler makes of them; this test compiles every module fo
 runtime's build options, disassembles it and checks, for every target where the backend would use the module:
   - every kernel of the module compiles;
   - the DPAS modules contain `dpas` instructions (the sub-group-16 form builds "successfully" on DG2 without any:
-    the GEMM then returns the bias only);
-  - the kernels of a decode step use no scratch (register spills, private arrays placed in memory);
+    the GEMM then returns the bias only), in the int8 form for the q8/q4 GEMMs (their counts are printed);
+  - the kernels of a decode step, and the DPAS GEMMs (their tiles are meant to live in registers), use no
+    scratch (register spills, private arrays placed in memory);
   - with -ze-opt-greater-than-4GB-buffer-required (xpi_ze_module_flags: where relaxed limits can create a buffer
     over maxMemAllocSize) every global memory access is stateless A64, none through a binding table.
 A failure names the target, the module, the kernel and the reason. Without ocloc the test is skipped (77), or
@@ -42,6 +43,10 @@ HOT = {"xpi_embed", "xpi_add", "xpi_swiglu", "xpi_argmax", "xpi_topk", "xpi_rmsn
        # the tuned tier's q8/q4 decode GEMV (block reads; issue 17 item 6)
        "xpi_gemv_sg_q8", "xpi_gemv_sg_q4", "xpi_gemv3_sg_q8", "xpi_gemv3_sg_q4", "xpi_gemv_glu_sg_q8",
        "xpi_gemv_glu_sg_q4"}
+# The q8/q4 GEMMs on the matrix engine (issue 17 item 6): their dpas must be the int8 form.
+DPAS_INT8 = {"xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4"}
+# The DPAS GEMMs (bf16, q8/q4) and the tuned q8/q4 GEMM: accumulator tile and operands in registers.
+NO_SCRATCH = HOT | {"xpi_gemm_dpas_bf16", "xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4", "xpi_gemm_sg_q8", "xpi_gemm_sg_q4"}
 # xpi_sdpa is the split-K GQA decode attention and xpi_argmax the two-stage argmax (one launch each, the merge by
 # the last work-group), both above.
 
@@ -185,17 +190,25 @@ def main():
                         if not use:
                             continue
                         checked += 1
+                        if module.startswith("dpas") and not flags:
+                            print("%s: module %s: %s: %d dpas instructions" % (target, module, k, n_dpas))
                         if module.startswith("dpas") and n_dpas == 0:
                             fail(target, module, k, "no dpas instruction (options '%s'): the matrix builtin was "
                                  "not lowered to the matrix engine" % flags)
+                        # The q8/q4 GEMMs' dpas must be the signed int8 form (`:b` sources, `:d` destination).
+                        int8_form = [l for l in asm.splitlines() if re.match(r"^\s*(\([^)]*\)\s*)?dpas", l)
+                                     and re.search(r":d\s.*:b\s.*:b", l)]
+                        if k in DPAS_INT8 and len(int8_form) != n_dpas:
+                            fail(target, module, k, "%d of %d dpas instructions are not the int8 x int8 -> int32 "
+                                 "form (options '%s')" % (n_dpas - len(int8_form), n_dpas, flags))
                         scratch, private = scratch_bytes(toks[k])
                         spills = [l.strip() for l in asm.splitlines() if re.search(r"scratch|\.ss\[", l)]
-                        if k in HOT and (scratch or private or spills):
+                        if k in NO_SCRATCH and (scratch or private or spills):
                             fail(target, module, k, "uses scratch (options '%s'): %d bytes per thread of scratch, "
                                  "%d of private memory%s" % (flags, scratch, private,
                                                              "; e.g. " + spills[0] if spills else ""))
                         elif scratch or private:
-                            print("note: %s: %s: %s (not a decode kernel): %d scratch + %d private bytes per thread"
+                            print("note: %s: %s: %s (not a decode or DPAS kernel): %d scratch + %d private bytes per thread"
                                   % (target, module, k, scratch, private))
                         if not flags:
                             stateful_default += len(stateful_accesses(asm))

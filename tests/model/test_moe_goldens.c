@@ -15,30 +15,27 @@
  * tests/ops/test_moe_ops' check, exactly. */
 #pragma GCC diagnostic ignored "-Wunused-function" /* goldens_common.h's check_model: this test has its own loop */
 #include "goldens_common.h"
+#include "model_util.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static const char *k_models[] = {"tiny-qwen3_moe", "tiny-qwen2_moe"};
 
-static xpi_model *load(const char *dir, const char *impl, const char *quant, int use_kernels) {
+static xpi_model *load(const char *dir, const char *impl, int use_kernels) {
   xpi_model_options o;
   xpi_model_options_default(&o);
   o.device = "cpu";
   o.attn_implementation = impl;
-  o.quant = quant;
   o.use_kernels = use_kernels;
-  o.n_threads = 2;
-  xpi_model *m = NULL;
-  CHECK_OK(xpi_model_load(dir, &o, &m));
-  return m;
+  return xpi_test_load_opts(dir, &o);
 }
 
 static void goldens(const cJSON *g, const char *name, const char *impl, const char *isa, int use_kernels) {
   char *dir = xpi_test_strf("%s/arch_models/%s", xpi_test_env("XPI_TEST_DATA"), name);
   if (isa) setenv("XPI_CPU_ISA", isa, 1);
   else unsetenv("XPI_CPU_ISA");
-  xpi_model *m = load(dir, impl, NULL, use_kernels);
+  xpi_model *m = load(dir, impl, use_kernels);
   const cJSON *mj = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "models"), name), *cs;
   CHECK(mj != NULL, "model %s in arch_models/goldens.json", name);
   if (m && mj) {
@@ -68,22 +65,9 @@ static void goldens(const cJSON *g, const char *name, const char *impl, const ch
 #define Q8_AGREE 0.80
 #define Q4_AGREE 0.15
 
-/* Logits of every position of ids[0..n) (n <= 64). */
-static float *eval_all(xpi_model *m, const int32_t *ids, int n, int32_t V) {
-  float *l = malloc(sizeof(float) * (size_t)V * (size_t)n);
-  xpi_request *r = NULL;
-  xpi_request_options ro;
-  xpi_request_options_default(&ro);
-  ro.n_ctx = 128;
-  CHECK_OK(xpi_request_create(m, &ro, &r));
-  if (r) CHECK_OK(xpi_request_eval(r, ids, (size_t)n, 1, l, (size_t)V * (size_t)n));
-  xpi_request_free(r);
-  return l;
-}
-
 static void quantized(const cJSON *g, const char *name, const char *quant) {
   char *dir = xpi_test_strf("%s/arch_models/%s", xpi_test_env("XPI_TEST_DATA"), name);
-  xpi_model *f = load(dir, "sdpa", NULL, 1), *q = load(dir, "sdpa", quant, 1);
+  xpi_model *f = xpi_test_load(dir, "cpu", NULL, "sdpa", NULL), *q = xpi_test_load(dir, "cpu", NULL, "sdpa", quant);
   const cJSON *cs, *mj = cJSON_GetObjectItem(cJSON_GetObjectItem(g, "models"), name);
   const double need = quant[1] == '8' ? Q8_AGREE : Q4_AGREE;
   int agreed = 0, total = 0;
@@ -107,7 +91,7 @@ static void quantized(const cJSON *g, const char *name, const char *quant) {
       for (int i = 0; i < n; i++) ids[i] = cJSON_GetArrayItem(ij, i)->valueint;
       for (int i = 0; i < ng && n + i < 64; i++) ids[n + i] = cJSON_GetArrayItem(gj, i)->valueint;
       n = n + ng < 64 ? n + ng : 64;
-      float *lf = eval_all(f, ids, n, V), *lq = eval_all(q, ids, n, V);
+      float *lf = xpi_test_eval_all(f, ids, n, V), *lq = xpi_test_eval_all(q, ids, n, V);
       for (int p = 0; p < n; p++) {
         const float *a = lf + (size_t)p * V, *b = lq + (size_t)p * V;
         int32_t best = argmax_row(a, V);

@@ -77,7 +77,7 @@ if(TARGET ze_zesim)
 endif()
 
 # mkrandmodel --arch for every family (the generator of issue 15's bench models) writes what the loader reads.
-foreach(arch mistral smollm3 granite phi3 olmo2 gemma2 gemma3_text)
+foreach(arch mistral smollm3 granite phi3 olmo2 gemma2 gemma3_text qwen3_moe qwen2_moe)
   add_test(NAME model/mkrandmodel_${arch}
     COMMAND ${CMAKE_COMMAND} -DMKRANDMODEL=$<TARGET_FILE:mkrandmodel> -DCLI=$<TARGET_FILE:xpuinfer_cli> -DARCH=${arch}
             -DOUT=${PROJECT_BINARY_DIR}/rand-arch -DDATA=${PROJECT_SOURCE_DIR}/tests/data

@@ -11,8 +11,10 @@
  * itself being the quant tests' business. moe_mlp (the experts' SwiGLU MLP in one op) must equal the composition
  * moe_matmul, moe_matmul, swiglu, moe_matmul of the same backend bit for bit (moe_mlp_cpu.c says why it can):
  * a prefill whose experts get 0, 1, 3, 5, 20 and 70+ tokens (every kernel choice: GEMV, small-n, GEMM), with
- * intermediate sizes 48 (the fused path; that it ran is checked on the best table) and 40 (the composition). That unselected experts are never read is checked by giving them
- * NULL data: a read would crash the test. */
+ * intermediate sizes 48 (the fused path; that it ran is checked on the best table) and 40 (the composition), each
+ * slot's row read through the positions moe_mlp returns (a permutation of the rows, checked). moe_combine is
+ * checked with and without positions (a shuffled permutation). That unselected experts are never read is checked
+ * by giving them NULL data: a read would crash the test. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -183,6 +185,28 @@ static void make_experts(xpi_backend *be, xpi_experts *ex, void **src, xpi_dtype
   free(W);
 }
 
+/* out's row pos[s] is ref's row s bit for bit, pos a permutation of the n rows */
+static void check_mlp_rows(const char *what, xpi_dtype dt, int64_t I, const float *out, const int32_t *pos,
+                           const float *ref, const int32_t *ids, int n) {
+  char seen[NM * KM] = {0};
+  int bad = 0;
+  for (int s = 0; s < n && bad < 5; s++) {
+    if (pos[s] < 0 || pos[s] >= n || seen[pos[s]]++) {
+      bad++;
+      CHECK(0, "%s %s I %lld slot %d: position %d is not a free row of %d", what, xpi_dtype_name(dt), (long long)I,
+            s, pos[s], n);
+      continue;
+    }
+    for (int c = 0; c < HM; c++)
+      if (memcmp(&out[pos[s] * HM + c], &ref[s * HM + c], sizeof *out)) {
+        bad++;
+        CHECK(0, "%s %s I %lld slot %d (expert %d) row %d: %.9g, the composition %.9g", what, xpi_dtype_name(dt),
+              (long long)I, s, ids[s], c, (double)out[pos[s] * HM + c], (double)ref[s * HM + c]);
+        break;
+      }
+  }
+}
+
 static void test_mlp_dt(xpi_backend *be, xpi_dtype dt, int64_t I, int want_fused) {
   xpi_experts eg, eu, ed;
   void *src[3][EM];
@@ -194,6 +218,7 @@ static void test_mlp_dt(xpi_backend *be, xpi_dtype dt, int64_t I, int want_fused
   float *in = malloc(sizeof(float) * NM * HM), *g = malloc(sizeof(float) * NM * KM * (size_t)I);
   float *u = malloc(sizeof(float) * NM * KM * (size_t)I), *ref = malloc(sizeof(float) * NM * KM * HM);
   float *out = malloc(sizeof(float) * NM * KM * HM);
+  int32_t pos[NM * KM];
   for (int i = 0; i < NM * HM; i++) in[i] = frand();
   CHECK_OK(be->ops->moe_matmul(be, g, in, 1, &eg, ids, NM, KM));
   CHECK_OK(be->ops->moe_matmul(be, u, in, 1, &eu, ids, NM, KM));
@@ -201,20 +226,17 @@ static void test_mlp_dt(xpi_backend *be, xpi_dtype dt, int64_t I, int want_fused
   CHECK_OK(be->ops->moe_matmul(be, ref, g, KM, &ed, ids, NM, KM));
   for (int i = 0; i < NM * KM * HM; i++) out[i] = NAN;
   CHECK(be->ops->moe_mlp != NULL, "cpu: no moe_mlp");
-  CHECK_OK(be->ops->moe_mlp(be, out, g, u, in, &eg, &eu, &ed, ids, NM, KM));
-  int bad = 0;
-  for (int i = 0; i < NM * KM * HM && bad < 5; i++)
-    if (memcmp(&out[i], &ref[i], sizeof *out)) {
-      bad++;
-      CHECK(0, "moe_mlp %s I %lld slot %d (expert %d) row %d: %.9g, the composition %.9g", xpi_dtype_name(dt),
-            (long long)I, i / HM, ids[i / HM], i % HM, (double)out[i], (double)ref[i]);
-    }
+  for (int s = 0; s < NM * KM; s++) pos[s] = -1;
+  CHECK_OK(be->ops->moe_mlp(be, out, pos, g, u, in, &eg, &eu, &ed, ids, NM, KM));
+  check_mlp_rows("moe_mlp", dt, I, out, pos, ref, ids, NM * KM);
   if (want_fused >= 0) { /* the fused path itself on the best table, 3 threads, no workspace */
     xpi_pool *pool = NULL;
     CHECK_OK(xpi_pool_create(3, &pool));
     int done = -1;
     for (int i = 0; i < NM * KM * HM; i++) out[i] = NAN;
-    CHECK_OK(xpi_cpu_moe_mlp(pool, NULL, xpi_cpu_kernels_best(), out, g, u, in, &eg, &eu, &ed, ids, NM, KM, &done));
+    for (int s = 0; s < NM * KM; s++) pos[s] = -1;
+    CHECK_OK(xpi_cpu_moe_mlp(pool, NULL, xpi_cpu_kernels_best(), out, pos, g, u, in, &eg, &eu, &ed, ids, NM, KM,
+                             &done));
     CHECK(done == want_fused, "moe_mlp %s I %lld: fused %d, want %d", xpi_dtype_name(dt), (long long)I, done,
           want_fused);
     xpi_pool_free(pool);
@@ -228,21 +250,31 @@ static void test_mlp_dt(xpi_backend *be, xpi_dtype dt, int64_t I, int want_fused
 static void test_combine(xpi_backend *be) {
   enum { N = 7, D = 19 };
   float y[N * K * D], w[N * K], sh[N * D], g[N], out[N * D];
+  int32_t pos[N * K];
   for (int i = 0; i < N * K * D; i++) y[i] = frand();
   for (int i = 0; i < N * K; i++) w[i] = frand();
   for (int i = 0; i < N * D; i++) sh[i] = frand();
   for (int i = 0; i < N; i++) g[i] = 4 * frand();
-  for (int with = 0; with < 2; with++) {
-    CHECK_OK(be->ops->moe_combine(be, out, y, w, with ? sh : NULL, with ? g : NULL, N, K, D));
-    for (int t = 0; t < N; t++)
-      for (int c = 0; c < D; c++) {
-        double want = 0;
-        for (int j = 0; j < K; j++) want += (double)w[t * K + j] * y[(t * K + j) * D + c];
-        if (with) want += 1 / (1 + exp(-(double)g[t])) * sh[t * D + c];
-        CHECK(fabs(out[t * D + c] - want) <= 1e-6, "combine shared %d token %d col %d: %g, want %g", with, t, c,
-              (double)out[t * D + c], want);
-      }
+  for (int s = 0; s < N * K; s++) pos[s] = s;
+  for (int s = N * K - 1; s > 0; s--) { /* a shuffled permutation */
+    const int j = (int)((frand() + 1) * 0.5 * (s + 1)) % (s + 1), t = pos[s];
+    pos[s] = pos[j], pos[j] = t;
   }
+  for (int perm = 0; perm < 2; perm++)
+    for (int with = 0; with < 2; with++) {
+      CHECK_OK(be->ops->moe_combine(be, out, y, perm ? pos : NULL, w, with ? sh : NULL, with ? g : NULL, N, K, D));
+      for (int t = 0; t < N; t++)
+        for (int c = 0; c < D; c++) {
+          double want = 0;
+          for (int j = 0; j < K; j++) {
+            const int s = t * K + j;
+            want += (double)w[s] * y[(perm ? pos[s] : s) * D + c];
+          }
+          if (with) want += 1 / (1 + exp(-(double)g[t])) * sh[t * D + c];
+          CHECK(fabs(out[t * D + c] - want) <= 1e-6, "combine positions %d shared %d token %d col %d: %g, want %g",
+                perm, with, t, c, (double)out[t * D + c], want);
+        }
+    }
 }
 
 int main(void) {

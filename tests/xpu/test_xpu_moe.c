@@ -2,7 +2,8 @@
  * by tests/ops/test_moe_ops) on the software device: moe_route, moe_matmul (f32/f16/bf16 and q8/q4 experts,
  * decode and prefill: q8/q4's per-slot GEMV at n <= 4 and its expert-grouped GEMM beyond, with more than one
  * 16-slot round of an expert and partial 16-row tiles; in_k 1 and k, out-of-range ids, experts nobody chose
- * given a NULL table entry so that a read would fault), moe_combine with and without the shared expert, and a
+ * given a NULL table entry so that a read would fault), moe_combine with and without the shared expert and with
+ * and without row positions (a reversed permutation, as the CPU's moe_mlp returns its own order), and a
  * recorded route + matmul (bf16, q8, q4) replayed after the router's input changed (the experts are chosen on
  * the device at replay time).
  *
@@ -133,16 +134,23 @@ static void test_combine(void) {
   float *y = xt_randv(N * K * D), *w = xt_randv(N * K), *sh = xt_randv(N * D), *g = xt_randv(N);
   void *dy = xt_up(xpu, y, N * K * D * 4), *dw = xt_up(xpu, w, N * K * 4), *ds = xt_up(xpu, sh, N * D * 4);
   void *dg = xt_up(xpu, g, N * 4), *dout = xt_up(xpu, NULL, N * D * 4);
-  for (int with = 0; with < 2; with++) {
-    float oc[N * D], ox[N * D];
-    CHECK_OK(cpu->ops->moe_combine(cpu, oc, y, w, with ? sh : NULL, with ? g : NULL, N, K, D));
-    CHECK_OK(xpu->ops->moe_combine(xpu, dout, dy, dw, with ? ds : NULL, with ? dg : NULL, N, K, D));
-    xt_down(xpu, ox, dout, sizeof ox);
-    xt_close(with ? "combine with shared expert" : "combine", ox, oc, N * D, 1e-6f, 0);
-  }
+  int32_t pos[N * K];
+  for (int s = 0; s < N * K; s++) pos[s] = N * K - 1 - s;
+  void *dpos = xt_up(xpu, pos, sizeof pos);
+  for (int perm = 0; perm < 2; perm++)
+    for (int with = 0; with < 2; with++) {
+      float oc[N * D], ox[N * D];
+      CHECK_OK(cpu->ops->moe_combine(cpu, oc, y, perm ? pos : NULL, w, with ? sh : NULL, with ? g : NULL, N, K, D));
+      CHECK_OK(xpu->ops->moe_combine(xpu, dout, dy, perm ? dpos : NULL, dw, with ? ds : NULL, with ? dg : NULL, N, K,
+                                     D));
+      xt_down(xpu, ox, dout, sizeof ox);
+      char *what = xpi_test_strf("combine positions %d shared %d", perm, with);
+      xt_close(what, ox, oc, N * D, 1e-6f, 0);
+      free(what);
+    }
   free(y), free(w), free(sh), free(g);
-  void *all[] = {dy, dw, ds, dg, dout};
-  for (int i = 0; i < 5; i++) xpu->ops->free(xpu, all[i]);
+  void *all[] = {dy, dw, ds, dg, dout, dpos};
+  for (int i = 0; i < 6; i++) xpu->ops->free(xpu, all[i]);
 }
 
 /* route -> matmul recorded once, replayed with new router logits: the replay picks the new experts (q8/q4: the

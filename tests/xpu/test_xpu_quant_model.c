@@ -16,6 +16,7 @@
 #include "api/api_internal.h" /* the load's memory plan */
 #include "check.h"
 #include "runtime/xpu.h"
+#include "model_util.h"
 #include "xpu_load.h"
 
 static double g_lp_max, g_row_max;
@@ -27,30 +28,9 @@ static int g_near_ties;
  * layout moves logits by >= 0.1, and the first-token bound catches it before any parting. */
 #define NEAR_TIE 0.05
 
-static xpi_model *load_q(const char *dir, const char *device, const char *map, const char *quant) {
-  xpi_model_options o;
-  xpi_model_options_default(&o);
-  o.device = device;
-  o.device_map = map;
-  o.quant = quant;
-  o.n_threads = 2;
-  xpi_model *m = NULL;
-  xpi_status s = xpi_model_load(dir, &o, &m);
-  CHECK(s == XPI_OK, "loading %s on %s%s with --quant %s: %s", dir, device, map ? " (map)" : "", quant,
-        xpi_last_error());
-  return m;
-}
-
 /* log-softmax of the last prompt position's logits. */
 static float *last_logprobs(xpi_model *m, const int32_t *ids, int n, int32_t V) {
-  float *l = malloc(sizeof(float) * (size_t)V * (size_t)n);
-  xpi_request *r = NULL;
-  xpi_request_options ro;
-  xpi_request_options_default(&ro);
-  ro.n_ctx = 128;
-  CHECK_OK(xpi_request_create(m, &ro, &r));
-  if (r) CHECK_OK(xpi_request_eval(r, ids, (size_t)n, 1, l, (size_t)V * (size_t)n));
-  xpi_request_free(r);
+  float *l = xpi_test_eval_all(m, ids, n, V);
   float *row = malloc(sizeof(float) * (size_t)V);
   memcpy(row, l + (size_t)(n - 1) * V, sizeof(float) * (size_t)V);
   free(l);
@@ -135,9 +115,9 @@ static void compare(const char *name, const char *quant, xpi_model *cpu, xpi_mod
 static void run_model(const char *name, const char *dir, const cJSON *cases) {
   const char *quants[2] = {"q8", "q4"};
   for (int q = 0; q < 2; q++) {
-    xpi_model *cpu = load_q(dir, "cpu", NULL, quants[q]);
-    xpi_model *xpu = load_q(dir, "xpu:0", NULL, quants[q]);
-    xpi_model *map = load_q(dir, "auto", "auto", quants[q]);
+    xpi_model *cpu = xpi_test_load(dir, "cpu", NULL, NULL, quants[q]);
+    xpi_model *xpu = xpi_test_load(dir, "xpu:0", NULL, NULL, quants[q]);
+    xpi_model *map = xpi_test_load(dir, "auto", "auto", NULL, quants[q]);
     if (map) {
       xpi_model_info info = {.struct_size = sizeof info};
       CHECK_OK(xpi_model_get_info(map, &info));
@@ -160,7 +140,7 @@ static void run_model(const char *name, const char *dir, const cJSON *cases) {
 static void check_plan(const char *name, const char *dir, const char *quant) {
   uint64_t f0 = 0, f1 = 0;
   CHECK_OK(xpi_xpu_free_memory(0, &f0));
-  xpi_model *m = load_q(dir, "xpu:0", NULL, quant);
+  xpi_model *m = xpi_test_load(dir, "xpu:0", NULL, NULL, quant);
   if (!m) return;
   CHECK_OK(xpi_xpu_free_memory(0, &f1));
   const uint64_t used = f0 - f1, planned = m->plan.weights[0];

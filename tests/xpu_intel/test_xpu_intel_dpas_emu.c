@@ -1,9 +1,15 @@
-/* The DPAS GEMM's indexing and operand layouts without a GPU: kernels/common/xpi_gemm_dpas.h built with the
- * matrix builtin replaced by an emulation written with sub-group shuffles (the dpas_emu / dpas8_emu modules of
- * kernels/CMakeLists.txt, same A/B/C layouts as the builtin) runs on zesim over Intel's CPU OpenCL runtime, which
- * honours the sub-group sizes 16 and 8. Each variant is put in the device's DPAS slot, so the backend's own
- * dispatch (grid, work-group = sub-group size) launches it, and compared with the portable GEMM on the same
- * device at shapes with edge tiles: rows % 16 and rows % 8 not 0, n % 8 not 0, fewer rows than one tile. */
+/* The DPAS GEMMs' indexing and operand layouts without a GPU: kernels/common/xpi_gemm_dpas.h (bf16) and
+ * xpi_gemm_dpas_q.h (q8/q4, int8 DPAS) built with the matrix builtins replaced by emulations written with
+ * sub-group shuffles (the dpas_emu / dpas8_emu modules of kernels/CMakeLists.txt, same A/B/C layouts as the
+ * builtins) run on zesim over Intel's CPU OpenCL runtime, which honours the sub-group sizes 16 and 8. Each variant
+ * is put in the device's DPAS slots, so the backend's own dispatch (grid, work-group = sub-group size) launches it
+ * (checked through the performance model's launch count), and compared with the portable GEMM on the same device
+ * at shapes with edge tiles: rows % 16 and rows % 8 not 0, n % 8 not 0, fewer rows than one tile; q8/q4 also
+ * with a partial last 32-block. The tuned tier's q8/q4 GEMM (no builtin to emulate) runs at the same shapes.
+ * The q8/q4 kernels must give the portable q8/q4 GEMM's bits: both sum the same
+ * exact int32 block dots scaled by the same f32 operations in the same order (xpi_gemm_dpas_q.h). A lane holding
+ * the wrong weight row, a token's quants in the wrong A row or column, or a q4 nibble unpacked to the wrong K
+ * changes integer dots, so it cannot pass. */
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
@@ -17,6 +23,17 @@ extern const size_t xpi_spv_dpas_emu_size, xpi_spv_dpas8_emu_size;
 #define U 5.96e-8 /* unit roundoff of f32 */
 
 static xpi_backend *xpu;
+
+/* Kernel name's entry in the performance model's report r, NULL if it was not launched. */
+static const xpi_perf_kernel *entry(const xpi_perf_report *r, const char *name) {
+  for (int i = 0; i < r->n_kernels; i++)
+    if (!strcmp(r->kernels[i].name, name)) return &r->kernels[i];
+  return NULL;
+}
+static int64_t launches(const xpi_perf_report *r, const char *name) {
+  const xpi_perf_kernel *e = entry(r, name);
+  return e ? e->launches : 0;
+}
 
 /* out = in @ W^T (+ bias) through xpu_matmul: the DPAS kernel when installed (n > 1, bf16, cols % 16 == 0),
  * else the portable tiled GEMM. */
@@ -70,23 +87,97 @@ static void check_shape(int sg, int rows, int cols, int n, xpi_dtype bias_dt) {
   free(wv), free(x), free(bv), free(wb), free(bb), free(dp), free(ref);
 }
 
-/* Installs the emulated variant of sub-group size sg as the device's DPAS kernel (what device_create does
- * with the real module), runs the shapes, and takes it out again. */
+/* out = in @ W^T through xpu_matmul with a q8/q4 weight, counting launches: expect names the GEMM that must run. */
+static float *run_q(const xpi_weight *w, const xpi_weight *b, const float *x, int n, int rows, int cols,
+                    const char *expect) {
+  xpi_perf_report rep;
+  memset(&rep, 0, sizeof rep);
+  CHECK_OK(xpi_xpu_perf_begin(xpu, &rep));
+  float *h = run(w, b, x, n, rows, cols);
+  xpi_xpu_perf_end(xpu);
+  CHECK(launches(&rep, expect) == 1 && launches(&rep, "xpi_quant_act") == 1,
+        "[%d x %d] n=%d: expected one xpi_quant_act and one %s launch, got %lld and %lld", rows, cols, n, expect,
+        (long long)launches(&rep, "xpi_quant_act"), (long long)launches(&rep, expect));
+  /* the cost table counts it as a GEMM of n tokens (2 FLOPs a weight a token), not as a GEMV */
+  const xpi_perf_kernel *e = entry(&rep, expect);
+  CHECK(e && e->flops == 2.0 * rows * cols * n, "%s: performance model FLOPs %g, expected %g", expect,
+        e ? e->flops : -1.0, 2.0 * rows * cols * n);
+  return h;
+}
+
+/* Outputs of a and ref[n] that differ in any bit (CHECK fails on any), reported with the largest difference. */
+static void same_bits(const char *what, const float *a, const float *ref, int n, int rows) {
+  size_t bad = 0, worst = 0;
+  double werr = 0;
+  for (size_t i = 0; i < (size_t)n * rows; i++) {
+    double e = fabs((double)a[i] - ref[i]);
+    if (memcmp(&a[i], &ref[i], sizeof a[i])) bad++, worst = i;
+    if (!(e <= werr)) werr = e;
+  }
+  CHECK(bad == 0, "%s: %zu of %d outputs differ from the portable GEMM's bits; e.g. [token %zu, row %zu] %.9g "
+        "portable %.9g", what, bad, n * rows, worst / rows, worst % rows, (double)a[worst], (double)ref[worst]);
+  printf("%s: %zu outputs differ from the portable GEMM (max |d| %.3g)\n", what, bad, werr);
+}
+
+/* The int8 DPAS GEMM (installed) and the tuned tier's register GEMM (kernels/tuned/gemm_q_sg.cl, built natively
+ * by this runtime) against the portable q8/q4 GEMM: bit for bit. Activations span magnitudes per block (a token
+ * of zeros included: scale 0) so the scales differ from block to block. */
+static void check_q_shape(int sg, xpi_dtype dt, int rows, int cols, int n, xpi_dtype bias_dt) {
+  xpu_device *d = im_of(xpu)->d;
+  const int q4 = dt == XPI_DT_Q4;
+  const xpu_kid dk = q4 ? XK_GEMM_DPAS_Q4 : XK_GEMM_DPAS_Q8, tk = q4 ? XK_GEMM_SG_Q4 : XK_GEMM_SG_Q8;
+  CHECK(d->k[tk] != NULL, "the tuned q8/q4 GEMM %s was not built", xpu_kernel_name(tk));
+  float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)n * cols), *bv = xt_randv((size_t)rows);
+  for (int t = 0; t < n; t++)
+    for (int c = 0; c < cols; c++) x[(size_t)t * cols + c] *= t == n / 2 ? 0.0f : (float)(1 + (c / 32 + t) % 5) * 3.0f;
+  xpi_weight w, b;
+  CHECK_OK(xpu->ops->weight_create(xpu, &w, wv, XPI_DT_F32, rows, cols, dt));
+  const int has_bias = bias_dt != (xpi_dtype)-1;
+  void *bh = has_bias ? xt_host_weight(bv, (size_t)rows, bias_dt) : NULL;
+  if (has_bias) CHECK_OK(xpu->ops->weight_create(xpu, &b, bh, bias_dt, 1, rows, bias_dt));
+  const xpi_weight *bp = has_bias ? &b : NULL;
+  float *dp = run_q(&w, bp, x, n, rows, cols, xpu_kernel_name(dk));
+  ze_kernel_handle_t kd = d->k[dk], kt = d->k[tk];
+  d->k[dk] = NULL; /* then the tuned GEMM */
+  float *tp = run_q(&w, bp, x, n, rows, cols, xpu_kernel_name(tk));
+  d->k[tk] = NULL; /* then the portable GEMM, the reference */
+  float *ref = run_q(&w, bp, x, n, rows, cols, q4 ? "xpi_gemm_q4" : "xpi_gemm_q8");
+  d->k[dk] = kd, d->k[tk] = kt;
+  char what[128];
+  snprintf(what, sizeof what, "dpas sg%-2d %s [%3d x %3d] n=%2d bias %-4s", sg, xpi_dtype_name(dt), rows, cols, n,
+           has_bias ? xpi_dtype_name(bias_dt) : "none");
+  same_bits(what, dp, ref, n, rows);
+  snprintf(what, sizeof what, "tuned    %s [%3d x %3d] n=%2d bias %-4s", xpi_dtype_name(dt), rows, cols, n,
+           has_bias ? xpi_dtype_name(bias_dt) : "none");
+  same_bits(what, tp, ref, n, rows);
+  xpu->ops->weight_free(xpu, &w);
+  if (has_bias) xpu->ops->weight_free(xpu, &b);
+  free(wv), free(x), free(bv), free(bh), free(dp), free(tp), free(ref);
+}
+
+/* Installs the emulated variant of sub-group size sg as the device's DPAS kernels (what device_create does
+ * with the real module), runs the shapes, and takes them out again. */
 static void check_variant(int sg) {
   xpu_device *d = im_of(xpu)->d;
-  CHECK(d->dpas == 0 && d->k[XK_GEMM_DPAS_BF16] == NULL, "xpu:0 already has a DPAS kernel (a CPU runtime has none)");
+  static const xpu_kid kids[3] = {XK_GEMM_DPAS_BF16, XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4};
+  CHECK(d->dpas == 0 && d->k[XK_GEMM_DPAS_BF16] == NULL && d->k[XK_GEMM_DPAS_Q8] == NULL &&
+        d->k[XK_GEMM_DPAS_Q4] == NULL, "xpu:0 already has a DPAS kernel (a CPU runtime has none)");
   ze_module_handle_t mod = NULL;
   xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, sg == 8 ? "dpas8_emu" : "dpas_emu",
                                           sg == 8 ? xpi_spv_dpas8_emu : xpi_spv_dpas_emu,
                                           sg == 8 ? xpi_spv_dpas8_emu_size : xpi_spv_dpas_emu_size, NULL, &mod);
   CHECK(s == XPI_OK, "building the emulated DPAS module (sub-group %d): %s", sg, xpi_last_error());
   if (s != XPI_OK) return;
-  ze_kernel_handle_t k = NULL;
-  ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = xpu_kernel_name(XK_GEMM_DPAS_BF16)};
-  ze_result_t r = d->ze->zeKernelCreate(mod, &kd, &k);
-  CHECK(r == ZE_RESULT_SUCCESS, "zeKernelCreate(%s): %s", kd.pKernelName, xpu_ze_result_name(r));
-  if (r == ZE_RESULT_SUCCESS) {
-    d->k[XK_GEMM_DPAS_BF16] = k;
+  ze_kernel_handle_t k[3] = {NULL, NULL, NULL};
+  int made = 0;
+  for (int i = 0; i < 3; i++) {
+    ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = xpu_kernel_name(kids[i])};
+    ze_result_t r = d->ze->zeKernelCreate(mod, &kd, &k[i]);
+    CHECK(r == ZE_RESULT_SUCCESS, "zeKernelCreate(%s): %s", kd.pKernelName, xpu_ze_result_name(r));
+    made += r == ZE_RESULT_SUCCESS;
+  }
+  if (made == 3) {
+    for (int i = 0; i < 3; i++) d->k[kids[i]] = k[i];
     d->dpas = sg;
     CHECK(strcmp(xpi_xpu_tier(xpu), sg == 8 ? "tuned+dpas8" : "tuned+dpas") == 0, "tier %s", xpi_xpu_tier(xpu));
     /* rows: 37 (neither % 16 nor % 8), 40 (% 8 but not % 16), 64 (whole tiles), 5 (under one tile);
@@ -96,10 +187,21 @@ static void check_variant(int sg) {
     check_shape(sg, 64, 16, 8, (xpi_dtype)-1);
     check_shape(sg, 5, 32, 2, XPI_DT_F32);
     check_shape(sg, 129, 64, 9, (xpi_dtype)-1);
-    d->ze->zeKernelDestroy(k);
-    d->k[XK_GEMM_DPAS_BF16] = NULL;
+    /* q8/q4: the same tile edges; cols 96 (3 blocks), 80 (a partial last block: zero-padded quants on both
+     * sides), 32 (one block), 160 */
+    for (int q = 0; q < 2; q++) {
+      const xpi_dtype dt = q ? XPI_DT_Q4 : XPI_DT_Q8;
+      check_q_shape(sg, dt, 37, 96, 13, XPI_DT_F32);
+      check_q_shape(sg, dt, 40, 80, 17, XPI_DT_BF16);
+      check_q_shape(sg, dt, 64, 32, 8, (xpi_dtype)-1);
+      check_q_shape(sg, dt, 5, 160, 2, XPI_DT_F32);
+      check_q_shape(sg, dt, 129, 64, 9, (xpi_dtype)-1);
+    }
+    for (int i = 0; i < 3; i++) d->k[kids[i]] = NULL;
     d->dpas = 0;
   }
+  for (int i = 0; i < 3; i++)
+    if (k[i]) d->ze->zeKernelDestroy(k[i]);
   d->ze->zeModuleDestroy(mod);
 }
 

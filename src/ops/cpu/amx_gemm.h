@@ -43,25 +43,37 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
       const uint16_t *b0 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
       const uint16_t *b1 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT + 1); /* past n: zero padding */
       AMX_ZERO(0);
-      AMX_ZERO(1);
       AMX_ZERO(2);
-      AMX_ZERO(3);
-      for (int64_t k = 0; k < kc; k++) {
-        AMX_LOAD(4, pad + k * 2 * XPI_AMX_TR * 32, 64);
-        AMX_LOAD(5, pad + (k * 2 * XPI_AMX_TR + 16) * 32, 64);
-        for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
-          AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
-          AMX_LOAD(7, b1 + (s * kc + k) * 16 * 32, 64);
-          AMX_DPBF16(0, 4, 6);
-          AMX_DPBF16(1, 4, 7);
-          AMX_DPBF16(2, 5, 6);
-          AMX_DPBF16(3, 5, 7);
+      if (t1 - t > XPI_AMX_TT) { /* both token tiles */
+        AMX_ZERO(1);
+        AMX_ZERO(3);
+        for (int64_t k = 0; k < kc; k++) {
+          AMX_LOAD(4, pad + k * 2 * XPI_AMX_TR * 32, 64);
+          AMX_LOAD(5, pad + (k * 2 * XPI_AMX_TR + 16) * 32, 64);
+          for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+            AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
+            AMX_LOAD(7, b1 + (s * kc + k) * 16 * 32, 64);
+            AMX_DPBF16(0, 4, 6);
+            AMX_DPBF16(1, 4, 7);
+            AMX_DPBF16(2, 5, 6);
+            AMX_DPBF16(3, 5, 7);
+          }
         }
-      }
+        AMX_STORE(1, C + 256, 64);
+        AMX_STORE(3, C + 768, 64);
+      } else /* a tail of <= 16 tokens: the second tile would be all padding (MoE experts' token counts end so
+              * at random; computing it cost up to half of a small expert's products) */
+        for (int64_t k = 0; k < kc; k++) {
+          AMX_LOAD(4, pad + k * 2 * XPI_AMX_TR * 32, 64);
+          AMX_LOAD(5, pad + (k * 2 * XPI_AMX_TR + 16) * 32, 64);
+          for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
+            AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
+            AMX_DPBF16(0, 4, 6);
+            AMX_DPBF16(2, 5, 6);
+          }
+        }
       AMX_STORE(0, C, 64);
-      AMX_STORE(1, C + 256, 64);
       AMX_STORE(2, C + 512, 64);
-      AMX_STORE(3, C + 768, 64);
       amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, C, 16, 512, 256, nr, t1 - t); /* tile q at C + 256 q */
     }
   }
@@ -93,6 +105,7 @@ static void amx_i8_run(xpi_dtype dt, float *Y, int64_t ldy, const void *P, int32
     for (int32_t t = t0; t < t1; t += 2 * XPI_AMX_TT) {
       const int8_t *b0 = xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT), *b1 = xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT + 1);
       const float *dx0 = xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT), *dx1 = xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT + 1);
+      const int two = t1 - t > XPI_AMX_TT;
       memset(S, 0, 32 * 32 * sizeof(float));
       for (int64_t b = 0; b < nb; b++) {
         if (direct) {
@@ -104,24 +117,26 @@ static void amx_i8_run(xpi_dtype dt, float *Y, int64_t ldy, const void *P, int32
           AMX_LOAD(5, pw + (b * 2 * XPI_AMX_TR + 16) * XPI_QK, XPI_QK);
         }
         AMX_LOAD(6, b0 + b * 512, 64);
-        AMX_LOAD(7, b1 + b * 512, 64);
         AMX_ZERO(0);
-        AMX_ZERO(1);
         AMX_ZERO(2);
-        AMX_ZERO(3);
         AMX_DPBSSD(0, 4, 6);
-        AMX_DPBSSD(1, 4, 7);
         AMX_DPBSSD(2, 5, 6);
-        AMX_DPBSSD(3, 5, 7);
         AMX_STORE(0, C, 64);
-        AMX_STORE(1, C + 256, 64);
         AMX_STORE(2, C + 512, 64);
-        AMX_STORE(3, C + 768, 64);
         const float *db = D + b * 2 * XPI_AMX_TR;
         AMX_SCALE(S, C, db, dx0 + b * 16);
-        AMX_SCALE(S + 16, C + 256, db, dx1 + b * 16);
         AMX_SCALE(S + 16 * 32, C + 512, db + 16, dx0 + b * 16);
-        AMX_SCALE(S + 16 * 32 + 16, C + 768, db + 16, dx1 + b * 16);
+        if (two) { /* the second token tile (a tail of <= 16 tokens has none: as the bf16 GEMM) */
+          AMX_LOAD(7, b1 + b * 512, 64);
+          AMX_ZERO(1);
+          AMX_ZERO(3);
+          AMX_DPBSSD(1, 4, 7);
+          AMX_DPBSSD(3, 5, 7);
+          AMX_STORE(1, C + 256, 64);
+          AMX_STORE(3, C + 768, 64);
+          AMX_SCALE(S + 16, C + 256, db, dx1 + b * 16);
+          AMX_SCALE(S + 16 * 32 + 16, C + 768, db + 16, dx1 + b * 16);
+        }
       }
       amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, S, 32, 16 * 32, 16, nr, t1 - t);
     }

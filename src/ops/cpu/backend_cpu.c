@@ -427,39 +427,38 @@ static xpi_status cpu_attention(xpi_backend *be, float *out, const float *q, con
 
 /* ------------------------------------------------------------------ elementwise */
 
+/* out = act(gate) * up, elementwise: the kernel table's swiglu or geglu, called once per thread's range. */
+typedef void (*glu_fn)(float *out, const float *gate, const float *up, int64_t n);
+
 typedef struct {
-  const xpi_cpu_kernels *k;
+  glu_fn fn;
   float *out;
   const float *a, *b;
   int64_t count;
-} ew_job;
+} glu_job;
 
-static void swiglu_run(void *ctx, int ith, int nth) {
-  ew_job *j = ctx;
+static void glu_run(void *ctx, int ith, int nth) {
+  glu_job *j = ctx;
   int64_t b, e;
   xpi_pool_range(j->count, ith, nth, 16, &b, &e);
-  if (b < e) j->k->swiglu(j->out + b, j->a + b, j->b + b, e - b);
+  if (b < e) j->fn(j->out + b, j->a + b, j->b + b, e - b);
+}
+
+static xpi_status cpu_glu(xpi_backend *be, glu_fn fn, float *out, const float *gate, const float *up, int32_t n,
+                          int32_t f) {
+  if (n <= 0 || f <= 0) return XPI_OK;
+  glu_job j = {fn, out, gate, up, (int64_t)n * f};
+  /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
+  xpi_pool_run_n(impl_of(be)->pool, glu_run, &j, (int)(j.count / 2048 + 1));
+  return XPI_OK;
 }
 
 static xpi_status cpu_swiglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
-  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
-  /* at least 2048 elements a thread (a few microseconds): fewer would cost more in waiting than they save */
-  xpi_pool_run_n(impl_of(be)->pool, swiglu_run, &j, (int)(j.count / 2048 + 1));
-  return XPI_OK;
-}
-
-static void geglu_run(void *ctx, int ith, int nth) {
-  ew_job *j = ctx;
-  int64_t b, e;
-  xpi_pool_range(j->count, ith, nth, 16, &b, &e);
-  if (b < e) j->k->geglu(j->out + b, j->a + b, j->b + b, e - b);
+  return cpu_glu(be, impl_of(be)->k->swiglu, out, gate, up, n, f);
 }
 
 static xpi_status cpu_geglu(xpi_backend *be, float *out, const float *gate, const float *up, int32_t n, int32_t f) {
-  if (n <= 0 || f <= 0) return XPI_OK;
-  ew_job j = {impl_of(be)->k, out, gate, up, (int64_t)n * f};
-  xpi_pool_run_n(impl_of(be)->pool, geglu_run, &j, (int)(j.count / 2048 + 1)); /* as swiglu */
-  return XPI_OK;
+  return cpu_glu(be, impl_of(be)->k->geglu, out, gate, up, n, f);
 }
 
 typedef struct {
@@ -488,7 +487,7 @@ static xpi_status cpu_softcap(xpi_backend *be, float *x, int64_t count, float ca
   if (!(cap > 0)) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "softcap %g must be > 0", (double)cap);
   if (count <= 0) return XPI_OK;
   inplace_job j = {impl_of(be)->k, x, count, cap};
-  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as swiglu */
+  xpi_pool_run_n(impl_of(be)->pool, softcap_run, &j, (int)(count / 2048 + 1)); /* as the GLUs */
   return XPI_OK;
 }
 
@@ -594,22 +593,24 @@ static xpi_status cpu_moe_matmul(xpi_backend *be, float *out, const float *in, i
 }
 
 /* The fused form where moe_cpu.c has one (prefill), else the composition it equals bit for bit. */
-static xpi_status cpu_moe_mlp(xpi_backend *be, float *out, float *g, float *u, const float *in,
+static xpi_status cpu_moe_mlp(xpi_backend *be, float *out, int32_t *pos, float *g, float *u, const float *in,
                               const xpi_experts *gate, const xpi_experts *up, const xpi_experts *down,
                               const int32_t *ids, int32_t n, int32_t k) {
   cpu_impl *im = impl_of(be);
   int done = 0;
-  if (be->use_kernels) XPI_TRY(xpi_cpu_moe_mlp(im->pool, im->ws, im->k, out, g, u, in, gate, up, down, ids, n, k, &done));
+  if (be->use_kernels)
+    XPI_TRY(xpi_cpu_moe_mlp(im->pool, im->ws, im->k, out, pos, g, u, in, gate, up, down, ids, n, k, &done));
   if (done) return XPI_OK;
+  for (int64_t s = 0; s < (int64_t)n * k; s++) pos[s] = (int32_t)s;
   XPI_TRY(cpu_moe_matmul(be, g, in, 1, gate, ids, n, k));
   XPI_TRY(cpu_moe_matmul(be, u, in, 1, up, ids, n, k));
   XPI_TRY(cpu_swiglu(be, g, g, u, n * k, (int32_t)gate->rows));
   return cpu_moe_matmul(be, out, g, k, down, ids, n, k);
 }
 
-static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
-                                  const float *shared_gate, int32_t n, int32_t k, int32_t d) {
-  return xpi_cpu_moe_combine(impl_of(be)->pool, out, y, wts, shared, shared_gate, n, k, d);
+static xpi_status cpu_moe_combine(xpi_backend *be, float *out, const float *y, const int32_t *pos, const float *wts,
+                                  const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  return xpi_cpu_moe_combine(impl_of(be)->pool, out, y, pos, wts, shared, shared_gate, n, k, d);
 }
 
 /* ------------------------------------------------------------------ construction */

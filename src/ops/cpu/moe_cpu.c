@@ -188,7 +188,9 @@ xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_k
 
 typedef struct {
   float *out;
-  const float *y, *wts, *shared, *shared_gate;
+  const float *y;
+  const int32_t *pos;
+  const float *wts, *shared, *shared_gate;
   int32_t n, k, d;
 } combine_job;
 
@@ -202,7 +204,8 @@ static void combine_run(void *ctx, int ith, int nth) {
     float *o = j->out + (size_t)t * (size_t)d;
     for (int32_t c = 0; c < d; c++) o[c] = 0;
     for (int32_t i = 0; i < k; i++) {
-      const float w = j->wts[(size_t)t * k + i], *r = j->y + ((size_t)t * k + i) * (size_t)d;
+      const size_t s = (size_t)t * k + i;
+      const float w = j->wts[s], *r = j->y + (j->pos ? (size_t)j->pos[s] : s) * (size_t)d;
       for (int32_t c = 0; c < d; c++) o[c] += w * r[c];
     }
     if (j->shared) {
@@ -212,9 +215,9 @@ static void combine_run(void *ctx, int ith, int nth) {
   }
 }
 
-xpi_status xpi_cpu_moe_combine(xpi_pool *pool, float *out, const float *y, const float *wts, const float *shared,
-                               const float *shared_gate, int32_t n, int32_t k, int32_t d) {
-  combine_job j = {out, y, wts, shared, shared_gate, n, k, d};
+xpi_status xpi_cpu_moe_combine(xpi_pool *pool, float *out, const float *y, const int32_t *pos, const float *wts,
+                               const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+  combine_job j = {out, y, pos, wts, shared, shared_gate, n, k, d};
   /* a thread per 8 tokens at least (~64k multiply-adds at Qwen3-30B-A3B's width): fewer cost more to wake */
   xpi_pool_run_n(pool, combine_run, &j, n / 8 + 1);
   return XPI_OK;

@@ -5,7 +5,9 @@
  *   2. (expert, block of rows) units: gate and up rows of the block over all the expert's tokens, and the
  *      SwiGLU of the block as their epilogue while it is in L1, into g (slots sorted by expert);
  *   3. each expert's SwiGLU rows packed for down (contiguous in g: no gather);
- *   4. (expert, block of down rows) units, scattered to the slots' rows of out.
+ *   4. (expert, block of down rows) units, written to out in the same order (grouped by expert): pos[s] tells
+ *      moe_combine which row holds slot s, so no row is copied to its slot (that scatter, 128 or 512 bytes at a
+ *      time, was ~5% of a MoE prefill).
  * Threads claim units in turn (an atomic counter), so both stay busy to the end of a phase whatever the tokens
  * per expert; at ~64 tokens an expert, the composition's per-expert phases (pack, then tiles of one matrix)
  * left a thread waiting at each of ~400 barriers a layer.
@@ -27,8 +29,7 @@
  * column: 512 tokens x top-8 x 1024 columns would be 25 MB at once); more experts take more groups. */
 #define MOE_MLP_GROUP_BYTES ((size_t)8 << 20)
 #define MOE_MLP_ROWS 32 /* rows per unit: the AMX GEMM's panel (2 x 16), a multiple of every table's row_align */
-/* down's units are wider: each token's rows are copied out to its slot's row, 512 bytes at a time rather than 128 */
-#define MOE_MLP_DOWN_ROWS (4 * MOE_MLP_ROWS)
+#define MOE_MLP_DOWN_ROWS (4 * MOE_MLP_ROWS) /* fewer, longer units for down (measured: less claiming) */
 
 enum { K_GEMV, K_SMALLN, K_GEMM };
 
@@ -38,7 +39,7 @@ typedef struct {
   xpi_dtype dt;
   const xpi_experts *gate, *up, *down;
   const float *in;
-  float *out, *g, *u; /* g, u: [S, I], row i the slot order[i] (sorted by expert) */
+  float *out, *g, *u; /* out [S, H], g, u [S, I]: row i the slot order[i] (sorted by expert) */
   int32_t k;
   int64_t H, I;
   const int32_t *start, *order;
@@ -46,7 +47,7 @@ typedef struct {
   const size_t *off; /* each one's prepared input in P (gate/up phase, then reused by the down phase) */
   int32_t nex;
   char *P;
-  float *X;                   /* per thread: [most, H] gathered rows (phase 1), [most, H] down results (phase 4) */
+  float *X;                   /* per thread: [most, H] gathered rows (phase 1) */
   size_t x_stride, s_stride; /* floats per thread of X; bytes per thread of scratch */
   char *scratch;
   atomic_int next;
@@ -135,23 +136,21 @@ static void prep_down_run(void *ctx, int ith, int nth) {
   }
 }
 
-/* Phase 4: down rows [r0, r1) of expert ex[i] over its tokens, into the slots' rows of out. */
+/* Phase 4: down rows [r0, r1) of expert ex[i] over its tokens, into its rows of out (sorted order). */
 static void down_run(void *ctx, int ith, int nth) {
   (void)nth;
   mlp_job *j = ctx;
   const int32_t nb = (int32_t)((j->H + MOE_MLP_DOWN_ROWS - 1) / MOE_MLP_DOWN_ROWS);
   void *S = j->scratch + (size_t)ith * j->s_stride;
-  float *Y = j->X + (size_t)ith * j->x_stride;
   for (int q; (q = atomic_fetch_add(&j->next, 1)) < j->nex * nb;) {
-    const int32_t i = q / nb, x = j->ex[i], m = j->start[x + 1] - j->start[x], *sl = j->order + j->start[x];
+    const int32_t i = q / nb, x = j->ex[i], m = j->start[x + 1] - j->start[x];
     const int64_t r0 = (int64_t)(q % nb) * MOE_MLP_DOWN_ROWS;
     const int64_t r1 = r0 + MOE_MLP_DOWN_ROWS < j->H ? r0 + MOE_MLP_DOWN_ROWS : j->H;
     const xpi_weight *w = &j->down->w[x];
+    float *Y = j->out + (int64_t)j->start[x] * j->H;
     const int kind = kind_of(j->kt, j->dt, m);
     if (kind == K_GEMM) j->gm->run(Y, j->H, j->P + j->off[i], m, w->data, w->aux, j->I, r0, r1, 0, m, S);
     else rows_fn(j, kind)(Y, j->H, j->g + (int64_t)j->start[x] * j->I, m, w->data, w->aux, r0, r1, j->I);
-    for (int32_t t = 0; t < m; t++)
-      memcpy(j->out + (int64_t)sl[t] * j->H + r0, Y + (int64_t)t * j->H + r0, (size_t)(r1 - r0) * sizeof *Y);
   }
 }
 
@@ -161,8 +160,8 @@ static void phase(xpi_pool *pool, xpi_pool_fn fn, mlp_job *j, int64_t units) {
   xpi_pool_run_n(pool, fn, j, (int)(units < nth ? units : nth));
 }
 
-xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out, float *g,
-                           float *u, const float *in, const xpi_experts *gate, const xpi_experts *up,
+xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out, int32_t *pos,
+                           float *g, float *u, const float *in, const xpi_experts *gate, const xpi_experts *up,
                            const xpi_experts *down, const int32_t *ids, int32_t n, int32_t k, int *done) {
   *done = 0;
   const xpi_dtype dt = gate->w[0].dtype;
@@ -201,8 +200,10 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: moe_mlp: out of memory for %zu bytes of buffers", total);
   }
   j.P = buf, j.X = (float *)(buf + pbytes), j.scratch = buf + pbytes + (size_t)nth * j.x_stride * sizeof(float);
-  for (int64_t s = 0; s < S; s++)
-    if (ids[s] < 0 || ids[s] >= gate->n) memset(out + s * H, 0, (size_t)H * sizeof *out);
+  /* slot order[i] in row i; the slots of no expert (a NaN router row) after them, as zero rows */
+  for (int32_t i = 0; i < start[gate->n]; i++) pos[order[i]] = i;
+  for (int64_t s = 0, r = start[gate->n]; s < S; s++)
+    if (ids[s] < 0 || ids[s] >= gate->n) pos[s] = (int32_t)r, memset(out + r++ * H, 0, (size_t)H * sizeof *out);
   for (int32_t x0 = 0; x0 < gate->n;) { /* groups of experts whose prepared inputs fit pbytes */
     size_t at = 0, atd = 0;
     j.nex = 0;

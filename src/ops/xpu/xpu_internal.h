@@ -31,6 +31,10 @@ typedef enum xpu_kid {
   XK_GEMV_SG_Q8, XK_GEMV_SG_Q4, XK_GEMV3_SG_Q8, XK_GEMV3_SG_Q4, XK_GEMV_GLU_SG_Q8, XK_GEMV_GLU_SG_Q4,
   /* portable tier: split-K decode GEMV for matrices with few rows (kernels/portable/gemv_splitk.cl, xpu_splitk.c) */
   XK_GEMV_SPLITK_F32, XK_GEMV_SPLITK_F16, XK_GEMV_SPLITK_BF16, XK_GEMV_SPLITK_Q8, XK_GEMV_SPLITK_Q4,
+  /* DPAS tier: q8/q4 prefill GEMM with int8 DPAS (kernels/common/xpi_gemm_dpas_q.h), the portable GEMM's bits */
+  XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4,
+  /* tuned tier: q8/q4 prefill GEMM in registers (kernels/tuned/gemm_q_sg.cl), the portable GEMM's bits */
+  XK_GEMM_SG_Q8, XK_GEMM_SG_Q4,
   XK_COUNT
 } xpu_kid;
 
@@ -46,7 +50,7 @@ typedef struct xpu_device {
   ze_module_handle_t mod_portable, mod_tuned, mod_dpas;
   ze_kernel_handle_t k[XK_COUNT];
   int tuned;             /* sub-group kernels usable */
-  int dpas;              /* DPAS GEMM usable: its sub-group size (8 or 16), 0 if not */
+  int dpas;              /* DPAS GEMMs (bf16, q8/q4) usable: their sub-group size (8 or 16), 0 if not */
   pthread_mutex_t lock;
 } xpu_device;
 
@@ -236,8 +240,8 @@ xpi_status xpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float 
                          int32_t k, int norm_topk);
 xpi_status xpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,
                           const int32_t *ids, int32_t n, int32_t k);
-xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
-                           const float *shared_gate, int32_t n, int32_t k, int32_t d);
+xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const int32_t *pos, const float *wts,
+                           const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d);
 xpi_status xpu_matmul_multi(xpi_backend *be, int count, float *const *outs, const float *in, const xpi_weight *norm,
                             float eps, float *hbuf, const xpi_weight *const *ws, const xpi_weight *const *biases,
                             int32_t n);

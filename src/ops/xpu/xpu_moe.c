@@ -68,13 +68,14 @@ xpi_status xpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t 
   return xpu_launch(be, XK_MOE_MATMUL, (uint32_t)rows, (uint32_t)ne, 1, 64, 1, 1, a, 11);
 }
 
-xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const float *wts, const float *shared,
-                           const float *shared_gate, int32_t n, int32_t k, int32_t d) {
+xpi_status xpu_moe_combine(xpi_backend *be, float *out, const float *y, const int32_t *pos, const float *wts,
+                           const float *shared, const float *shared_gate, int32_t n, int32_t k, int32_t d) {
   if (n <= 0 || d <= 0) return XPI_OK;
   uint64_t count = (uint64_t)n * (uint64_t)d;
   if (count / 256 >= UINT32_MAX) return xpi_err(XPI_ERR_UNSUPPORTED, "%s: moe_combine: too many elements", be->device);
-  int has = shared != NULL;
+  int has = shared != NULL, has_pos = pos != NULL;
   const float *sh = shared ? shared : y, *g = shared ? shared_gate : wts; /* never a NULL kernel argument */
-  xpu_arg a[] = {XA(out), XA(y), XA(wts), XA(sh), XA(g), XA(has), XA(k), XA(d), XA(count)};
-  return xpu_launch(be, XK_MOE_COMBINE, ceil_div(count, 256), 1, 1, 256, 1, 1, a, 9);
+  const void *ps = pos ? (const void *)pos : (const void *)wts;
+  xpu_arg a[] = {XA(out), XA(y), XA(ps), XA(has_pos), XA(wts), XA(sh), XA(g), XA(has), XA(k), XA(d), XA(count)};
+  return xpu_launch(be, XK_MOE_COMBINE, ceil_div(count, 256), 1, 1, 256, 1, 1, a, 11);
 }

@@ -54,14 +54,15 @@ static int expected_args(xpu_kid kid) {
     case XK_KV_STORE: return 13;
     case XK_MOE_ROUTE: return 7;
     case XK_MOE_MATMUL: return 11;
-    case XK_MOE_COMBINE: return 9;
+    case XK_MOE_COMBINE: return 11;
     case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
     case XK_GEMV3_SG_F32: case XK_GEMV3_SG_F16: case XK_GEMV3_SG_BF16: return 21;
     case XK_GEMV_GLU_F32: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_BF16: return 10;
     case XK_GEMV_GLU_SG_F32: case XK_GEMV_GLU_SG_F16: case XK_GEMV_GLU_SG_BF16: return 11;
     case XK_QUANT_ACT: return 5;
     case XK_GEMV_Q8: case XK_GEMV_Q4: case XK_GEMV_SG_Q8: case XK_GEMV_SG_Q4: return 10;
-    case XK_GEMM_Q8: case XK_GEMM_Q4: return 11;
+    case XK_GEMM_Q8: case XK_GEMM_Q4: case XK_GEMM_DPAS_Q8: case XK_GEMM_DPAS_Q4:
+    case XK_GEMM_SG_Q8: case XK_GEMM_SG_Q4: return 11;
     case XK_MOE_GEMV_Q8: case XK_MOE_GEMV_Q4: return 10;
     case XK_MOE_GEMM_Q8: case XK_MOE_GEMM_Q4: return 11;
     case XK_GEMV3_Q8: case XK_GEMV3_Q4: case XK_GEMV3_SG_Q8: case XK_GEMV3_SG_Q4: return 24;
@@ -150,9 +151,10 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       wr = slots * rows * 4, fl = 2 * slots * rows * cols;
       break;
     }
-    case XK_MOE_COMBINE: { /* out[count] from k expert rows (+ the shared expert) and the weights */
-      double c = (double)U64(8), k = I32(6), sh = I32(5);
-      rd = c * (k + sh + 1) * 4, wr = c * 4, fl = c * 2 * (k + sh);
+    case XK_MOE_COMBINE: { /* out[count] from k expert rows (+ the shared expert) and the weights (+ each slot's
+                            * row position, read by every element) */
+      double c = (double)U64(10), k = I32(8), sh = I32(7);
+      rd = c * (k + sh + 1) * 4 + (I32(3) ? c * k * 4 : 0), wr = c * 4, fl = c * 2 * (k + sh);
       break;
     }
     case XK_GEMV3_F32: case XK_GEMV3_F16: case XK_GEMV3_BF16:
@@ -176,10 +178,15 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       rd = n * cols * 4, wr = n * nb * (XPI_QK + 4), fl = n * cols * 3;
       break;
     }
-    case XK_GEMV_Q8: case XK_GEMV_Q4: case XK_GEMM_Q8: case XK_GEMM_Q4: case XK_GEMV_SG_Q8: case XK_GEMV_SG_Q4: {
+    case XK_GEMV_Q8: case XK_GEMV_Q4: case XK_GEMM_Q8: case XK_GEMM_Q4: case XK_GEMV_SG_Q8: case XK_GEMV_SG_Q4:
+    case XK_GEMM_DPAS_Q8: case XK_GEMM_DPAS_Q4: case XK_GEMM_SG_Q8: case XK_GEMM_SG_Q4: {
       /* per 32-weight block: the quants (32 or 16 bytes) and a half scale; activations as int8 blocks + f32 scales.
-       * The GEMM's column tiles (gy) each stream the weight rows of their row tile, its row tiles (gx) the inputs */
-      const int gemm = kid == XK_GEMM_Q8 || kid == XK_GEMM_Q4, q4 = kid == XK_GEMV_Q4 || kid == XK_GEMM_Q4 || kid == XK_GEMV_SG_Q4;
+       * The GEMMs' column tiles (gy: 16 tokens portable, 8 DPAS and tuned) each stream the weight rows of their
+       * row tile, their row tiles (gx: 16 rows portable and tuned, the sub-group size DPAS) the inputs */
+      const int gemm = kid == XK_GEMM_Q8 || kid == XK_GEMM_Q4 || kid == XK_GEMM_DPAS_Q8 || kid == XK_GEMM_DPAS_Q4 ||
+                       kid == XK_GEMM_SG_Q8 || kid == XK_GEMM_SG_Q4;
+      const int q4 = kid == XK_GEMV_Q4 || kid == XK_GEMM_Q4 || kid == XK_GEMV_SG_Q4 || kid == XK_GEMM_DPAS_Q4 ||
+                     kid == XK_GEMM_SG_Q4;
       double rows = I32(8), cols = I32(9), nb = (double)((I32(9) + XPI_QK - 1) / XPI_QK), n = gemm ? I32(10) : 1;
       double wrow = nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2), xrow = nb * (XPI_QK + 4);
       double bias = I32(7) ? rows * dsize(I32(6)) : 0;

@@ -4,7 +4,9 @@
  * row-major layout in w->data / w->aux (its GEMM panels and AMX tiles are repacked per call), so nothing here is
  * CPU-specific. Matmuls quantize the activations per 32-block on the device as the CPU's int8 path does, then
  * run the integer GEMV (decode) or GEMM (prefill) of kernels/portable/matmul_q.cl; on the tuned tier the decode
- * GEMV is kernels/tuned/gemv_q_sg.cl (sub-group block reads), which sums the same bits. */
+ * GEMV is kernels/tuned/gemv_q_sg.cl (sub-group block reads) and the prefill GEMM kernels/tuned/gemm_q_sg.cl
+ * (register tiles), and on the DPAS tier the prefill GEMM is kernels/common/xpi_gemm_dpas_q.h (int8 DPAS, one
+ * matrix instruction per 32-block), all summing the same bits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +55,7 @@ xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_
   if (!w->aux) return xpi_err(XPI_ERR_INTERNAL, "%s: matmul: %s weight without scales", be->device,
                               xpi_dtype_name(w->dtype));
   const int rows = (int)w->rows, cols = (int)w->cols, nb = (int)xpi_q_nblocks(cols);
-  if (n == 1) { /* few rows: split-K, which quantizes its chunks of the input itself (one launch) */
+  if (n == 1) { /* few rows: split-K, which quantizes the input blocks it reads itself (one launch) */
     const int splits = xpu_splitk_splits(be, w->dtype, rows, cols);
     if (splits > 1) return xpu_gemv_splitk(be, out, in, w, bias, splits, 0);
   }
@@ -71,6 +73,16 @@ xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_
     const xpu_kid kid = be->use_kernels && im_of(be)->d->k[sg] ? sg : q4 ? XK_GEMV_Q4 : XK_GEMV_Q8;
     return xpu_launch(be, kid, (uint32_t)rows, 1, 1, 64, 1, 1, a, 10);
   }
+  /* prefill: the int8 DPAS GEMM where the DPAS tier was built, else the tuned tier's register GEMM (both one
+   * sub-group per group, one weight row per lane, 8 tokens; the same arguments and bits), else the portable
+   * tiled GEMM */
+  const xpu_device *dev = im_of(be)->d;
+  const xpu_kid dk = q4 ? XK_GEMM_DPAS_Q4 : XK_GEMM_DPAS_Q8, tk = q4 ? XK_GEMM_SG_Q4 : XK_GEMM_SG_Q8;
+  const uint32_t sg = (uint32_t)dev->dpas;
+  if (be->use_kernels && sg && dev->k[dk])
+    return xpu_launch(be, dk, (uint32_t)((rows + sg - 1) / sg), (uint32_t)((n + 7) / 8), 1, sg, 1, 1, a, 11);
+  if (be->use_kernels && dev->k[tk])
+    return xpu_launch(be, tk, (uint32_t)((rows + 15) / 16), (uint32_t)((n + 7) / 8), 1, 16, 1, 1, a, 11);
   return xpu_launch(be, q4 ? XK_GEMM_Q4 : XK_GEMM_Q8, (uint32_t)((rows + 15) / 16), (uint32_t)((n + 15) / 16), 1, 16,
                     16, 1, a, 11);
 }
