@@ -41,23 +41,6 @@ static void check_plan_fits(const xpi_mem_plan *p) {
   }
 }
 
-static void greedy_ids(xpi_model *m, const int32_t *prompt, int n, int n_new, int32_t n_ctx, collected *out) {
-  xpi_request *r = NULL;
-  xpi_request_options ro;
-  xpi_request_options_default(&ro);
-  ro.n_ctx = n_ctx;
-  CHECK_OK(xpi_request_create(m, &ro, &r));
-  xpi_gen_options go;
-  xpi_gen_options_default(&go);
-  go.greedy = 1;
-  go.ignore_eos = 1;
-  go.max_new_tokens = n_new;
-  out->n = 0;
-  xpi_gen_result res = {.struct_size = sizeof res};
-  if (r) CHECK_OK(xpi_request_generate(r, prompt, (size_t)n, &go, collect, out, &res));
-  xpi_request_free(r);
-}
-
 static int bf16_map(const char *dir) {
   uint64_t f0 = free_of(0), f1 = free_of(1);
   CHECK(f0 == 800ull << 20 && f1 == 800ull << 20, "two devices of 800 MiB (free %llu, %llu)", (unsigned long long)f0,
@@ -68,8 +51,10 @@ static int bf16_map(const char *dir) {
   o.n_threads = 2;
   o.dtype = "f32"; /* 2.4 GB of weights over 1.6 GB */
   xpi_model *m = NULL;
+  /* each backend holds its split kernels' counters and split-K partial sums (18 + 256 KiB) from creation on, which
+   * the plan sees gone from the free memory: 1600 MiB - 2 x 274 KiB */
   CHECK_ERR(xpi_model_load(dir, &o, &m), XPI_ERR_OUT_OF_MEMORY,
-            "the model does not fit on xpu:0-1 (1600.0 MiB free in all)");
+            "the model does not fit on xpu:0-1 (1599.5 MiB free in all)");
   printf("refused: %s\n", xpi_last_error());
   CHECK(strstr(xpi_last_error(), "weights 2") && strstr(xpi_last_error(), "KV cache of at least 256 positions"),
         "the message gives the weights' and the KV cache's sizes");
@@ -120,7 +105,7 @@ static int bf16_map(const char *dir) {
     xpi_request_free(r);
     /* the first 8 golden greedy steps have margins >= 0.0146 (random_models.json), far above the XPU error */
     collected c;
-    greedy_ids(m, ids, n, 8, 0, &c);
+    generate_ids(m, ids, n, 8, 0, 0, &c);
     for (int i = 0; i < 8; i++)
       CHECK(c.n == 8 && c.ids[i] == cJSON_GetArrayItem(want, i)->valueint, "greedy id %d: %d, golden %d", i,
             c.n > i ? c.ids[i] : -1, cJSON_GetArrayItem(want, i)->valueint);
@@ -154,12 +139,12 @@ static int q4_one(const char *dir) {
         (unsigned long long)m->plan.weights[0]);
   const int32_t prompt[3] = {49099, 70403, 525};
   collected x, c;
-  greedy_ids(m, prompt, 3, 8, 64, &x);
+  generate_ids(m, prompt, 3, 8, 0, 64, &x);
   xpi_model_free(m);
   o.device = "cpu";
   m = NULL;
   CHECK_OK(xpi_model_load(dir, &o, &m));
-  if (m) greedy_ids(m, prompt, 3, 8, 64, &c);
+  if (m) generate_ids(m, prompt, 3, 8, 0, 64, &c);
   xpi_model_free(m);
   for (int i = 0; i < 8; i++)
     CHECK(x.n == 8 && c.n == 8 && x.ids[i] == c.ids[i], "q4 greedy id %d: xpu %d, cpu %d", i, x.n > i ? x.ids[i] : -1,

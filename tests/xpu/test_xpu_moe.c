@@ -213,7 +213,5 @@ int main(void) {
   test_replay(XPI_DT_Q8);
   test_replay(XPI_DT_Q4);
   printf("q8/q4 experts: largest |xpu - cpu| / bound %.3g\n", g_worst_q);
-  cpu->ops->destroy(cpu);
-  xpu->ops->destroy(xpu);
-  return xpi_test_done();
+  return xt_close_pair(cpu, xpu);
 }

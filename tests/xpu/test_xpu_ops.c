@@ -6,6 +6,7 @@
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
+#include "runtime/xpu.h"
 #include "runtime/ze/ze_devices.h"
 #include "xpu_test_util.h"
 
@@ -127,6 +128,56 @@ static void test_matmul(void) {
           free(what), free(hc), free(hx), free(wv), free(x), free(bv), free(src), free(bsrc);
           bp_free(&bx), bp_free(&out), wpair_free(&w), wpair_free(&wb);
         }
+}
+
+/* Split-K decode GEMV (xpu_splitk.c): matrices with too few rows for zesim's 1024 hardware threads (16 subslices x 8
+ * EUs x 8 threads) against the CPU, as matmul (n = 1) and as matmul_add (the merge adds into x): 8 rows of 4096
+ * columns (16 splits), 128 x 1000 (2 splits of 512, the second 488 columns), 300 x 2500 (a short last split:
+ * 2500 = 4 x 512 + 452), 1024 x 2048 (the 0.6B model's o_proj: 2 splits). The launch is checked to be the
+ * split-K kernel (and a 4096-row matrix the unsplit GEMV), its result bit for bit the same on a second run (the merge adds the splits
+ * in a fixed order whichever work-group arrives last), and within the matmul bound of the CPU: the bound
+ * 2 cols u sum|x w| holds for any summation order, chunk partials then their sum included. */
+static void test_splitk(void) {
+  const struct { int rows, cols, split; } shapes[] = {{8, 4096, 1}, {128, 1000, 1}, {300, 2500, 1}, {1024, 2048, 1},
+                                                      {4096, 256, 0}};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (int di = 0; di < 3; di++)
+      for (int add = 0; add < 2; add++) {
+        const int rows = shapes[si].rows, cols = shapes[si].cols, bias = (int)(si + di) % 2;
+        float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)cols), *bv = xt_randv(rows);
+        float *x0 = xt_randv(rows);
+        void *src = xt_host_weight(wv, (size_t)rows * cols, k_dts[di]);
+        void *bsrc = xt_host_weight(bv, rows, XPI_DT_BF16);
+        wpair w, wb;
+        wpair_make(&w, src, k_dts[di], rows, cols, k_dts[di]);
+        wpair_make(&wb, bsrc, XPI_DT_BF16, 1, rows, XPI_DT_BF16);
+        bpair bx = bp(x, (size_t)cols * 4), out = bp(x0, (size_t)rows * 4), tmp = bp(NULL, (size_t)rows * 4);
+        const xpi_weight *bc = bias ? &wb.c : NULL, *bxp = bias ? &wb.x : NULL;
+        if (add) CHECK_OK(cpu->ops->matmul_add(cpu, out.c, tmp.c, bx.c, &w.c, bc, 1));
+        else CHECK_OK(cpu->ops->matmul(cpu, out.c, bx.c, &w.c, bc, 1));
+        xpi_perf_report r = {.struct_size = sizeof r};
+        CHECK_OK(xpi_xpu_perf_begin(xpu, &r));
+        if (add) CHECK_OK(xpu->ops->matmul_add(xpu, out.x, tmp.x, bx.x, &w.x, bxp, 1));
+        else CHECK_OK(xpu->ops->matmul(xpu, out.x, bx.x, &w.x, bxp, 1));
+        xpi_xpu_perf_end(xpu);
+        char *what = xpi_test_strf("split-K %s [%d x %d] %s bias=%d", add ? "matmul_add" : "matmul", rows, cols,
+                                   xpi_dtype_name(k_dts[di]), bias);
+        char *kname = xpi_test_strf("xpi_gemv_splitk_%s", xpi_dtype_name(k_dts[di]));
+        CHECK(r.launches == 1 && xt_launches_of(&r, kname) == shapes[si].split, "%s: %lld launches, %lld of %s",
+              what, (long long)r.launches, (long long)xt_launches_of(&r, kname), kname);
+        float *hc, *hx, *again = malloc((size_t)rows * 4);
+        bp_get(&out, &hc, &hx);
+        /* |x|, |w| <= 1, so sum|x w| <= cols: absolute bound 2 cols u cols (+ the bias and residual adds) */
+        xt_close(what, hx, hc, (size_t)rows, 2.0f * (float)cols * U * (float)cols + 8 * U, 0);
+        CHECK_OK(xpu->ops->write(xpu, out.x, x0, (size_t)rows * 4));
+        if (add) CHECK_OK(xpu->ops->matmul_add(xpu, out.x, tmp.x, bx.x, &w.x, bxp, 1));
+        else CHECK_OK(xpu->ops->matmul(xpu, out.x, bx.x, &w.x, bxp, 1));
+        xt_down(xpu, again, out.x, (size_t)rows * 4);
+        CHECK(!memcmp(again, hx, (size_t)rows * 4), "%s: a second run gives other bits", what);
+        free(what), free(kname), free(hc), free(hx), free(again), free(wv), free(x), free(bv), free(x0), free(src);
+        free(bsrc);
+        bp_free(&bx), bp_free(&out), bp_free(&tmp), wpair_free(&w), wpair_free(&wb);
+      }
 }
 
 /* The fused decode ops (matmul_multi: q|k|v in one launch; matmul_glu: gate|up + activation in one launch; both
@@ -849,15 +900,13 @@ static void test_threads(void) {
 }
 
 int main(void) {
-  int rc = xt_open_xpu("xpu:0", &xpu);
+  int rc = xt_open_pair(&cpu, &xpu); /* the CPU's scalar kernels: the reference */
   if (rc) return rc == 77 ? 77 : xpi_test_done();
-  xpi_backend_config cc = {.device = "cpu", .n_threads = 2, .use_kernels = 0}; /* the scalar reference */
-  CHECK_OK(xpi_backend_cpu_create(&cc, &cpu));
-  if (!cpu) return xpi_test_done();
   printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
   test_embed();
   test_rmsnorm();
   test_matmul();
+  test_splitk();
   test_fused();
   test_rope();
   test_attention();
@@ -868,7 +917,5 @@ int main(void) {
   test_graph();
   test_big_alloc();
   test_threads();
-  cpu->ops->destroy(cpu);
-  xpu->ops->destroy(xpu);
-  return xpi_test_done();
+  return xt_close_pair(cpu, xpu);
 }

@@ -78,7 +78,8 @@ static void check_matmul(xpi_dtype dt, int rows, int cols, int n, int bias, xpi_
 
 static void test_matmul(void) {
   const xpi_dtype dts[2] = {XPI_DT_Q8, XPI_DT_Q4};
-  const struct { int rows, cols; } shapes[] = {{37, 67}, {37, 32}, {37, 256}, {300, 1000}, {16, 2048}};
+  const struct { int rows, cols; } shapes[] = {{37, 67}, {37, 32}, {37, 256}, {300, 1000}, {16, 2048}, {8, 4096},
+                                               {128, 1000}, {256, 768}};
   const int ns[3] = {1, 7, 33};
   for (int di = 0; di < 2; di++)
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -203,19 +204,62 @@ static void test_fused(void) {
       for (int v = 0; v < 4; v++) check_fused(dts[di], col_list[ci], v & 1, v >> 1);
 }
 
+/* Split-K with q8/q4 weights (xpu_splitk.c) splits the unsplit GEMV's lanes, so its output must be that GEMV's
+ * bits (XPI_XPU_SPLITK=0), as matmul and as matmul_add, while taking one launch (the split kernel quantizes the
+ * input itself) where the unsplit path takes two (quant_act + GEMV). Shapes for zesim's 1024 hardware threads: 8 x
+ * 4096 (16 splits), 128 x 1000 (a partial last block; 8), 256 x 768 (tinyfortunes' down: 8, 24 blocks, so most
+ * lanes idle), 300 x 2500 (2), 1024 x 2048 (the 0.6B model's o_proj: 2), and 37 x 67 (too few columns: unsplit).
+ * check_matmul holds the same shapes' results to the CPU. */
+static void test_splitk(void) {
+  const struct { int rows, cols, splits; } shapes[] = {{8, 4096, 16}, {128, 1000, 8}, {256, 768, 8}, {300, 2500, 2},
+                                                      {1024, 2048, 2}, {37, 67, 0}};
+  const xpi_dtype dts[2] = {XPI_DT_Q8, XPI_DT_Q4};
+  for (int di = 0; di < 2; di++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+      for (int add = 0; add < 2; add++) {
+        const int rows = shapes[si].rows, cols = shapes[si].cols, bias = (int)(si + add) % 2;
+        float *wv = xt_randv((size_t)rows * cols), *x = xt_randv((size_t)cols), *bv = xt_randv(rows);
+        float *x0 = xt_randv(rows), *a = malloc((size_t)rows * 4), *c = malloc((size_t)rows * 4);
+        for (int k = 0; k < cols; k++) x[k] *= (float)(1 + k / 32 % 7); /* block scales differ */
+        xpi_weight w, b;
+        CHECK_OK(xpu->ops->weight_create(xpu, &w, wv, XPI_DT_F32, rows, cols, dts[di]));
+        CHECK_OK(xpu->ops->weight_create(xpu, &b, bv, XPI_DT_F32, 1, rows, XPI_DT_BF16));
+        void *xx = xt_up(xpu, x, (size_t)cols * 4), *o = xt_up(xpu, NULL, (size_t)rows * 4);
+        void *tmp = xt_up(xpu, NULL, (size_t)rows * 4);
+        char *what = xpi_test_strf("split-K %s %s [%d x %d] bias %d", add ? "matmul_add" : "matmul",
+                                   xpi_dtype_name(dts[di]), rows, cols, bias);
+        char *kname = xpi_test_strf("xpi_gemv_splitk_%s", xpi_dtype_name(dts[di]));
+        for (int split = 1; split >= 0; split--) {
+          if (!split) setenv("XPI_XPU_SPLITK", "0", 1);
+          CHECK_OK(xpu->ops->write(xpu, o, x0, (size_t)rows * 4));
+          xpi_perf_report r = {.struct_size = sizeof r};
+          CHECK_OK(xpi_xpu_perf_begin(xpu, &r));
+          if (add) CHECK_OK(xpu->ops->matmul_add(xpu, o, tmp, xx, &w, bias ? &b : NULL, 1));
+          else CHECK_OK(xpu->ops->matmul(xpu, o, xx, &w, bias ? &b : NULL, 1));
+          xpi_xpu_perf_end(xpu);
+          const int taken = split && shapes[si].splits > 0;
+          CHECK(xt_launches_of(&r, kname) == taken && r.launches == (taken || add ? 1 : 2),
+                "%s (split-K %s): %lld launches, %lld of %s", what, split ? "on" : "off", (long long)r.launches,
+                (long long)xt_launches_of(&r, kname), kname);
+          xt_down(xpu, split ? a : c, o, (size_t)rows * 4);
+          unsetenv("XPI_XPU_SPLITK");
+        }
+        CHECK(!memcmp(a, c, (size_t)rows * 4), "%s: not the unsplit GEMV's bits", what);
+        free(what), free(kname), free(wv), free(x), free(bv), free(x0), free(a), free(c);
+        xpu->ops->weight_free(xpu, &w), xpu->ops->weight_free(xpu, &b);
+        xpu->ops->free(xpu, xx), xpu->ops->free(xpu, o), xpu->ops->free(xpu, tmp);
+      }
+}
+
 int main(void) {
-  int rc = xt_open_xpu("xpu:0", &xpu);
+  int rc = xt_open_pair(&cpu, &xpu); /* the CPU's scalar kernels: the reference */
   if (rc) return rc == 77 ? 77 : xpi_test_done();
-  xpi_backend_config cc = {.device = "cpu", .n_threads = 2, .use_kernels = 0}; /* the scalar reference */
-  CHECK_OK(xpi_backend_cpu_create(&cc, &cpu));
-  if (!cpu) return xpi_test_done();
   printf("xpu:0 kernel tier: %s\n", xpi_xpu_tier(xpu));
   test_matmul();
   test_fused();
+  test_splitk();
   test_errors();
   test_bytes();
   printf("largest |xpu - cpu| / bound: %.3g\n", g_worst);
-  cpu->ops->destroy(cpu);
-  xpu->ops->destroy(xpu);
-  return xpi_test_done();
+  return xt_close_pair(cpu, xpu);
 }

@@ -29,24 +29,6 @@ static zesim_get_counters_fn counters_fn(void) {
   return f;
 }
 
-/* Greedy generation of `len` new tokens after the first golden prompt; the ids into out. */
-static void generate(xpi_model *m, const int32_t *ids, int n, int len, collected *out) {
-  xpi_request *r = NULL;
-  xpi_request_options ro;
-  xpi_request_options_default(&ro);
-  ro.n_ctx = 128;
-  CHECK_OK(xpi_request_create(m, &ro, &r));
-  xpi_gen_options go;
-  xpi_gen_options_default(&go);
-  go.greedy = 1;
-  go.ignore_eos = 1;
-  go.max_new_tokens = len;
-  out->n = 0;
-  xpi_gen_result res = {.struct_size = sizeof res};
-  if (r) CHECK_OK(xpi_request_generate(r, ids, (size_t)n, &go, collect, out, &res));
-  xpi_request_free(r);
-}
-
 typedef struct step_counts {
   double executes, immediate_cmds, copies, host_syncs, bytes_read, replays;
 } step_counts;
@@ -57,10 +39,10 @@ static void decode_step_counts(xpi_model *m, zesim_get_counters_fn fn, const int
   uint64_t br[4], l, rp[4];
   collected a, b;
   fn(&c[0]), br[0] = xpi_xpu_bytes_read(m->backends[0]), xpi_xpu_replayed_launches(m->backends[0], &l, &rp[0]);
-  generate(m, ids, n, SHORT, &a);
+  generate_ids(m, ids, n, SHORT, 0, 128, &a);
   fn(&c[1]), br[1] = xpi_xpu_bytes_read(m->backends[0]), xpi_xpu_replayed_launches(m->backends[0], &l, &rp[1]);
   fn(&c[2]), br[2] = br[1], rp[2] = rp[1];
-  generate(m, ids, n, LONG, &b);
+  generate_ids(m, ids, n, LONG, 0, 128, &b);
   fn(&c[3]), br[3] = xpi_xpu_bytes_read(m->backends[0]), xpi_xpu_replayed_launches(m->backends[0], &l, &rp[3]);
   CHECK(a.n == SHORT && b.n == LONG && memcmp(a.ids, b.ids, SHORT * sizeof *a.ids) == 0,
         "the two generations disagree on their common prefix");

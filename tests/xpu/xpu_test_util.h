@@ -94,6 +94,20 @@ static inline int xt_open_pair(xpi_backend **cpu, xpi_backend **xpu) {
   return 1;
 }
 
+/* Launches of kernel `name` in a performance-model report (xpi_xpu_perf_begin .. end): which kernels an op took. */
+static inline int64_t xt_launches_of(const xpi_perf_report *r, const char *name) {
+  for (int k = 0; k < r->n_kernels; k++)
+    if (!strcmp(r->kernels[k].name, name)) return r->kernels[k].launches;
+  return 0;
+}
+
+/* Destroys the pair of xt_open_pair; the test's exit code. */
+static inline int xt_close_pair(xpi_backend *cpu, xpi_backend *xpu) {
+  cpu->ops->destroy(cpu);
+  xpu->ops->destroy(xpu);
+  return xpi_test_done();
+}
+
 /* Bound on how far a q8/q4 matmul output y = x . W[r] may differ between the XPU and the CPU oracle. Both compute
  * y = sum over blocks b of d_b * dx_b * s_b with the same exact int32 block dots s_b (the same weight quants;
  * activation quants made by the same arithmetic, both divisions correctly rounded: tests/xpu/test_xpu_quant.c

@@ -29,6 +29,16 @@ if(TARGET test_xpu_model)
 else()
   list(REMOVE_ITEM XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_model)
 endif()
+# Not here: test_xpu_quant_model (q8/q4 models against the CPU's --quant). Over this runtime (XPI_CPU_ISA=avx2 as
+# in tests/xpu, 2026-12-02) tinyfortunes --quant q4 fails it, deterministically, with or without split-K
+# (XPI_XPU_SPLITK=0): on the tuned tier the first-token logprob of 'The meaning of life is' is 0.0348 from the
+# CPU's (bound 0.02) and greedy ids part at step 6 (CPU logits 0.10 apart) and, for 'Love is', at step 13 (0.051
+# apart, near-tie bound 0.05); with XPI_XPU_TIER=portable only the 'Love is' parting remains (first token 0.0005).
+# The first-token error comes from xpi_rmsnorm_sg: with the portable rmsnorm on the tuned tier (an experiment) it
+# is 0.0005; its squares are summed in another order (16 lane sums, sub_group_reduce_add) than the portable
+# 64-wide tree and the CPU, and ulp changes of the normalised row move int8 activation quants. The step-6 parting
+# stays with the portable rmsnorm, so another tuned kernel also differs here (not traced: the tuned q8/q4 GEMVs
+# against the portable ones, bit for bit, on this compiler is the next check).
 # q8/q4 weights (issue 17): the portable integer kernels built by Intel's compiler (OpenCL lets f32 division be
 # off by 2.5 ulp; matmul_q.cl's xpi_div_rn keeps the activation quants the CPU's on any compiler)
 add_test(NAME xpu_intel/test_xpu_quant COMMAND test_xpu_quant)

@@ -51,6 +51,30 @@ static inline int64_t xpi_q_nblocks(int64_t cols) { return (cols + XPI_QK - 1) /
 /* Bytes of quants of one row (Q8: nb*32, Q4: nb*16). */
 int64_t xpi_q_row_bytes(xpi_dtype dt, int64_t cols);
 
+/* How a backend places a quantized [rows, cols] weight in one allocation (the CPU's arena block, the XPU's device
+ * buffer): the quants (qbytes) from the start, the half scales (dbytes) from qpad, qbytes rounded up to 64. */
+typedef struct xpi_q_layout {
+  uint64_t qbytes, dbytes, qpad;
+} xpi_q_layout;
+static inline xpi_q_layout xpi_q_layout_of(xpi_dtype dt, int64_t rows, int64_t cols) {
+  xpi_q_layout l;
+  l.qbytes = (uint64_t)rows * (uint64_t)xpi_q_row_bytes(dt, cols);
+  l.dbytes = (uint64_t)rows * (uint64_t)xpi_q_nblocks(cols) * 2;
+  l.qpad = (l.qbytes + 63) & ~(uint64_t)63;
+  return l;
+}
+/* *w: the quantized weight placed in buf as l lays it out (scales at buf + qpad; bytes: quants + scales). */
+static inline void xpi_q_weight_record(xpi_weight *w, xpi_dtype dt, int64_t rows, int64_t cols, unsigned char *buf,
+                                       const xpi_q_layout *l) {
+  w->dtype = dt;
+  w->rows = rows;
+  w->cols = cols;
+  w->data = buf;
+  w->aux = buf + l->qpad;
+  w->owned = buf;
+  w->bytes = (size_t)(l->qbytes + l->dbytes);
+}
+
 
 /* Quantizes rows x cols weights given in src_dtype (f32/f16/bf16, unaligned ok) into qs and d (sizes as
  * above). Fails (XPI_ERR_INVALID_ARGUMENT naming row/col) on a non-finite weight or one beyond the

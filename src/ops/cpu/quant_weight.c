@@ -41,8 +41,8 @@ xpi_status xpi_cpu_quantize_weight(xpi_pool *pool, xpi_weight *w, const void *sr
   if (rows <= 0 || cols <= 0 || rows > INT64_MAX / 2 / cols)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "cpu: bad weight shape [%lld, %lld]", (long long)rows, (long long)cols);
   const int64_t rb = xpi_q_row_bytes(want, cols), nb = xpi_q_nblocks(cols);
-  const uint64_t qbytes = (uint64_t)rows * (uint64_t)rb, dbytes = (uint64_t)rows * (uint64_t)nb * 2;
-  const uint64_t qpad = (qbytes + 63) & ~(uint64_t)63, total = (qpad + dbytes + 63) & ~(uint64_t)63;
+  const xpi_q_layout l = xpi_q_layout_of(want, rows, cols);
+  const uint64_t qpad = l.qpad, total = (qpad + l.dbytes + 63) & ~(uint64_t)63;
   if (total > SIZE_MAX / 2)
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: quantized weight [%lld, %lld] is too large", (long long)rows,
                    (long long)cols);
@@ -60,12 +60,6 @@ xpi_status xpi_cpu_quantize_weight(xpi_pool *pool, xpi_weight *w, const void *sr
                      xpi_dtype_name(want));
     }
   }
-  w->dtype = want;
-  w->rows = rows;
-  w->cols = cols;
-  w->data = buf;
-  w->aux = buf + qpad;
-  w->owned = buf;
-  w->bytes = (size_t)(qbytes + dbytes);
+  xpi_q_weight_record(w, want, rows, cols, buf, &l);
   return XPI_OK;
 }

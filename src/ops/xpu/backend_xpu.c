@@ -114,6 +114,18 @@ xpi_status xpu_launch(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy, ui
 
 static int is_float(xpi_dtype dt) { return dt == XPI_DT_F32 || dt == XPI_DT_F16 || dt == XPI_DT_BF16; }
 
+xpi_status xpu_weight_alloc(xpi_backend *be, size_t bytes, int64_t rows, int64_t cols, xpi_dtype dt, void **buf) {
+  *buf = xpu_alloc(be, bytes);
+  if (*buf) return XPI_OK;
+  return xpi_err_prefix(XPI_ERR_OUT_OF_MEMORY, "placing a [%lld, %lld] %s weight: ", (long long)rows, (long long)cols,
+                        xpi_dtype_name(dt));
+}
+
+xpi_status xpu_weight_placed(xpi_backend *be, xpi_status s, void *buf) {
+  if (s != XPI_OK) xpu_free(be, buf);
+  return s;
+}
+
 static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype, int64_t rows,
                                     int64_t cols, xpi_dtype want) {
   memset(w, 0, sizeof *w);
@@ -128,9 +140,8 @@ static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
                    (long long)cols);
   size_t count = (size_t)(rows * cols);
   size_t bytes = count * xpi_dtype_size(want);
-  void *buf = xpu_alloc(be, bytes);
-  if (!buf) return xpi_err_prefix(XPI_ERR_OUT_OF_MEMORY, "placing a [%lld, %lld] %s weight: ", (long long)rows,
-                                  (long long)cols, xpi_dtype_name(want));
+  void *buf = NULL;
+  XPI_TRY(xpu_weight_alloc(be, bytes, rows, cols, want, &buf));
   xpi_status s;
   if (want == src_dtype) { /* bf16/f16 weights stay as they are */
     s = xpu_upload(be, buf, src, bytes);
@@ -145,10 +156,7 @@ static xpi_status xpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
     if (s == XPI_OK) s = xpu_sync(be);
     xpu_free(be, tmp);
   }
-  if (s != XPI_OK) {
-    xpu_free(be, buf);
-    return s;
-  }
+  XPI_TRY(xpu_weight_placed(be, s, buf));
   w->dtype = want;
   w->rows = rows;
   w->cols = cols;
@@ -294,6 +302,7 @@ static void xpu_destroy(xpi_backend *be) {
     xpu_free(be, im->scratch);
     xpu_free(be, im->partials);
     xpu_free(be, im->counters);
+    xpu_free(be, im->splitk_part);
     while (im->retired) {
       xpu_retired *r = im->retired;
       im->retired = r->next;

@@ -29,6 +29,8 @@ typedef enum xpu_kid {
   /* tuned tier: q8/q4 decode GEMV and its fused forms with block reads (kernels/tuned/gemv_q_sg.cl), the portable
    * ones' bits */
   XK_GEMV_SG_Q8, XK_GEMV_SG_Q4, XK_GEMV3_SG_Q8, XK_GEMV3_SG_Q4, XK_GEMV_GLU_SG_Q8, XK_GEMV_GLU_SG_Q4,
+  /* portable tier: split-K decode GEMV for matrices with few rows (kernels/portable/gemv_splitk.cl, xpu_splitk.c) */
+  XK_GEMV_SPLITK_F32, XK_GEMV_SPLITK_F16, XK_GEMV_SPLITK_BF16, XK_GEMV_SPLITK_Q8, XK_GEMV_SPLITK_Q4,
   /* DPAS tier: q8/q4 prefill GEMM with int8 DPAS (kernels/common/xpi_gemm_dpas_q.h), the portable GEMM's bits */
   XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4,
   /* tuned tier: q8/q4 prefill GEMM in registers (kernels/tuned/gemm_q_sg.cl), the portable GEMM's bits */
@@ -118,6 +120,7 @@ typedef struct xpu_impl {
   void *partials;                        /* split kernels' partial results (xpu_partials) */
   size_t partials_bytes;
   int32_t *counters;                     /* split kernels' completion counts (xpu_counters_init) */
+  float *splitk_part;                    /* split-K GEMV partial sums, XPU_SPLITK_PART floats (xpu_counters_init) */
   xpu_retired *retired;
   uint64_t bytes_read;                   /* device-to-host bytes through read() (tests check the decode step) */
   xpi_perf_report *perf;                 /* launches counted here when set (xpu_perf.c) */
@@ -170,9 +173,19 @@ xpi_status xpu_scratch(xpi_backend *be, size_t bytes, void **out);
 xpi_status xpu_partials(xpi_backend *be, size_t bytes, void **out);
 /* im->counters: XPU_COUNTERS zeroed ints (at backend creation; outside any recording). A split kernel's last
  * work-group finds itself by an atomic count there and sets it back to zero: [0, XPU_SDPA_COUNTERS) for sdpa
- * (one per KV head x head chunk), the rest for argmax (one per row). */
-#define XPU_COUNTERS 4096
+ * (one per KV head x head chunk), the next XPU_ARGMAX_COUNTERS for argmax (one per row), the last
+ * XPU_SPLITK_COUNTERS for the split-K GEMV (one per row block: 8 rows, q8/q4 `splits` rows). With them,
+ * im->splitk_part: the split-K GEMV's partial sums, a fixed XPU_SPLITK_PART floats allocated with the backend, so
+ * the memory plan (which reads the device's free memory after the backends exist) has counted it and no recording
+ * regrows it. */
 #define XPU_SDPA_COUNTERS 2048
+#define XPU_ARGMAX_COUNTERS 2048
+#define XPU_SPLITK_COUNTERS 2048
+#define XPU_COUNTERS (XPU_SDPA_COUNTERS + XPU_ARGMAX_COUNTERS + XPU_SPLITK_COUNTERS)
+#define XPU_SPLITK_ROWS 8     /* rows a split-K work-group computes (XPI_SKR) */
+#define XPU_SPLITK_MAX 16     /* most splits of a row */
+#define XPU_SPLITK_MAXROWS 4096 /* rows a split-K GEMV takes at most */
+#define XPU_SPLITK_PART ((size_t)XPU_SPLITK_MAXROWS * XPU_SPLITK_MAX)
 xpi_status xpu_counters_init(xpi_backend *be);
 xpi_status xpu_sync(xpi_backend *be);
 xpi_status xpu_sync_imm(xpi_backend *be);
@@ -238,10 +251,22 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
                           const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
 
+/* Placing a weight (backend_xpu.c, for the float and the q8/q4 paths): device memory for a [rows, cols] weight
+ * of dtype dt (out of memory: a status naming the weight); and the end of an upload into buf, which frees buf
+ * when s is a failure and returns s. */
+xpi_status xpu_weight_alloc(xpi_backend *be, size_t bytes, int64_t rows, int64_t cols, xpi_dtype dt, void **buf);
+xpi_status xpu_weight_placed(xpi_backend *be, xpi_status s, void *buf);
+
 /* q8/q4 weights (xpu_quant.c): placement at load, and the matmul over them. */
 xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *src, xpi_dtype src_dtype,
                                    int64_t rows, int64_t cols, xpi_dtype want);
 xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
                         int32_t n);
+
+/* Split-K decode GEMV (xpu_splitk.c): the splits of the columns a [rows, cols] weight of dtype dt gets at n = 1 on
+ * this device (1: the unsplit GEMV fills it); and the launch computing out (+)= in . W^T (+ bias) that way. */
+int xpu_splitk_splits(const xpi_backend *be, xpi_dtype dt, int64_t rows, int64_t cols);
+xpi_status xpu_gemv_splitk(xpi_backend *be, float *out, const float *in, const xpi_weight *w, const xpi_weight *bias,
+                           int splits, int accumulate);
 
 #endif

@@ -47,6 +47,9 @@ static const struct {
   [XK_GEMV_SG_Q8] = {"xpi_gemv_sg_q8", 1}, [XK_GEMV_SG_Q4] = {"xpi_gemv_sg_q4", 1},
   [XK_GEMV3_SG_Q8] = {"xpi_gemv3_sg_q8", 1}, [XK_GEMV3_SG_Q4] = {"xpi_gemv3_sg_q4", 1},
   [XK_GEMV_GLU_SG_Q8] = {"xpi_gemv_glu_sg_q8", 1}, [XK_GEMV_GLU_SG_Q4] = {"xpi_gemv_glu_sg_q4", 1},
+  [XK_GEMV_SPLITK_F32] = {"xpi_gemv_splitk_f32", 0}, [XK_GEMV_SPLITK_F16] = {"xpi_gemv_splitk_f16", 0},
+  [XK_GEMV_SPLITK_BF16] = {"xpi_gemv_splitk_bf16", 0}, [XK_GEMV_SPLITK_Q8] = {"xpi_gemv_splitk_q8", 0},
+  [XK_GEMV_SPLITK_Q4] = {"xpi_gemv_splitk_q4", 0},
   [XK_GEMM_DPAS_Q8] = {"xpi_gemm_dpas_q8", 2}, [XK_GEMM_DPAS_Q4] = {"xpi_gemm_dpas_q4", 2},
   [XK_GEMM_SG_Q8] = {"xpi_gemm_sg_q8", 1},     [XK_GEMM_SG_Q4] = {"xpi_gemm_sg_q4", 1},
 };

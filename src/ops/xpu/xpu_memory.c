@@ -280,5 +280,10 @@ xpi_status xpu_counters_init(xpi_backend *be) {
   im->counters = xpu_alloc(be, sizeof zero);
   if (!im->counters) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: no device memory for %zu bytes of split counters",
                                     be->device, sizeof zero);
-  return xpu_write(be, im->counters, zero, sizeof zero);
+  XPI_TRY(xpu_write(be, im->counters, zero, sizeof zero));
+  im->splitk_part = xpu_alloc(be, XPU_SPLITK_PART * sizeof(float)); /* written before read by every launch */
+  if (!im->splitk_part)
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: no device memory for %zu bytes of split-K partial sums", be->device,
+                   XPU_SPLITK_PART * sizeof(float));
+  return XPI_OK;
 }

@@ -79,7 +79,9 @@ xpi_status xpu_matmul(xpi_backend *be, float *out, const float *in, const xpi_we
   const void *wd = w->data, *bd = bias ? bias->data : w->data;
   xpu_arg a[] = {XA(out), XA(in), XA(wd), XA(bd), XA(bdt), XA(has_bias), XA(rows), XA(cols), XA(n)};
   int di = w->dtype == XPI_DT_F32 ? 0 : w->dtype == XPI_DT_F16 ? 1 : 2;
-  if (n == 1) { /* decode: GEMV */
+  if (n == 1) { /* decode: GEMV (split-K where the rows are too few to fill the device: xpu_splitk.c) */
+    int splits = xpu_splitk_splits(be, w->dtype, rows, cols);
+    if (splits > 1) return xpu_gemv_splitk(be, out, in, w, bias, splits, 0);
     static const xpu_kid sg[3] = {XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16};
     static const xpu_kid pk[3] = {XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16};
     if (cols % 128 == 0 && tuned_ok(be, sg[di])) /* block reads: 128-element, 16-byte aligned steps */
@@ -221,7 +223,7 @@ xpi_status xpu_argmax(xpi_backend *be, int32_t *out, const float *x, int32_t row
   if (rows <= 0) return XPI_OK;
   if (cols <= 0) return xpi_err(XPI_ERR_INTERNAL, "%s: argmax over %d columns", be->device, cols);
   /* a work-group per 4096 columns of a row (at most 64; xpi_argmax), while the rows have counters */
-  int blocks = rows > XPU_COUNTERS - XPU_SDPA_COUNTERS ? 1 : cols / 4096 < 1 ? 1 : cols / 4096 > 64 ? 64 : cols / 4096;
+  int blocks = rows > XPU_ARGMAX_COUNTERS ? 1 : cols / 4096 < 1 ? 1 : cols / 4096 > 64 ? 64 : cols / 4096;
   void *part = im_of(be)->counters; /* unused when blocks = 1 */
   if (blocks > 1) XPI_TRY(xpu_partials(be, (size_t)rows * (size_t)blocks * 3 * sizeof(float), &part));
   int32_t *cnt = im_of(be)->counters + XPU_SDPA_COUNTERS;
@@ -414,6 +416,9 @@ xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in
   int fusable = n == 1;
   XPI_TRY(check_fused(be, w, bias, "matmul_add", &fusable));
   if (n <= 0) return XPI_OK;
+  const int fq = n == 1 && (fusable || ((w->dtype == XPI_DT_Q8 || w->dtype == XPI_DT_Q4) && w->aux));
+  const int splits = fq ? xpu_splitk_splits(be, w->dtype, w->rows, w->cols) : 1;
+  if (splits > 1) return xpu_gemv_splitk(be, x, in, w, bias, splits, 1); /* the residual add as the merge's epilogue */
   if (fusable || (n == 1 && q_fusable(w))) {
     const xpi_weight *bs[1] = {bias};
     if (!fusable) return gemv3_q(be, 1, &x, in, NULL, 0.0f, NULL, &w, bias ? bs : NULL, 1);

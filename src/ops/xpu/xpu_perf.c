@@ -29,6 +29,7 @@ static double weight_size(xpu_kid kid) {
   switch (kid) {
     case XK_GEMV_F16: case XK_GEMM_F16: case XK_GEMV_SG_F16: return 2;
     case XK_GEMV_BF16: case XK_GEMM_BF16: case XK_GEMV_SG_BF16: case XK_GEMM_DPAS_BF16: return 2;
+    case XK_GEMV_SPLITK_F16: case XK_GEMV_SPLITK_BF16: return 2;
     case XK_GEMV3_F16: case XK_GEMV3_SG_F16: case XK_GEMV_GLU_F16: case XK_GEMV_GLU_SG_F16: return 2;
     case XK_GEMV3_BF16: case XK_GEMV3_SG_BF16: case XK_GEMV_GLU_BF16: case XK_GEMV_GLU_SG_BF16: return 2;
     default: return 4;
@@ -68,6 +69,8 @@ static int expected_args(xpu_kid kid) {
     case XK_GEMV_GLU_Q8: case XK_GEMV_GLU_Q4: case XK_GEMV_GLU_SG_Q8: case XK_GEMV_GLU_SG_Q4: return 13;
     case XK_SDPA: return 23;
     case XK_EAGER: case XK_FLASH: return 17;
+    case XK_GEMV_SPLITK_F32: case XK_GEMV_SPLITK_F16: case XK_GEMV_SPLITK_BF16: return 13;
+    case XK_GEMV_SPLITK_Q8: case XK_GEMV_SPLITK_Q4: return 13;
     default: return -1;
   }
 }
@@ -234,6 +237,20 @@ xpi_status xpu_perf_count(xpi_backend *be, xpu_kid kid, uint32_t gx, uint32_t gy
       double bias = !glu && I32(14) ? rows * dsize(I32(13)) : 0, acc = !glu && I32(23) ? rows * 4 : 0;
       rd = (glu ? 2 : 1) * rows * wrow + cols * 4 + norm + bias + acc, wr = rows * 4;
       fl = (glu ? 4 : 2) * rows * cols;
+      break;
+    }
+    case XK_GEMV_SPLITK_F32: case XK_GEMV_SPLITK_F16: case XK_GEMV_SPLITK_BF16:
+    case XK_GEMV_SPLITK_Q8: case XK_GEMV_SPLITK_Q4: {
+      /* the GEMV's weight bytes (q8/q4: quants + half scales) and input row (f32; the q8/q4 kernels quantize
+       * their chunk in local memory), plus each row's partial sums out and back (rows x splits f32) and the output
+       * read back when accumulating (o_proj/down's residual add) */
+      const int q4 = kid == XK_GEMV_SPLITK_Q4, q = q4 || kid == XK_GEMV_SPLITK_Q8;
+      double rows = I32(q ? 7 : 6), cols = I32(q ? 8 : 7), splits = I32(9);
+      double nb = (double)((I32(q ? 8 : 7) + XPI_QK - 1) / XPI_QK);
+      double wbytes = q ? rows * nb * ((q4 ? XPI_QK / 2 : XPI_QK) + 2) : rows * cols * weight_size(kid);
+      double bias = I32(q ? 6 : 5) ? rows * dsize(I32(q ? 5 : 4)) : 0, acc = I32(10) ? rows * 4 : 0;
+      rd = wbytes + cols * 4 + bias + acc + rows * splits * 4, wr = rows * 4 + rows * splits * 4;
+      fl = 2 * rows * cols + rows * splits;
       break;
     }
     case XK_KV_STORE: { /* k and v rows of gz tokens into the cache (f32 in, KV dtype out) */

@@ -26,9 +26,8 @@ xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *s
   if (rows <= 0 || cols <= 0 || rows > INT32_MAX || cols > INT32_MAX)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "%s: bad quantized weight shape [%lld, %lld]", be->device,
                    (long long)rows, (long long)cols);
-  const int64_t rb = xpi_q_row_bytes(want, cols), nb = xpi_q_nblocks(cols);
-  const uint64_t qbytes = (uint64_t)rows * (uint64_t)rb, dbytes = (uint64_t)rows * (uint64_t)nb * 2;
-  const uint64_t qpad = align64(qbytes), total = qpad + dbytes;
+  const xpi_q_layout l = xpi_q_layout_of(want, rows, cols);
+  const uint64_t qbytes = l.qbytes, qpad = l.qpad, total = qpad + l.dbytes;
   if (total > SIZE_MAX / 2)
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "%s: quantized weight [%lld, %lld] is too large", be->device,
                    (long long)rows, (long long)cols);
@@ -42,25 +41,12 @@ xpi_status xpu_quant_weight_create(xpi_backend *be, xpi_weight *w, const void *s
     free(host);
     return xpi_err_prefix(s, "%s: ", be->device);
   }
-  unsigned char *buf = xpu_alloc(be, (size_t)total);
-  if (!buf) {
-    free(host);
-    return xpi_err_prefix(XPI_ERR_OUT_OF_MEMORY, "placing a [%lld, %lld] %s weight: ", (long long)rows,
-                          (long long)cols, xpi_dtype_name(want));
-  }
-  s = xpu_upload(be, buf, host, (size_t)total);
+  unsigned char *buf = NULL;
+  s = xpu_weight_alloc(be, (size_t)total, rows, cols, want, (void **)&buf);
+  if (s == XPI_OK) s = xpu_upload(be, buf, host, (size_t)total);
   free(host);
-  if (s != XPI_OK) {
-    xpu_free(be, buf);
-    return s;
-  }
-  w->dtype = want;
-  w->rows = rows;
-  w->cols = cols;
-  w->data = buf;
-  w->aux = buf + qpad;
-  w->owned = buf;
-  w->bytes = (size_t)(qbytes + dbytes); /* as the CPU counts it: quants + scales */
+  XPI_TRY(xpu_weight_placed(be, s, buf));
+  xpi_q_weight_record(w, want, rows, cols, buf, &l); /* bytes as the CPU counts them: quants + scales */
   return XPI_OK;
 }
 
@@ -69,6 +55,10 @@ xpi_status xpu_matmul_q(xpi_backend *be, float *out, const float *in, const xpi_
   if (!w->aux) return xpi_err(XPI_ERR_INTERNAL, "%s: matmul: %s weight without scales", be->device,
                               xpi_dtype_name(w->dtype));
   const int rows = (int)w->rows, cols = (int)w->cols, nb = (int)xpi_q_nblocks(cols);
+  if (n == 1) { /* few rows: split-K, which quantizes the input blocks it reads itself (one launch) */
+    const int splits = xpu_splitk_splits(be, w->dtype, rows, cols);
+    if (splits > 1) return xpu_gemv_splitk(be, out, in, w, bias, splits, 0);
+  }
   const uint64_t xq_bytes = align64((uint64_t)n * (uint64_t)nb * XPI_QK), dx_bytes = (uint64_t)n * nb * 4;
   void *scr = NULL;
   XPI_TRY(xpu_scratch(be, (size_t)(xq_bytes + dx_bytes), &scr));
