@@ -90,12 +90,7 @@ int8 __attribute__((overloadable)) intel_sub_group_i8_i8_matrix_mad_k32(xpi_dpas
       const float8 v = wd * xd * convert_float8(s); /* (d * dx) * dot, as xpi_qtile_block */                \
       acc += v; /* a separate statement: never contracted with the products */                              \
     }                                                                                                        \
-    if (!row_ok) return;                                                                                     \
-    const float bv = has_bias ? xpi_load(bias, bdt, r) : 0.0f;                                               \
-    float res[XPI_DM];                                                                                       \
-    vstore8(acc, 0, res);                                                                                    \
-    for (int m = 0; m < XPI_DM; m++)                                                                         \
-      if (t0 + m < n) out[(ulong)(t0 + m) * rows + r] = res[m] + bv;                                         \
+    if (row_ok) xpi_qtile8_store(out, acc, bias, bdt, has_bias, r, t0, n, rows);                          \
   }
 XPI_GEMM_DPAS_Q(q8, XPI_QK, char)
 XPI_GEMM_DPAS_Q(q4, XPI_QK / 2, uchar)

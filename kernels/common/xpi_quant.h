@@ -7,6 +7,8 @@
 #ifndef XPI_QUANT_H
 #define XPI_QUANT_H
 
+#include "xpi_cl.h" /* xpi_load */
+
 #define XPI_QK 32
 
 /* Integer dot of one weight block with an activation block (both 32 quants): xpi_qdot_q8/q4 with the activation
@@ -54,6 +56,17 @@ static inline int8 xpi_qb_q4(const global uchar *wq) {
   const uchar16 v = *(const global uchar16 *)wq;
   const char16 lo = as_char16(v & (uchar)15) - (char)8, hi = as_char16(v >> (uchar)4) - (char)8;
   return (int8)(as_int4(lo), as_int4(hi));
+}
+
+/* The epilogue of the one-row-per-lane q8/q4 prefill GEMMs (kernels/tuned/gemm_q_sg.cl, xpi_gemm_dpas_q.h): lane
+ * row r's sums of tokens t0 .. t0 + 7 (those < n) plus its bias into out[t][r]. */
+static inline void xpi_qtile8_store(global float *out, float8 acc, const global void *bias, int bdt, int has_bias,
+                                    int r, int t0, int n, int rows) {
+  const float bv = has_bias ? xpi_load(bias, bdt, r) : 0.0f;
+  float res[8];
+  vstore8(acc, 0, res);
+  for (int m = 0; m < 8; m++)
+    if (t0 + m < n) out[(ulong)(t0 + m) * rows + r] = res[m] + bv;
 }
 
 /* One weight quant (signed) of a staged block: q8 element j; q4 byte j % 16, low nibble for j < 16. */
