@@ -42,6 +42,8 @@ endif()
 # q8/q4 weights (issue 17): the portable integer kernels built by Intel's compiler (OpenCL lets f32 division be
 # off by 2.5 ulp; matmul_q.cl's xpi_div_rn keeps the activation quants the CPU's on any compiler)
 add_test(NAME xpu_intel/test_xpu_quant COMMAND test_xpu_quant)
+# the tuned q8/q4 decode/prefill path against the portable tier, bit for bit (test_xpu_intel_q_bits.c)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_q_bits)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_quant)
 # mixture-of-experts ops, q8/q4 experts included (issue 15): the expert GEMV and grouped GEMM by Intel's compiler
 add_test(NAME xpu_intel/test_xpu_moe COMMAND test_xpu_moe)
