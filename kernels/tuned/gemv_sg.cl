@@ -58,7 +58,7 @@ static inline float xpi_norm_inv_sg(const global float *x, int cols, int has_nor
     if (j + 2 * XPI_SG < cols) v = x[j + 2 * XPI_SG], s2 += v * v;
     if (j + 3 * XPI_SG < cols) v = x[j + 3 * XPI_SG], s3 += v * v;
   }
-  return rsqrt(xpi_sumsq_tree_sg(s0, s1, s2, s3) / (float)cols + eps);
+  return xpi_rms_inv(xpi_sumsq_tree_sg(s0, s1, s2, s3), cols, eps);
 }
 
 /* x[c0 + lane + 16k], k < 8, normalised as xpi_rmsnorm_sg writes it: x * inv * nw. */
@@ -218,6 +218,6 @@ kernel void xpi_rmsnorm_sg(global float *out, global float *x, const global floa
     if (j + 2 * XPI_SG < d) xpi_rms_term_sg(x, residual, has_res, j + 2 * XPI_SG, &s2);
     if (j + 3 * XPI_SG < d) xpi_rms_term_sg(x, residual, has_res, j + 3 * XPI_SG, &s3);
   }
-  float inv = rsqrt(xpi_sumsq_tree_sg(s0, s1, s2, s3) / (float)d + eps);
+  float inv = xpi_rms_inv(xpi_sumsq_tree_sg(s0, s1, s2, s3), d, eps);
   for (int j = lane; j < d; j += XPI_SG) out[base + j] = x[j] * inv * xpi_load(w, wdt, j);
 }
