@@ -39,6 +39,8 @@ endif()
 # 64-wide tree and the CPU, and ulp changes of the normalised row move int8 activation quants. The step-6 parting
 # stays with the portable rmsnorm, so another tuned kernel also differs here (not traced: the tuned q8/q4 GEMVs
 # against the portable ones, bit for bit, on this compiler is the next check).
+add_test(NAME xpu_intel/test_xpu_quant_model COMMAND test_xpu_quant_model)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_quant_model)
 # q8/q4 weights (issue 17): the portable integer kernels built by Intel's compiler (OpenCL lets f32 division be
 # off by 2.5 ulp; matmul_q.cl's xpi_div_rn keeps the activation quants the CPU's on any compiler)
 add_test(NAME xpu_intel/test_xpu_quant COMMAND test_xpu_quant)
@@ -91,6 +93,8 @@ set_tests_properties(xpu_intel/test_xpu_ops PROPERTIES FAIL_REGULAR_EXPRESSION "
 if(TEST xpu_intel/test_xpu_model)
   set_tests_properties(xpu_intel/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu_intel;slow")
 endif()
+set_tests_properties(xpu_intel/test_xpu_quant_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu_intel;slow")
+set_property(TEST xpu_intel/test_xpu_quant_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")
 # zesim/test_zesim_intel (tests/zesim/tests.cmake, included after this file) runs on the same runtime: the same
 # suppressions, set once that test exists.
 if(XPI_INTEL_OPENCL_LIBDIR AND TARGET test_zesim)
