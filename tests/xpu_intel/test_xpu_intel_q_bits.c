@@ -6,7 +6,8 @@
  * divergence grows through the layers (tests/xpu/test_xpu_quant_model.c). Ops: rmsnorm (with and without the
  * residual add), the q8/q4 matmul at decode (n = 1: xpi_gemv_sg_q8/q4) and prefill (n = 7: xpi_gemm_sg_q8/q4),
  * matmul_multi / matmul_glu with the input's RMSNorm (the fused decode forms) and matmul_add. Shapes: cols 67 (a
- * partial block), 256, 576 (tinyfortunes-like hidden sizes), 2048 (runs of 16 blocks), rows 37 / 19. Fails where
+ * partial block), 256 (8 blocks: no full run of 16), 576 (18: a run and a partial one), 2048 (runs of 16 blocks),
+ * rows 37 / 19. Fails where
  * xpu:0 is not on the tuned tier (tests.cmake runs it on Intel's CPU OpenCL runtime). */
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
@@ -15,7 +16,7 @@
 
 static xpi_backend *tb, *pb; /* tuned, portable */
 
-/* Runs op on both backends' copies and compares n floats of the results. */
+/* The n floats at a_dev (tuned) and b_dev (portable) are the same bits. */
 static void same(const char *what, const void *a_dev, const void *b_dev, size_t n) {
   float *a = malloc(n * 4), *b = malloc(n * 4);
   xt_down(tb, a, a_dev, n * 4);
