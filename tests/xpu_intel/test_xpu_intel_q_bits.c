@@ -1,14 +1,14 @@
 /* The tuned tier's q8/q4 decode and prefill path gives the portable tier's bits (issue 17): xpu:0 runs the
  * Intel-tuned kernels, xpu:1 is opened with XPI_XPU_TIER=portable (the tier is chosen per device when it is first
- * acquired), and the same ops on the same inputs must give byte-identical outputs. This is what makes a q8/q4
- * model on a real Intel GPU produce the CPU's greedy ids: the activations are quantized to int8 after float
- * reductions (the RMSNorm's sum of squares), so one ulp of the normalised row can move a quant by one and the
+ * acquired), and the same ops on the same inputs must give byte-identical outputs, so that a q8/q4 model on a real
+ * Intel GPU gives the portable tier's tokens. The activations are quantized to int8 after float reductions (the
+ * RMSNorm's sum of squares and scale), so one ulp of the normalised row can move a quant by one and the
  * divergence grows through the layers (tests/xpu/test_xpu_quant_model.c). Ops: rmsnorm (with and without the
  * residual add), the q8/q4 matmul at decode (n = 1: xpi_gemv_sg_q8/q4) and prefill (n = 7: xpi_gemm_sg_q8/q4),
- * matmul_multi / matmul_glu with the input's RMSNorm (the fused decode forms) and matmul_add. Shapes: cols 67 (a
- * partial block), 256 (8 blocks: no full run of 16), 576 (18: a run and a partial one), 2048 (runs of 16 blocks),
- * rows 37 / 19. Fails where
- * xpu:0 is not on the tuned tier (tests.cmake runs it on Intel's CPU OpenCL runtime). */
+ * matmul_multi (alone and with the input's RMSNorm) and matmul_glu (with it): the fused decode forms, and
+ * matmul_add. Shapes: cols 67 (a partial block), 256 (8 blocks: no full run of 16), 576 (18: a run and a partial
+ * one), 2048 (runs of 16 blocks); rows 37 / 19. Fails where xpu:0 is not on the tuned tier (tests.cmake runs it on
+ * Intel's CPU OpenCL runtime). */
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
 #include "ops/xpu/xpu_backend.h"
