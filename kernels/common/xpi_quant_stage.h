@@ -1,29 +1,11 @@
 /* The activation side of the q8/q4 kernels, shared by the portable kernels (kernels/portable/matmul_q.cl) and the
- * tuned tier's (kernels/tuned/gemv_q_sg.cl) so that both quantize bit for bit alike: the correctly rounded
- * division of xpi_quant_act, and the fused decode forms' staging of one (normalised) input row in local memory
+ * tuned tier's (kernels/tuned/gemv_q_sg.cl) so that both quantize bit for bit alike (with xpi_cl.h's correctly
+ * rounded division, xpi_div_rn): the fused decode forms' staging of one (normalised) input row in local memory
  * with their work-group sum. Needs xpi_cl.h (xpi_load) and xpi_quant.h (XPI_QK) first. */
 #ifndef XPI_QUANT_STAGE_H
 #define XPI_QUANT_STAGE_H
 
 #define XPI_QWG 64
-
-/* a / b correctly rounded. OpenCL allows 2.5 ulp for f32 division unless the module is built with
- * -cl-fp32-correctly-rounded-divide-sqrt; the CPU's quotients are IEEE, and one ulp of 127/amax can move an
- * activation quant. The correctly rounded quotient is the candidate within a few ulps of the approximate one
- * whose residual a - q*b (fma: one rounding of a near-exact value) is smallest; ties cannot occur (a quotient of
- * two 24-bit significands is never a 25-bit midpoint unless b is a power of two, where division is exact). */
-static inline float xpi_div_rn(float a, float b) {
-  const float q0 = a / b;
-  float best = q0, be = fabs(fma(-q0, b, a)), up = q0, dn = q0;
-  for (int k = 0; k < 3; k++) {
-    up = nextafter(up, INFINITY);
-    dn = nextafter(dn, -INFINITY);
-    const float eu = fabs(fma(-up, b, a)), ed = fabs(fma(-dn, b, a));
-    if (eu < be) best = up, be = eu;
-    if (ed < be) best = dn, be = ed;
-  }
-  return best;
-}
 
 /* Fused decode forms (n = 1): the input row is quantized into local memory by every work-group; cols <= XPI_QMAXC
  * (the host checks). */
@@ -54,7 +36,7 @@ static void xpi_q_stage(local char *xq, local float *dxs, local float *red, cons
       float v = x[j];
       ss += v * v;
     }
-    inv = rsqrt(xpi_q_wg_sum(red, ss) / (float)cols + eps);
+    inv = xpi_rms_inv(xpi_q_wg_sum(red, ss), cols, eps);
   }
   for (int b = lid; b < nb; b += XPI_QWG) {
     const int c0 = b * XPI_QK, w = min(XPI_QK, cols - c0);

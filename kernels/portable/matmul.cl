@@ -87,7 +87,7 @@ static float xpi_mm_norm_inv(local float *red, const global float *xr, int cols,
     float v = xr[j];
     ss += v * v;
   }
-  return rsqrt(xpi_mm_wg_sum(red, ss) / (float)cols + eps);
+  return xpi_rms_inv(xpi_mm_wg_sum(red, ss), cols, eps);
 }
 
 /* (normalised) in . W[row] over the work-group (every work-item gets it; red is free again on return). */

@@ -35,7 +35,7 @@ kernel void xpi_rmsnorm(global float *out, global float *x, const global float *
     }
     ss += v * v;
   }
-  float inv = rsqrt(xpi_wg_sum(red, ss) / (float)d + eps);
+  float inv = xpi_rms_inv(xpi_wg_sum(red, ss), d, eps);
   for (int j = lid; j < d; j += XPI_NWG) out[base + j] = x[base + j] * inv * xpi_load(w, wdt, j);
 }
 

@@ -30,16 +30,35 @@ static inline float xpi_w_f16(const global void *w, ulong i) { return vload_half
 static inline float xpi_w_f32(const global void *w, ulong i) { return ((const global float *)w)[i]; }
 
 
-/* rsqrt(mean(x^2) + eps) of the row as xpi_rmsnorm_sg computes it (lane-strided squares, one sub-group sum),
- * or 1 without a norm (uniform branch). */
+/* The sum of squares of a row in the order of portable/norm.cl's xpi_rmsnorm (and the q8/q4 staging,
+ * xpi_q_stage), which is the CPU's: work-item i of 64 sums x[i + 64 k] in k order, then the 64 partials go
+ * through the halving tree (i += i + 32, then i + 16, 8, 4, 2, 1). One sub-group of 16 plays the 64 work-items:
+ * lane l keeps the partials of i = l, l + 16, l + 32, l + 48 (s0..s3, in registers), the tree's first two levels
+ * are lane-local (s0 + s2, s1 + s3, their sum), and the last four are xor shuffles (lanes l and l ^ m add the same
+ * two values, so every lane ends with the tree's result). Why the order matters: the q8/q4 path quantizes the
+ * normalised row to int8, and one ulp of it can move a quant (tests/xpu_intel/test_xpu_intel_q_bits.c). */
+static inline float xpi_sumsq_tree_sg(float s0, float s1, float s2, float s3) {
+  float b = (s0 + s2) + (s1 + s3);
+  b += intel_sub_group_shuffle_xor(b, 8);
+  b += intel_sub_group_shuffle_xor(b, 4);
+  b += intel_sub_group_shuffle_xor(b, 2);
+  b += intel_sub_group_shuffle_xor(b, 1);
+  return b;
+}
+
+/* rsqrt(mean(x^2) + eps) of the row as xpi_rmsnorm_sg computes it (the portable order, above), or 1 without a
+ * norm (uniform branch). */
 static inline float xpi_norm_inv_sg(const global float *x, int cols, int has_norm, float eps) {
   if (!has_norm) return 1.0f;
-  float ss = 0.0f;
-  for (int j = get_sub_group_local_id(); j < cols; j += XPI_SG) {
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+  for (int j = get_sub_group_local_id(); j < cols; j += 4 * XPI_SG) {
     float v = x[j];
-    ss += v * v;
+    s0 += v * v;
+    if (j + XPI_SG < cols) v = x[j + XPI_SG], s1 += v * v;
+    if (j + 2 * XPI_SG < cols) v = x[j + 2 * XPI_SG], s2 += v * v;
+    if (j + 3 * XPI_SG < cols) v = x[j + 3 * XPI_SG], s3 += v * v;
   }
-  return rsqrt(sub_group_reduce_add(ss) / (float)cols + eps);
+  return xpi_rms_inv(xpi_sumsq_tree_sg(s0, s1, s2, s3), cols, eps);
 }
 
 /* x[c0 + lane + 16k], k < 8, normalised as xpi_rmsnorm_sg writes it: x * inv * nw. */
@@ -172,23 +191,33 @@ XPI_GEMV_GLU_SG(bf16, 2)
 XPI_GEMV_GLU_SG(f16, 2)
 XPI_GEMV_GLU_SG(f32, 4)
 
-/* rmsnorm_forward as in portable/norm.cl, one sub-group per row: no local memory, no barriers.
- * Grid: n groups of 16. */
+/* x[j] (+= residual[j], written back), squared into *ss. */
+static inline void xpi_rms_term_sg(global float *x, const global float *residual, int has_res, int j, float *ss) {
+  float v = x[j];
+  if (has_res) {
+    v += residual[j];
+    x[j] = v;
+  }
+  *ss += v * v;
+}
+
+/* rmsnorm_forward as in portable/norm.cl, one sub-group per row: no local memory, no barriers; the sum of squares
+ * in the portable kernel's order (xpi_sumsq_tree_sg), so both tiers give the same bits. Grid: n groups of 16. */
 __attribute__((intel_reqd_sub_group_size(XPI_SG)))
 __attribute__((reqd_work_group_size(XPI_SG, 1, 1)))
 kernel void xpi_rmsnorm_sg(global float *out, global float *x, const global float *residual, int has_res,
                            const global void *w, int wdt, int d, float eps) {
   int lane = get_sub_group_local_id();
   ulong base = (ulong)get_group_id(0) * d;
-  float ss = 0.0f;
-  for (int j = lane; j < d; j += XPI_SG) {
-    float v = x[base + j];
-    if (has_res) {
-      v += residual[base + j];
-      x[base + j] = v;
-    }
-    ss += v * v;
+  x += base;
+  residual += base;
+  float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+  for (int j = lane; j < d; j += 4 * XPI_SG) {
+    xpi_rms_term_sg(x, residual, has_res, j, &s0);
+    if (j + XPI_SG < d) xpi_rms_term_sg(x, residual, has_res, j + XPI_SG, &s1);
+    if (j + 2 * XPI_SG < d) xpi_rms_term_sg(x, residual, has_res, j + 2 * XPI_SG, &s2);
+    if (j + 3 * XPI_SG < d) xpi_rms_term_sg(x, residual, has_res, j + 3 * XPI_SG, &s3);
   }
-  float inv = rsqrt(sub_group_reduce_add(ss) / (float)d + eps);
-  for (int j = lane; j < d; j += XPI_SG) out[base + j] = x[base + j] * inv * xpi_load(w, wdt, j);
+  float inv = xpi_rms_inv(xpi_sumsq_tree_sg(s0, s1, s2, s3), d, eps);
+  for (int j = lane; j < d; j += XPI_SG) out[base + j] = x[j] * inv * xpi_load(w, wdt, j);
 }

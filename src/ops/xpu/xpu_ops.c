@@ -250,9 +250,13 @@ xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, con
 
 /* ---- fused decode forms: one launch where n = 1 (the decode step), the separate ops otherwise. Each picks the
  * tier xpu_matmul would pick for the same weight (same cols rule), so the fused launch sums as the separate
- * GEMVs do and gives their bits; a norm goes into the launch only where the GEMV's tier matches the rmsnorm
- * kernel xpu_rmsnorm would use (the sub-group forms with xpi_rmsnorm_sg, the portable ones with xpi_rmsnorm), and
- * is a separate rmsnorm launch elsewhere. */
+ * GEMVs do and gives their bits; a float GEMV takes the norm into the launch only where its tier matches the
+ * rmsnorm kernel xpu_rmsnorm would use (the sub-group forms with xpi_rmsnorm_sg, the portable ones with
+ * xpi_rmsnorm), and has a separate rmsnorm launch elsewhere. The q8/q4 forms always take it (one launch less per
+ * norm on the tuned tier): both tiers stage the input row with the same code (kernels/common/xpi_quant_stage.h),
+ * whose sum of squares is xpi_rmsnorm's and xpi_rmsnorm_sg's order and whose scale is xpi_rms_inv's correctly
+ * rounded one, so the int8 activations are the same bits on either tier and with either norm kernel (issue 17;
+ * tests/xpu_intel/test_xpu_intel_q_bits.c). */
 
 static int gemv_di(const xpi_weight *w) { return w->dtype == XPI_DT_F32 ? 0 : w->dtype == XPI_DT_F16 ? 1 : 2; }
 
@@ -271,14 +275,14 @@ typedef struct fused_norm {
 } fused_norm;
 
 static xpi_status fused_norm_of(xpi_backend *be, int sg, const xpi_weight *norm, float eps, float *hbuf, int cols,
-                                const float **in, fused_norm *fn) {
+                                const float **in, fused_norm *fn) { /* sg < 0: always in the launch (q8/q4) */
   fn->nw = *in, fn->nwdt = 0, fn->has = 0, fn->eps = eps; /* never a NULL kernel argument */
   if (!norm) return XPI_OK;
   XPI_TRY(check_float_weight(be, norm, "fused rmsnorm"));
   if (norm->cols != cols)
     return xpi_err(XPI_ERR_INTERNAL, "%s: fused rmsnorm: weight has %lld elements, rows have %d", be->device,
                    (long long)norm->cols, cols);
-  if (sg != tuned_ok(be, XK_RMSNORM_SG)) { /* the rmsnorm kernel sums differently from this GEMV form */
+  if (sg >= 0 && sg != tuned_ok(be, XK_RMSNORM_SG)) { /* the rmsnorm kernel sums differently from this GEMV form */
     XPI_TRY(xpu_rmsnorm(be, hbuf, (float *)*in, NULL, norm, 1, cols, eps)); /* no residual: in is not written */
     *in = hbuf;
     return XPI_OK;
@@ -338,7 +342,7 @@ static xpi_status gemv3_q(xpi_backend *be, int count, float *const *outs, const 
                           int accumulate) {
   int has_bias = biases && biases[0], cols = (int)ws[0]->cols, bdt = has_bias ? (int)biases[0]->dtype : 0;
   fused_norm fn;
-  XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
+  XPI_TRY(fused_norm_of(be, -1, norm, eps, hbuf, cols, &in, &fn));
   float *o[3];
   const void *w[3], *d[3], *b[3];
   int r[3] = {0, 0, 0};
@@ -440,7 +444,7 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
   int rows = (int)gate->rows, cols = (int)gate->cols, ac = act == XPI_GLU_GELU_TANH ? 1 : 0;
   if (n == 1 && q_fusable(gate) && q_fusable(up) && gate->dtype == up->dtype) { /* quantized gate|up */
     fused_norm fn;
-    XPI_TRY(fused_norm_of(be, 0, norm, eps, hbuf, cols, &in, &fn));
+    XPI_TRY(fused_norm_of(be, -1, norm, eps, hbuf, cols, &in, &fn));
     const void *wg = gate->data, *wu = up->data, *dg = gate->aux, *du = up->aux;
     xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(dg), XA(du), XA(rows), XA(cols), XA(ac), XA(fn.nw),
                    XA(fn.nwdt), XA(fn.has), XA(fn.eps)};
