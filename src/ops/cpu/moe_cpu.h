@@ -6,8 +6,8 @@
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/matmul_cpu.h"
 
-xpi_status xpi_cpu_moe_route(int32_t *ids, float *wts, const float *logits, int32_t n, int32_t n_experts, int32_t k,
-                             int norm_topk);
+xpi_status xpi_cpu_moe_route(xpi_pool *pool, int32_t *ids, float *wts, const float *logits, int32_t n,
+                             int32_t n_experts, int32_t k, int norm_topk);
 xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out,
                               const float *in, int32_t in_k, const xpi_experts *e, const int32_t *ids, int32_t n,
                               int32_t k);
