@@ -5,8 +5,7 @@
  *   AMX_ZERO(t), AMX_LOAD(t, ptr, stride), AMX_STORE(t, ptr, stride), AMX_DPBF16(c, a, b), AMX_DPBSSD(c, a, b),
  *   AMX_RELEASE()                the tile instructions (tile numbers are literals)
  *   AMX_SCALE(S, C, D, dx)       S[r*32 + t] += D[r] * dx[t] * C[r*16 + t] for r, t < 16, as D[r] * (dx[t] * C) rounded in that order
- *   AMX_BF16_WEIGHTS, AMX_I8_WEIGHTS, AMX_I8_SCALES   the panel preparers (amx_layout.h signatures; the bf16 one
- *                                copies column chunks [k0, k1) of 32)
+ *   AMX_BF16_WEIGHTS, AMX_I8_WEIGHTS, AMX_I8_SCALES   the panel preparers (amx_layout.h signatures)
  *   AMX_STORE_BLOCK(Y, ldy, C, ldc, nr, nt)   Y[t*ldy + r] = C[r*ldc + t] for r < nr, t < nt (a transpose)
  * and gets amx_bf16_run and amx_i8_run (cpu_kernels.h's xpi_cpu_gemm run contract, i8 with the dtype first).
  * Layouts: amx_layout.h. Blocking: 2 x 2 result tiles (32 weight rows x 32 tokens) in tiles 0-3. */
@@ -25,33 +24,21 @@ static void amx_store_2x2(float *Y, int64_t ldy, const float *C, int ldc, int bo
   }
 }
 
-/* scratch: two weight panels in tile order (32 rows x kp bf16 each) and the four result tiles (f32) */
+/* scratch: the weight panel in tile order (32 rows x kp bf16) and the four result tiles (f32) */
 static size_t amx_bf16_scratch_bytes(int64_t cols) {
-  return (size_t)2 * 2 * XPI_AMX_TR * (size_t)xpi_amx_kp(cols) * 2 + 4 * 256 * sizeof(float);
+  return (size_t)2 * XPI_AMX_TR * (size_t)xpi_amx_kp(cols) * 2 + 4 * 256 * sizeof(float);
 }
-
-/* The next panel's chunk k copied while this panel's tile products of chunk k run (first token block only): the
- * copy's loads miss to memory, and issued among independent tile products they overlap them instead of stalling
- * the core before the panel's first product. Each expert's panel of a MoE prefill comes cold from memory and
- * serves only ~64 tokens, so copying a whole panel first left the tile unit idle for about as long as it then
- * worked (bench/2026-12-02-moe-cpu-jobs.md). */
-#define AMX_BF16_NEXT_CHUNK(k)                                                                                       \
-  do {                                                                                                               \
-    if (t == t0 && r + 2 * XPI_AMX_TR < r1) AMX_BF16_WEIGHTS(nxt, W, r + 2 * XPI_AMX_TR, nnr, cols, k, (k) + 1);   \
-  } while (0)
 
 static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux,
                          int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
   (void)aux, (void)n;
   const int64_t kp = xpi_amx_kp(cols), kc = kp / 32;
-  uint16_t *pad = scratch, *nxt = pad + 2 * XPI_AMX_TR * kp;
-  float *C = (float *)(nxt + 2 * XPI_AMX_TR * kp);
+  uint16_t *pad = scratch;
+  float *C = (float *)(pad + 2 * XPI_AMX_TR * kp);
   AMX_CONFIG(64, 16);
-  if (r0 < r1) AMX_BF16_WEIGHTS(pad, W, r0, r1 - r0 < 2 * XPI_AMX_TR ? (int)(r1 - r0) : 2 * XPI_AMX_TR, cols, 0, kc);
   for (int64_t r = r0; r < r1; r += 2 * XPI_AMX_TR) {
     const int nr = r1 - r < 2 * XPI_AMX_TR ? (int)(r1 - r) : 2 * XPI_AMX_TR;
-    const int64_t rn = r1 - r - 2 * XPI_AMX_TR;
-    const int nnr = rn <= 0 ? 0 : rn < 2 * XPI_AMX_TR ? (int)rn : 2 * XPI_AMX_TR; /* the next panel's rows */
+    AMX_BF16_WEIGHTS(pad, W, r, nr, cols); /* tile order, zero padded (amx_layout.h) */
     for (int32_t t = t0; t < t1; t += 2 * XPI_AMX_TT) {
       const uint16_t *b0 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
       const uint16_t *b1 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT + 1); /* past n: zero padding */
@@ -71,7 +58,6 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
             AMX_DPBF16(2, 5, 6);
             AMX_DPBF16(3, 5, 7);
           }
-          AMX_BF16_NEXT_CHUNK(k);
         }
         AMX_STORE(1, C + 256, 64);
         AMX_STORE(3, C + 768, 64);
@@ -85,14 +71,11 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
             AMX_DPBF16(0, 4, 6);
             AMX_DPBF16(2, 5, 6);
           }
-          AMX_BF16_NEXT_CHUNK(k);
         }
       AMX_STORE(0, C, 64);
       AMX_STORE(2, C + 512, 64);
       amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, C, 16, 512, 256, nr, t1 - t); /* tile q at C + 256 q */
     }
-    uint16_t *const sw = pad; /* the next panel is now the current one */
-    pad = nxt, nxt = sw;
   }
   AMX_RELEASE();
 }

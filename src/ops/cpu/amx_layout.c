@@ -27,8 +27,9 @@ void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int
   }
 }
 
-void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols, int64_t k0, int64_t k1) {
-  for (int64_t k = k0; k < k1; k++)
+void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols) {
+  const int64_t kc = xpi_amx_kp(cols) / 32;
+  for (int64_t k = 0; k < kc; k++)
     for (int i = 0; i < 2 * XPI_AMX_TR; i++) {
       uint16_t *o = pad + (k * 2 * XPI_AMX_TR + i) * 32;
       const int64_t m = i < nr ? (cols - k * 32 < 32 ? cols - k * 32 : 32) : 0;

@@ -57,9 +57,8 @@ static inline const uint16_t *xpi_amx_bf16_panel(const void *P, int64_t cols, in
 /* Tokens [t0, t1) of X (t0 a multiple of 32), and the zero padding after n when t1 == n. */
 void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 /* Rows [r, r+nr) of the bf16 weight matrix in tile order, pad[k][32 rows][32 columns] for each 32-column chunk k
- * (an A tile is then 1 KiB contiguous), zero padded past nr rows and cols columns: chunks k0 <= k < k1 (the
- * kernels copy the next panel a chunk at a time). */
-void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols, int64_t k0, int64_t k1);
+ * (an A tile is then 1 KiB contiguous), zero padded past nr rows and cols columns. */
+void xpi_amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols);
 
 /* ---- int8 */
 size_t xpi_amx_i8_pack_bytes(int32_t n, int64_t cols);

@@ -73,13 +73,13 @@ static void amx_i8_weights(xpi_dtype dt, int8_t *pw, const void *W, int64_t r, i
   }
 }
 
-/* amx_layout.h's tile-order bf16 weight panel (as xpi_amx_bf16_weights), chunks [k0, k1), a 64-byte chunk per
- * zmm: row by row, so that each row is read as one sequential stream (memcpy per chunk cost 12% of a 1-thread bf16
- * prefill). */
-static void amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols, int64_t k0, int64_t k1) {
+/* amx_layout.h's tile-order bf16 weight panel (as xpi_amx_bf16_weights), a 64-byte chunk per zmm: row by row, so
+ * that each row is read as one sequential stream (memcpy per chunk cost 12% of a 1-thread bf16 prefill). */
+static void amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, int64_t cols) {
+  const int64_t kc = xpi_amx_kp(cols) / 32;
   for (int i = 0; i < 2 * XPI_AMX_TR; i++) {
     const uint16_t *row = (const uint16_t *)W + (r + (i < nr ? i : 0)) * cols; /* rows past nr: zeros */
-    for (int64_t k = k0; k < k1; k++) {
+    for (int64_t k = 0; k < kc; k++) {
       const int64_t m = i < nr ? (cols - k * 32 < 32 ? cols - k * 32 : 32) : 0;
       const __mmask32 mk = m >= 32 ? 0xffffffffu : (__mmask32)((1u << m) - 1);
       _mm512_store_si512((void *)(pad + (k * 2 * XPI_AMX_TR + i) * 32),
