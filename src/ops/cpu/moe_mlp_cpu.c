@@ -9,8 +9,9 @@
  * read it back from other cores: measured on the 16-core host, its two packing phases took longer at 16 threads
  * than at 2 (bench/2026-12-02-moe-cpu-jobs.md).
  * Jobs run largest first and threads claim them in turn (an atomic counter); experts with more tokens than a
- * thread's share of the step are cut into token chunks (each reads the expert's weights again: see the bounds). Output rows are grouped by expert:
- * pos[s] tells moe_combine which row holds slot s (copying rows to their slots was ~5% of a prefill).
+ * thread's share of the step are cut into token chunks (each reads the expert's weights again: see the bounds).
+ * Output rows are grouped by expert: pos[s] tells moe_combine which row holds slot s (copying rows to their slots
+ * was ~5% of a prefill).
  *
  * Bit for bit the composition (moe_matmul gate, up; swiglu; moe_matmul down): each expert runs the kernel
  * xpi_cpu_matmul would pick for its token count (GEMV, small-n, or the GEMM, whose outputs are one sum each in a
