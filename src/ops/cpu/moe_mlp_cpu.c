@@ -153,7 +153,7 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   int64_t placed = start[gate->n];
   int32_t share = (int32_t)(placed / nth);
   share = share < MOE_MLP_MIN_CHUNK ? MOE_MLP_MIN_CHUNK : share > MOE_MLP_MAX_CHUNK ? MOE_MLP_MAX_CHUNK : share;
-  int32_t njobs = 0, mc = 1;
+  int32_t njobs = 0, mc = 1, mg = 0; /* the largest chunk; the largest gathered as f32 rows */
   for (int32_t x = 0; x < gate->n; x++) {
     const int32_t m = start[x + 1] - start[x];
     if (m) njobs += kind_of(kt, dt, m) == K_GEMM ? (m + share - 1) / share : 1;
@@ -171,6 +171,7 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
       const int32_t t1 = (int32_t)((int64_t)m * (p + 1) / parts);
       jobs[njobs++] = (mlp_chunk){x, t0, t1 - t0, kind};
       mc = t1 - t0 > mc ? t1 - t0 : mc;
+      if (kind != K_GEMM || !kt->gemm[dt]->pack_rows) mg = t1 - t0 > mg ? t1 - t0 : mg;
       t0 = t1;
     }
   }
@@ -180,7 +181,8 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   mlp_job j = {.kt = kt, .gm = gm, .dt = dt, .gate = gate, .up = up, .down = down, .in = in, .out = out, .k = k,
                .H = H, .I = I, .start = start, .order = order, .jobs = jobs, .njobs = njobs};
   size_t at = 0;
-  j.o_x = at, at += up64((size_t)mc * (size_t)H * sizeof(float));
+  const size_t xb = (size_t)mg * (size_t)H * sizeof(float), rb = (size_t)mc * sizeof(int32_t); /* X or rows */
+  j.o_x = at, at += up64(xb > rb ? xb : rb);
   j.o_p = at, at += up64(gm->pack_bytes(mc, H));
   j.o_g = at, at += up64((size_t)mc * (size_t)I * sizeof(float));
   j.o_u = at, at += up64((size_t)mc * (size_t)I * sizeof(float));
