@@ -158,10 +158,11 @@ static void test_matmul_dt(xpi_backend *be, xpi_dtype dt) {
 }
 
 /* moe_mlp against the composition of the separate ops, bit for bit, for N tokens of top-KM over EM experts. */
-enum { EM = 7, KM = 3, NM = 60, HM = 96 };
+enum { EM = 7, KM = 3, NM = 120, HM = 96 };
 
-/* Slot counts per expert 0, 1, 3, 5, 20, 70 and the rest (79) less two slots with ids -1 and EM (out of range),
- * dealt to the slots in a shuffled order. */
+/* Slot counts per expert 0, 1, 3, 5, 20, 70 and the rest (259: more than moe_mlp_cpu.c's largest chunk, so that
+ * expert is cut into token chunks at any thread count) less two slots with ids -1 and EM (out of range), dealt to
+ * the slots in a shuffled order. */
 static void make_mlp_ids(int32_t *ids) {
   static const int cnt[EM] = {0, 1, 3, 5, 20, 70, NM * KM - 99 - 2};
   int s = 0;

@@ -582,8 +582,7 @@ static xpi_status cpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *no
 
 static xpi_status cpu_moe_route(xpi_backend *be, int32_t *ids, float *wts, const float *logits, int32_t n,
                                 int32_t n_experts, int32_t k, int norm_topk) {
-  (void)be;
-  return xpi_cpu_moe_route(ids, wts, logits, n, n_experts, k, norm_topk);
+  return xpi_cpu_moe_route(impl_of(be)->pool, ids, wts, logits, n, n_experts, k, norm_topk);
 }
 
 static xpi_status cpu_moe_matmul(xpi_backend *be, float *out, const float *in, int32_t in_k, const xpi_experts *e,

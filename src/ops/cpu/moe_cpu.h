@@ -6,8 +6,8 @@
 #include "ops/cpu/cpu_kernels.h"
 #include "ops/cpu/matmul_cpu.h"
 
-xpi_status xpi_cpu_moe_route(int32_t *ids, float *wts, const float *logits, int32_t n, int32_t n_experts, int32_t k,
-                             int norm_topk);
+xpi_status xpi_cpu_moe_route(xpi_pool *pool, int32_t *ids, float *wts, const float *logits, int32_t n,
+                             int32_t n_experts, int32_t k, int norm_topk);
 xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out,
                               const float *in, int32_t in_k, const xpi_experts *e, const int32_t *ids, int32_t n,
                               int32_t k);
@@ -15,10 +15,10 @@ xpi_status xpi_cpu_moe_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_k
  * start[x+1]) ascending; most = the largest group. Both arrays are the caller's to free. */
 xpi_status xpi_cpu_moe_sort(const int32_t *ids, int64_t S, int32_t n_experts, int32_t **start, int32_t **order,
                             int32_t *most);
-/* ops.h moe_mlp for prefill: gate and up of each expert over its tokens packed once, the SwiGLU as the gate/up
- * epilogue, then down, each phase one pool dispatch over (expert, row block) units (moe_mlp_cpu.c); out's rows
- * grouped by expert (pos as ops.h). *done = 0 (nothing written) where the shapes or kernels do not allow it bit
- * for bit with the composition or it would not pay (decode): the caller then runs moe_matmul, swiglu, moe_matmul. */
+/* ops.h moe_mlp for prefill: one pool dispatch of jobs, each an expert's whole MLP (gate, up, SwiGLU, down) over
+ * its tokens or a chunk of them on one thread, its activations in that thread's caches (moe_mlp_cpu.c); out's rows
+ * grouped by expert (pos as ops.h). *done = 0 (nothing written) where the shapes or kernels do not allow it bit for
+ * bit with the composition or it would not pay (decode): the caller then runs moe_matmul, swiglu, moe_matmul. */
 xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out, int32_t *pos,
                            float *g, float *u, const float *in, const xpi_experts *gate, const xpi_experts *up,
                            const xpi_experts *down, const int32_t *ids, int32_t n, int32_t k, int *done);

@@ -1,21 +1,23 @@
 /* The experts' MLP of a MoE prefill on the CPU (ops.h moe_mlp, moe_cpu.h): down(silu(x W_g^T) * (x W_u^T)) for
- * every slot, in four pool dispatches per group of experts instead of the composition's two (pack, tiles) per
- * expert and projection:
- *   1. each expert's gathered tokens packed once (the prefill GEMM's layout), for gate and up both;
- *   2. (expert, block of rows) units: gate and up rows of the block over all the expert's tokens, and the
- *      SwiGLU of the block as their epilogue while it is in L1, into g (slots sorted by expert);
- *   3. each expert's SwiGLU rows packed for down (contiguous in g: no gather);
- *   4. (expert, block of down rows) units, written to out in the same order (grouped by expert): pos[s] tells
- *      moe_combine which row holds slot s, so no row is copied to its slot (that scatter, 128 or 512 bytes at a
- *      time, was ~5% of a MoE prefill).
- * Threads claim units in turn (an atomic counter), so both stay busy to the end of a phase whatever the tokens
- * per expert; at ~64 tokens an expert, the composition's per-expert phases (pack, then tiles of one matrix)
- * left a thread waiting at each of ~400 barriers a layer.
+ * every slot, in one pool dispatch of jobs, each an expert's whole MLP over its tokens (or a chunk of them) on one
+ * thread:
+ *   gather + pack its tokens (the prefill GEMM's layout) -> gate and up, 32 rows at a time, with the SwiGLU of the
+ *   block as their epilogue -> pack the SwiGLU rows for down -> down, into out's rows of those slots.
+ * All of a job's activations (packed input, SwiGLU rows, packed down input: ~0.5 MB at 64 tokens and 1024
+ * columns) stay in its thread's L2; only the expert's weights come from memory, once per step. The previous form
+ * (phases over all experts, each a dispatch of (expert, row block) units) wrote every packed input to memory and
+ * read it back from other cores: measured on the 16-core host, its two packing phases took longer at 16 threads
+ * than at 2 (bench/2026-12-02-moe-cpu-jobs.md).
+ * Jobs run largest first and threads claim them in turn (an atomic counter); experts with more tokens than a
+ * thread's share of the step are cut into token chunks (each reads the expert's weights again: see the bounds).
+ * Output rows are grouped by expert: pos[s] tells moe_combine which row holds slot s (copying rows to their slots
+ * was ~5% of a prefill).
  *
  * Bit for bit the composition (moe_matmul gate, up; swiglu; moe_matmul down): each expert runs the kernel
  * xpi_cpu_matmul would pick for its token count (GEMV, small-n, or the GEMM, whose outputs are one sum each in a
- * fixed order for any split of rows and tokens, cpu_kernels.h), and SwiGLU sees whole 16-element runs on both
- * paths (intermediate sizes that are multiples of 16 only; others take the composition). */
+ * fixed order for any split of rows and tokens, cpu_kernels.h, so token chunks change nothing), and SwiGLU sees
+ * whole 16-element runs on both paths (intermediate sizes that are multiples of 16 only; others take the
+ * composition). */
 #include "ops/cpu/moe_cpu.h"
 
 #include <stdatomic.h>
@@ -25,13 +27,22 @@
 #include "core/status.h"
 #include "ops/cpu/cpu_isa.h"
 
-/* Prepared inputs of one group of experts stay under this (the packed bf16 terms of a token are 6 bytes a
- * column: 512 tokens x top-8 x 1024 columns would be 25 MB at once); more experts take more groups. */
-#define MOE_MLP_GROUP_BYTES ((size_t)8 << 20)
-#define MOE_MLP_ROWS 32 /* rows per unit: the AMX GEMM's panel (2 x 16), a multiple of every table's row_align */
-#define MOE_MLP_DOWN_ROWS (4 * MOE_MLP_ROWS) /* fewer, longer units for down (measured: less claiming) */
+#define MOE_MLP_ROWS 32        /* gate/up rows per SwiGLU epilogue: the AMX GEMM's panel (2 x 16), a multiple of every
+                                * table's row_align */
+/* Experts are cut into chunks of at most a thread's share of the slots (S / threads), but no fewer than MIN tokens
+ * and no more than MAX. A chunk reads all of its expert's weights (~25 tokens' work at 1024 x 384, 16-core host),
+ * so cuts cost: simulated with that cost, largest-first scheduling of 64 experts at 64 +- 25 tokens ends within
+ * 3% of an even split uncut and 17% past it with chunks of 64; with routers that send most tokens to a few
+ * experts (log-normal counts, sigma 1-1.5), these bounds stay within 6% where uncut experts reach 26-58%. */
+#define MOE_MLP_MIN_CHUNK 128
+#define MOE_MLP_MAX_CHUNK 256 /* also bounds each thread's buffers (~3 MB at 2048 columns) */
 
 enum { K_GEMV, K_SMALLN, K_GEMM };
+
+typedef struct {
+  int32_t x, t0, m; /* expert, its first token (in order[start[x]..]) and the chunk's count */
+  int kind;         /* of the expert's whole count: the composition's choice */
+} mlp_chunk;
 
 typedef struct {
   const xpi_cpu_kernels *kt;
@@ -39,20 +50,17 @@ typedef struct {
   xpi_dtype dt;
   const xpi_experts *gate, *up, *down;
   const float *in;
-  float *out, *g, *u; /* out [S, H], g, u [S, I]: row i the slot order[i] (sorted by expert) */
+  float *out; /* [S, H]: row i the slot order[i] (sorted by expert) */
   int32_t k;
   int64_t H, I;
   const int32_t *start, *order;
-  const int32_t *ex; /* the group's experts (with tokens) */
-  const size_t *off; /* each one's prepared input in P (gate/up phase, then reused by the down phase) */
-  int32_t nex;
-  char *P;
-  float *X;                   /* per thread: [most, H] gathered rows (phase 1) */
-  size_t x_stride, s_stride; /* floats per thread of X; bytes per thread of scratch */
-  char *scratch;
+  const mlp_chunk *jobs;
+  int32_t njobs;
+  char *buf;         /* per thread: buf + ith * stride, carved as below */
+  size_t stride;
+  size_t o_x, o_p, o_g, o_u, o_p2, o_s; /* offsets: rows (int32) / gathered X, P, G, U, P2, GEMM scratch */
   atomic_int next;
 } mlp_job;
-
 static int kind_of(const xpi_cpu_kernels *kt, xpi_dtype dt, int32_t m) {
   if (m < XPI_CPU_GEMM_MIN_N) return K_GEMV;
   if (kt->smalln[dt] && m <= kt->smalln_max[dt]) return K_SMALLN;
@@ -65,104 +73,68 @@ static xpi_cpu_mm_fn rows_fn(const mlp_job *j, int kind) {
 
 static size_t up64(size_t b) { return (b + 63) & ~(size_t)63; }
 
-/* Bytes of an expert's prepared input of cols columns: packed for the GEMM, gathered f32 rows for the others
- * (phase 1; phase 3's row kernels read g in place). */
-static size_t prep_bytes(const xpi_cpu_kernels *kt, xpi_dtype dt, int32_t m, int64_t cols, int gathered) {
-  const int kind = kind_of(kt, dt, m);
-  if (kind == K_GEMM) return up64(kt->gemm[dt]->pack_bytes(m, cols));
-  return gathered ? up64((size_t)m * (size_t)cols * sizeof(float)) : 0;
-}
-
-/* Phase 1: expert ex[i]'s tokens gathered (and packed for the GEMM). */
-static void prep_in_run(void *ctx, int ith, int nth) {
-  (void)nth;
-  mlp_job *j = ctx;
-  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->nex;) {
-    const int32_t x = j->ex[i], m = j->start[x + 1] - j->start[x], *sl = j->order + j->start[x];
-    const int kind = kind_of(j->kt, j->dt, m);
-    if (kind == K_GEMM && j->gm->pack_rows) { /* gathered while packing */
-      int32_t *rows = (int32_t *)(j->X + (size_t)ith * j->x_stride);
-      for (int32_t t = 0; t < m; t++) rows[t] = sl[t] / j->k;
-      j->gm->pack_rows(j->P + j->off[i], j->in, rows, m, j->H, 0, m);
-      continue;
-    }
-    float *X = kind == K_GEMM ? j->X + (size_t)ith * j->x_stride : (float *)(j->P + j->off[i]);
+/* One chunk: its tokens gathered (and packed), gate and up 32 rows at a time with the SwiGLU, down into out. */
+static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
+  const int64_t H = j->H, I = j->I;
+  const int32_t m = c->m, *sl = j->order + j->start[c->x] + c->t0;
+  const xpi_weight *wg = &j->gate->w[c->x], *wu = &j->up->w[c->x], *wd = &j->down->w[c->x];
+  float *G = (float *)(B + j->o_g), *U = (float *)(B + j->o_u), *X = (float *)(B + j->o_x);
+  float *Y = j->out + (int64_t)(j->start[c->x] + c->t0) * H;
+  void *S = B + j->o_s;
+  if (c->kind != K_GEMM) { /* a few tokens: the row kernels over gathered f32 rows */
     for (int32_t t = 0; t < m; t++)
-      memcpy(X + (size_t)t * (size_t)j->H, j->in + (int64_t)(sl[t] / j->k) * j->H, (size_t)j->H * sizeof *X);
-    if (kind == K_GEMM) j->gm->pack(j->P + j->off[i], X, m, j->H, 0, m);
+      memcpy(X + (size_t)t * (size_t)H, j->in + (int64_t)(sl[t] / j->k) * H, (size_t)H * sizeof *X);
+    rows_fn(j, c->kind)(G, I, X, m, wg->data, wg->aux, 0, I, H);
+    rows_fn(j, c->kind)(U, I, X, m, wu->data, wu->aux, 0, I, H);
+    for (int32_t t = 0; t < m; t++) j->kt->swiglu(G + (int64_t)t * I, G + (int64_t)t * I, U + (int64_t)t * I, I);
+    rows_fn(j, c->kind)(Y, H, G, m, wd->data, wd->aux, 0, H, I);
+    return;
   }
-}
-
-/* Phase 2: gate and up rows [r0, r1) of expert ex[i] over its tokens, then g = silu(g) * u there. */
-static void gate_up_run(void *ctx, int ith, int nth) {
-  (void)nth;
-  mlp_job *j = ctx;
-  const int32_t nb = (int32_t)((j->I + MOE_MLP_ROWS - 1) / MOE_MLP_ROWS);
-  void *S = j->scratch + (size_t)ith * j->s_stride;
-  for (int q; (q = atomic_fetch_add(&j->next, 1)) < j->nex * nb;) {
-    const int32_t i = q / nb, x = j->ex[i], m = j->start[x + 1] - j->start[x];
-    const int64_t r0 = (int64_t)(q % nb) * MOE_MLP_ROWS, r1 = r0 + MOE_MLP_ROWS < j->I ? r0 + MOE_MLP_ROWS : j->I;
-    float *G = j->g + (int64_t)j->start[x] * j->I, *U = j->u + (int64_t)j->start[x] * j->I;
-    const xpi_weight *wg = &j->gate->w[x], *wu = &j->up->w[x];
-    const void *P = j->P + j->off[i];
-    const int kind = kind_of(j->kt, j->dt, m);
-    if (kind == K_GEMM) {
-      /* up's rows (contiguous) on their way into the caches while gate's run: each expert's weights come from
-       * memory once a step, and the GEMM's panel copy would otherwise wait for them */
-      const size_t es = xpi_dtype_size(j->dt);
-      if (es)
-        for (size_t b = 0, nb = (size_t)(r1 - r0) * (size_t)j->H * es; b < nb; b += 64)
-          __builtin_prefetch((const char *)wu->data + (size_t)r0 * (size_t)j->H * es + b, 0, 2);
-      j->gm->run(G, j->I, P, m, wg->data, wg->aux, j->H, r0, r1, 0, m, S);
-      j->gm->run(U, j->I, P, m, wu->data, wu->aux, j->H, r0, r1, 0, m, S);
-    } else {
-      rows_fn(j, kind)(G, j->I, P, m, wg->data, wg->aux, r0, r1, j->H);
-      rows_fn(j, kind)(U, j->I, P, m, wu->data, wu->aux, r0, r1, j->H);
-    }
+  void *P = B + j->o_p, *P2 = B + j->o_p2;
+  if (j->gm->pack_rows) { /* gathered while packing */
+    int32_t *rows = (int32_t *)X;
+    for (int32_t t = 0; t < m; t++) rows[t] = sl[t] / j->k;
+    j->gm->pack_rows(P, j->in, rows, m, H, 0, m);
+  } else {
+    for (int32_t t = 0; t < m; t++)
+      memcpy(X + (size_t)t * (size_t)H, j->in + (int64_t)(sl[t] / j->k) * H, (size_t)H * sizeof *X);
+    j->gm->pack(P, X, m, H, 0, m);
+  }
+  const size_t es = xpi_dtype_size(j->dt);
+  for (int64_t r0 = 0; r0 < I; r0 += MOE_MLP_ROWS) {
+    const int64_t r1 = r0 + MOE_MLP_ROWS < I ? r0 + MOE_MLP_ROWS : I;
+    /* up's rows (contiguous) on their way into the caches while gate's run: the GEMM's panel copy would
+     * otherwise wait for them */
+    if (es)
+      for (size_t b = 0, nb = (size_t)(r1 - r0) * (size_t)H * es; b < nb; b += 64)
+        __builtin_prefetch((const char *)wu->data + (size_t)r0 * (size_t)H * es + b, 0, 2);
+    j->gm->run(G, I, P, m, wg->data, wg->aux, H, r0, r1, 0, m, S);
+    j->gm->run(U, I, P, m, wu->data, wu->aux, H, r0, r1, 0, m, S);
     for (int32_t t = 0; t < m; t++) {
-      float *gr = G + (int64_t)t * j->I + r0;
-      j->kt->swiglu(gr, gr, U + (int64_t)t * j->I + r0, r1 - r0);
+      float *gr = G + (int64_t)t * I + r0;
+      j->kt->swiglu(gr, gr, U + (int64_t)t * I + r0, r1 - r0);
     }
   }
+  j->gm->pack(P2, G, m, I, 0, m);
+  j->gm->run(Y, H, P2, m, wd->data, wd->aux, I, 0, H, 0, m, S);
 }
 
-/* Phase 3: expert ex[i]'s SwiGLU rows packed for down (GEMM experts only). */
-static void prep_down_run(void *ctx, int ith, int nth) {
-  (void)ith, (void)nth;
-  mlp_job *j = ctx;
-  for (int i; (i = atomic_fetch_add(&j->next, 1)) < j->nex;) {
-    const int32_t x = j->ex[i], m = j->start[x + 1] - j->start[x];
-    if (kind_of(j->kt, j->dt, m) == K_GEMM) j->gm->pack(j->P + j->off[i], j->g + (int64_t)j->start[x] * j->I, m, j->I, 0, m);
-  }
-}
-
-/* Phase 4: down rows [r0, r1) of expert ex[i] over its tokens, into its rows of out (sorted order). */
-static void down_run(void *ctx, int ith, int nth) {
+static void jobs_run(void *ctx, int ith, int nth) {
   (void)nth;
   mlp_job *j = ctx;
-  const int32_t nb = (int32_t)((j->H + MOE_MLP_DOWN_ROWS - 1) / MOE_MLP_DOWN_ROWS);
-  void *S = j->scratch + (size_t)ith * j->s_stride;
-  for (int q; (q = atomic_fetch_add(&j->next, 1)) < j->nex * nb;) {
-    const int32_t i = q / nb, x = j->ex[i], m = j->start[x + 1] - j->start[x];
-    const int64_t r0 = (int64_t)(q % nb) * MOE_MLP_DOWN_ROWS;
-    const int64_t r1 = r0 + MOE_MLP_DOWN_ROWS < j->H ? r0 + MOE_MLP_DOWN_ROWS : j->H;
-    const xpi_weight *w = &j->down->w[x];
-    float *Y = j->out + (int64_t)j->start[x] * j->H;
-    const int kind = kind_of(j->kt, j->dt, m);
-    if (kind == K_GEMM) j->gm->run(Y, j->H, j->P + j->off[i], m, w->data, w->aux, j->I, r0, r1, 0, m, S);
-    else rows_fn(j, kind)(Y, j->H, j->g + (int64_t)j->start[x] * j->I, m, w->data, w->aux, r0, r1, j->I);
-  }
+  char *B = j->buf + (size_t)ith * j->stride;
+  for (int q; (q = atomic_fetch_add(&j->next, 1)) < j->njobs;) chunk_run(j, &j->jobs[q], B);
 }
 
-static void phase(xpi_pool *pool, xpi_pool_fn fn, mlp_job *j, int64_t units) {
-  const int nth = xpi_pool_size(pool);
-  atomic_store(&j->next, 0);
-  xpi_pool_run_n(pool, fn, j, (int)(units < nth ? units : nth));
+static int by_size_desc(const void *a, const void *b) {
+  const mlp_chunk *x = a, *y = b;
+  return x->m != y->m ? (x->m < y->m) - (x->m > y->m) : (x->x > y->x) - (x->x < y->x);
 }
 
 xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *kt, float *out, int32_t *pos,
                            float *g, float *u, const float *in, const xpi_experts *gate, const xpi_experts *up,
                            const xpi_experts *down, const int32_t *ids, int32_t n, int32_t k, int *done) {
+  (void)g, (void)u; /* the composition's buffers: each job's rows stay in its thread's own */
   *done = 0;
   const xpi_dtype dt = gate->w[0].dtype;
   const int64_t S = (int64_t)n * k, H = gate->cols, I = gate->rows;
@@ -177,59 +149,63 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
     return XPI_OK;
   }
   const int nth = xpi_pool_size(pool);
-  int32_t *ex = malloc((size_t)gate->n * sizeof *ex);
-  size_t *off = malloc((size_t)gate->n * sizeof *off);
-  /* room for a group's prepared inputs: all of them, or the cap (at least the largest expert's) */
-  size_t all = 0, big = 0;
+  /* the chunks: experts with tokens, cut where they exceed the share */
+  int64_t placed = start[gate->n];
+  int32_t share = (int32_t)(placed / nth);
+  share = share < MOE_MLP_MIN_CHUNK ? MOE_MLP_MIN_CHUNK : share > MOE_MLP_MAX_CHUNK ? MOE_MLP_MAX_CHUNK : share;
+  int32_t njobs = 0, mc = 1, mg = 0; /* the largest chunk; the largest gathered as f32 rows */
   for (int32_t x = 0; x < gate->n; x++) {
     const int32_t m = start[x + 1] - start[x];
-    const size_t b = m ? prep_bytes(kt, dt, m, H, 1) : 0, bd = m ? prep_bytes(kt, dt, m, I, 0) : 0;
-    all += b > bd ? b : bd, big = b > big ? b : bd > big ? bd : big;
+    if (m) njobs += kind_of(kt, dt, m) == K_GEMM ? (m + share - 1) / share : 1;
   }
-  const size_t pbytes = all < MOE_MLP_GROUP_BYTES ? all : big > MOE_MLP_GROUP_BYTES ? big : MOE_MLP_GROUP_BYTES;
-  const size_t sc = kt->gemm[dt]->scratch_bytes(H), sd = kt->gemm[dt]->scratch_bytes(I);
-  mlp_job j = {.kt = kt, .gm = kt->gemm[dt], .dt = dt, .gate = gate, .up = up, .down = down, .in = in, .out = out,
-               .g = g, .u = u, .k = k, .H = H, .I = I, .start = start, .order = order, .ex = ex, .off = off};
-  j.x_stride = up64((size_t)most * (size_t)H * sizeof(float)) / sizeof(float);
-  j.s_stride = up64(sc > sd ? sc : sd);
-  const size_t total = pbytes + (size_t)nth * (j.x_stride * sizeof(float) + j.s_stride);
-  char *buf = NULL, *own = NULL;
-  if (ex && off) buf = ws ? xpi_cpu_mm_ws_lock(ws, total) : (own = aligned_alloc(64, up64(total)));
-  if (!buf) {
-    free(start), free(order), free(ex), free(off);
+  mlp_chunk *jobs = malloc((size_t)(njobs ? njobs : 1) * sizeof *jobs);
+  if (!jobs) {
+    free(start), free(order);
+    return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: moe_mlp: out of memory for %d jobs", njobs);
+  }
+  njobs = 0;
+  for (int32_t x = 0; x < gate->n; x++) {
+    const int32_t m = start[x + 1] - start[x], kind = m ? kind_of(kt, dt, m) : K_GEMV;
+    const int32_t parts = !m ? 0 : kind == K_GEMM ? (m + share - 1) / share : 1;
+    for (int32_t p = 0, t0 = 0; p < parts; p++) { /* near-equal chunks */
+      const int32_t t1 = (int32_t)((int64_t)m * (p + 1) / parts);
+      jobs[njobs++] = (mlp_chunk){x, t0, t1 - t0, kind};
+      mc = t1 - t0 > mc ? t1 - t0 : mc;
+      if (kind != K_GEMM || !kt->gemm[dt]->pack_rows) mg = t1 - t0 > mg ? t1 - t0 : mg;
+      t0 = t1;
+    }
+  }
+  qsort(jobs, (size_t)njobs, sizeof *jobs, by_size_desc);
+  /* each thread's buffers for the largest chunk */
+  const xpi_cpu_gemm *gm = kt->gemm[dt];
+  mlp_job j = {.kt = kt, .gm = gm, .dt = dt, .gate = gate, .up = up, .down = down, .in = in, .out = out, .k = k,
+               .H = H, .I = I, .start = start, .order = order, .jobs = jobs, .njobs = njobs};
+  size_t at = 0;
+  const size_t xb = (size_t)mg * (size_t)H * sizeof(float), rb = (size_t)mc * sizeof(int32_t); /* X or rows */
+  j.o_x = at, at += up64(xb > rb ? xb : rb);
+  j.o_p = at, at += up64(gm->pack_bytes(mc, H));
+  j.o_g = at, at += up64((size_t)mc * (size_t)I * sizeof(float));
+  j.o_u = at, at += up64((size_t)mc * (size_t)I * sizeof(float));
+  j.o_p2 = at, at += up64(gm->pack_bytes(mc, I));
+  const size_t sc = gm->scratch_bytes(H), sd = gm->scratch_bytes(I);
+  j.o_s = at, at += up64(sc > sd ? sc : sd);
+  j.stride = at;
+  const int workers = njobs < nth ? njobs : nth;
+  const size_t total = j.stride * (size_t)(workers ? workers : 1);
+  char *own = NULL;
+  j.buf = ws ? xpi_cpu_mm_ws_lock(ws, total) : (own = aligned_alloc(64, up64(total)));
+  if (!j.buf) {
+    free(start), free(order), free(jobs);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY, "cpu: moe_mlp: out of memory for %zu bytes of buffers", total);
   }
-  j.P = buf, j.X = (float *)(buf + pbytes), j.scratch = buf + pbytes + (size_t)nth * j.x_stride * sizeof(float);
   /* slot order[i] in row i; the slots of no expert (a NaN router row) after them, as zero rows */
   for (int32_t i = 0; i < start[gate->n]; i++) pos[order[i]] = i;
   for (int64_t s = 0, r = start[gate->n]; s < S; s++)
     if (ids[s] < 0 || ids[s] >= gate->n) pos[s] = (int32_t)r, memset(out + r++ * H, 0, (size_t)H * sizeof *out);
-  for (int32_t x0 = 0; x0 < gate->n;) { /* groups of experts whose prepared inputs fit pbytes */
-    size_t at = 0, atd = 0;
-    j.nex = 0;
-    int32_t x = x0;
-    for (; x < gate->n; x++) {
-      const int32_t m = start[x + 1] - start[x];
-      if (!m) continue;
-      const size_t b = prep_bytes(kt, dt, m, H, 1), bd = prep_bytes(kt, dt, m, I, 0);
-      if (j.nex && (at + b > pbytes || atd + bd > pbytes)) break;
-      ex[j.nex] = x, off[j.nex++] = at, at += b, atd += bd;
-    }
-    x0 = x;
-    if (!j.nex) continue;
-    phase(pool, prep_in_run, &j, j.nex);
-    phase(pool, gate_up_run, &j, (int64_t)j.nex * ((I + MOE_MLP_ROWS - 1) / MOE_MLP_ROWS));
-    /* down's packed inputs in the same space, at their own offsets */
-    atd = 0;
-    for (int32_t i = 0; i < j.nex; i++) {
-      off[i] = atd;
-      atd += prep_bytes(kt, dt, start[ex[i] + 1] - start[ex[i]], I, 0);
-    }
-    phase(pool, prep_down_run, &j, j.nex);
-    phase(pool, down_run, &j, (int64_t)j.nex * ((H + MOE_MLP_DOWN_ROWS - 1) / MOE_MLP_DOWN_ROWS));
-  }
+  atomic_store(&j.next, 0);
+  xpi_pool_run_n(pool, jobs_run, &j, workers);
   if (ws) xpi_cpu_mm_ws_unlock(ws);
-  free(own), free(start), free(order), free(ex), free(off);
+  free(own), free(start), free(order), free(jobs);
   *done = 1;
   return XPI_OK;
 }
