@@ -68,6 +68,20 @@ static inline void xt_close(const char *what, const float *a, const float *b, si
         (double)a[worst], (double)b[worst]);
 }
 
+/* The n floats at a (on backend ba: the tuned kernel) and b (on bb: the portable one) are the same bits. */
+static inline void xt_same_bits(const char *what, xpi_backend *ba, const void *a, xpi_backend *bb, const void *b,
+                                size_t n) {
+  float *ha = malloc(n * 4), *hb = malloc(n * 4);
+  xt_down(ba, ha, a, n * 4);
+  xt_down(bb, hb, b, n * 4);
+  size_t diff = 0, first = 0;
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&ha[i], &hb[i], 4) != 0 && diff++ == 0) first = i;
+  CHECK(diff == 0, "%s: %zu of %zu outputs differ from the portable kernel's bits; first [%zu] tuned %.9g portable "
+        "%.9g", what, diff, n, first, (double)ha[first], (double)hb[first]);
+  free(ha), free(hb);
+}
+
 /* A host copy of v[n] in dtype dt (f32, f16 or bf16), to pass as weight source; free() it. */
 static inline void *xt_host_weight(const float *v, size_t n, xpi_dtype dt) {
   if (dt == XPI_DT_F32) {

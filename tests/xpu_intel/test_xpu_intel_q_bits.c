@@ -18,15 +18,7 @@ static xpi_backend *tb, *pb; /* tuned, portable */
 
 /* The n floats at a_dev (tuned) and b_dev (portable) are the same bits. */
 static void same(const char *what, const void *a_dev, const void *b_dev, size_t n) {
-  float *a = malloc(n * 4), *b = malloc(n * 4);
-  xt_down(tb, a, a_dev, n * 4);
-  xt_down(pb, b, b_dev, n * 4);
-  size_t bad = 0, first = 0;
-  for (size_t i = 0; i < n; i++)
-    if (memcmp(&a[i], &b[i], 4) && !bad++) first = i;
-  CHECK(bad == 0, "%s: %zu of %zu outputs differ from the portable tier's bits; first [%zu] tuned %.9g portable %.9g",
-        what, bad, n, first, (double)a[first], (double)b[first]);
-  free(a), free(b);
+  xt_same_bits(what, tb, a_dev, pb, b_dev, n);
 }
 
 typedef struct side {

@@ -116,15 +116,7 @@ static void check_gemv_q(xpi_dtype dt, int rows, int cols, int n, int bias) {
 
 /* Bitwise equality of n floats at two device addresses. */
 static void check_same_bits(const char *what, const void *a, const void *b, size_t n) {
-  float *ha = malloc(n * 4), *hb = malloc(n * 4);
-  xt_down(xpu, ha, a, n * 4);
-  xt_down(xpu, hb, b, n * 4);
-  size_t diff = 0, first = 0;
-  for (size_t i = 0; i < n; i++)
-    if (memcmp(&ha[i], &hb[i], 4) != 0 && diff++ == 0) first = i;
-  CHECK(diff == 0, "%s: %zu of %zu outputs differ from the portable kernel's bits; first [%zu] tuned %.9g portable "
-        "%.9g", what, diff, n, first, (double)ha[first], (double)hb[first]);
-  free(ha), free(hb);
+  xt_same_bits(what, xpu, a, xpu, b, n);
 }
 
 /* The tuned fused q8/q4 decode forms (xpi_gemv3_sg_*, xpi_gemv_glu_sg_*) against the portable ones on this
