@@ -61,6 +61,7 @@ typedef struct {
   size_t o_x, o_p, o_g, o_u, o_p2, o_s; /* offsets: rows (int32) / gathered X, P, G, U, P2, GEMM scratch */
   atomic_int next;
 } mlp_job;
+
 static int kind_of(const xpi_cpu_kernels *kt, xpi_dtype dt, int32_t m) {
   if (m < XPI_CPU_GEMM_MIN_N) return K_GEMV;
   if (kt->smalln[dt] && m <= kt->smalln_max[dt]) return K_SMALLN;
@@ -73,6 +74,12 @@ static xpi_cpu_mm_fn rows_fn(const mlp_job *j, int kind) {
 
 static size_t up64(size_t b) { return (b + 63) & ~(size_t)63; }
 
+/* X [m, H] = the chunk's tokens' input rows (slot s reads token s / k). */
+static void gather(const mlp_job *j, float *X, const int32_t *sl, int32_t m) {
+  for (int32_t t = 0; t < m; t++)
+    memcpy(X + (size_t)t * (size_t)j->H, j->in + (int64_t)(sl[t] / j->k) * j->H, (size_t)j->H * sizeof *X);
+}
+
 /* One chunk: its tokens gathered (and packed), gate and up 32 rows at a time with the SwiGLU, down into out. */
 static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
   const int64_t H = j->H, I = j->I;
@@ -82,8 +89,7 @@ static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
   float *Y = j->out + (int64_t)(j->start[c->x] + c->t0) * H;
   void *S = B + j->o_s;
   if (c->kind != K_GEMM) { /* a few tokens: the row kernels over gathered f32 rows */
-    for (int32_t t = 0; t < m; t++)
-      memcpy(X + (size_t)t * (size_t)H, j->in + (int64_t)(sl[t] / j->k) * H, (size_t)H * sizeof *X);
+    gather(j, X, sl, m);
     rows_fn(j, c->kind)(G, I, X, m, wg->data, wg->aux, 0, I, H);
     rows_fn(j, c->kind)(U, I, X, m, wu->data, wu->aux, 0, I, H);
     for (int32_t t = 0; t < m; t++) j->kt->swiglu(G + (int64_t)t * I, G + (int64_t)t * I, U + (int64_t)t * I, I);
@@ -96,8 +102,7 @@ static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
     for (int32_t t = 0; t < m; t++) rows[t] = sl[t] / j->k;
     j->gm->pack_rows(P, j->in, rows, m, H, 0, m);
   } else {
-    for (int32_t t = 0; t < m; t++)
-      memcpy(X + (size_t)t * (size_t)H, j->in + (int64_t)(sl[t] / j->k) * H, (size_t)H * sizeof *X);
+    gather(j, X, sl, m);
     j->gm->pack(P, X, m, H, 0, m);
   }
   const size_t es = xpi_dtype_size(j->dt);
