@@ -103,6 +103,12 @@ const xpi_cpu_kernels *xpi_cpu_kernels_for(xpi_cpu_isa isa) {
  * (AVX-VNNI beats AVX-512 by 1-2% in prefill there, within noise; AVX-512's 512-bit GEMV is ahead in decode.) */
 #define PREF_END XPI_ISA_SCALAR
 static const xpi_cpu_isa k_pref_gemv_q[] = {XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
+/* AMD Zen 4 (family 19h; the Zen 3 models of that family have no AVX-512): the AVX-512 q8/q4 GEMV transposes
+ * each row's blocks with 512-bit lane permutes, which Zen 4 runs at half width, and for one token nothing shares
+ * that cost: measured on an EPYC (family 25, model 17), one thread from memory, AVX2 16.5 vs 13.1 GB/s (q4) and
+ * 14.6 vs 13.2 (q8), two threads 23.1 vs 19.7 and 21.5 vs 17.5 (bench/2026-12-02-zen4-tables.md). From 4 tokens
+ * the permutes are shared and the AVX-512 kernels win there as on the Xeon (k_pref_smalln). */
+static const xpi_cpu_isa k_pref_gemv_q_zen4[] = {XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemv_dense[] = {XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_q[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVXVNNI, XPI_ISA_AVX2, PREF_END};
 static const xpi_cpu_isa k_pref_gemm_bf16[] = {XPI_ISA_AMX, XPI_ISA_AVX2, PREF_END};
@@ -110,6 +116,18 @@ static const xpi_cpu_isa k_pref_gemm_dense[] = {XPI_ISA_AVX2, PREF_END};
 /* batched decode of float weights: the AVX-512 small-n kernel (the AMX table's up to 16 bf16 tokens, where its
  * GEMM takes over), else the AVX2 one (mm_smalln.h) */
 static const xpi_cpu_isa k_pref_smalln[] = {XPI_ISA_AMX, XPI_ISA_AVX512, XPI_ISA_AVX2, PREF_END};
+
+#if defined(__x86_64__) || defined(__i386__)
+static int amd_family_19h(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u /* "Auth" */ || d != 0x69746e65u /* "enti" */ ||
+      c != 0x444d4163u /* "cAMD" */ || !__get_cpuid(1, &a, &b, &c, &d))
+    return 0;
+  return ((a >> 8) & 0xf) == 0xf && 0xf + ((a >> 20) & 0xff) == 0x19; /* base family 0xf plus the extended one */
+}
+#else
+static int amd_family_19h(void) { return 0; }
+#endif
 
 static const xpi_cpu_kernels *first_of(const xpi_cpu_isa *pref) {
   for (; *pref != PREF_END; pref++) {
@@ -130,9 +148,10 @@ static void build_auto(void) {
   if (!top) top = xpi_cpu_kernels_scalar();
   xpi_cpu_kernels k = *top;
   k.isa = "auto";
+  const int zen4 = amd_family_19h();
   for (int dt = 0; dt < 8; dt++) {
     const int q = dt == XPI_DT_Q8 || dt == XPI_DT_Q4;
-    const xpi_cpu_kernels *g = first_of(q ? k_pref_gemv_q : k_pref_gemv_dense);
+    const xpi_cpu_kernels *g = first_of(!q ? k_pref_gemv_dense : zen4 ? k_pref_gemv_q_zen4 : k_pref_gemv_q);
     const xpi_cpu_kernels *m = first_of(q ? k_pref_gemm_q : dt == XPI_DT_BF16 ? k_pref_gemm_bf16 : k_pref_gemm_dense);
     k.gemv[dt] = g->gemv[dt], k.gemv_isa[dt] = g->gemv_isa[dt];
     k.gemm[dt] = m->gemm[dt];
