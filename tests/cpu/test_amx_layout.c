@@ -94,7 +94,19 @@ static void emu_store_block(float *Y, int64_t ldy, const float *C, int ldc, int 
     for (int r = 0; r < nr; r++) Y[t * ldy + r] = C[r * ldc + t];
 }
 
+/* Prefetches: each must fall in the rows [lo, hi) of the current call that follow its first panel, and together
+ * they must cover every cache line of those rows (counted in g_pf_lines). */
+static const char *g_pf_lo, *g_pf_hi;
+static int64_t g_pf_lines, g_pf_bad;
+static const char *g_pf_last;
+static void emu_prefetch(const void *p) {
+  const char *c = p;
+  if (c < g_pf_lo || c >= g_pf_hi || (g_pf_last && c != g_pf_last + 64 && c != g_pf_lo)) g_pf_bad++;
+  g_pf_last = c, g_pf_lines++;
+}
+
 #define AMX_CONFIG(a, b) emu_config(a, b)
+#define AMX_PREFETCH(p) emu_prefetch(p)
 #define AMX_ZERO(t) emu_zero(t)
 #define AMX_LOAD(t, p, s) emu_load(t, p, s)
 #define AMX_STORE(t, p, s) emu_store(t, p, s)
@@ -150,8 +162,18 @@ static void gemm_case(xpi_dtype dt, int64_t rows, int64_t cols, int32_t n, int p
       xpi_pool_range(rows, i, pr, 2 * XPI_AMX_TR, &rb, &re);
       xpi_pool_range(n, j, pt, 2 * XPI_AMX_TT, &tb, &te);
       if (rb >= re || tb >= te) continue;
+      const int64_t rowb = is_q ? xpi_q_row_bytes(dt, cols) : cols * 2;
+      g_pf_lo = (const char *)W + (rb + 2 * XPI_AMX_TR) * rowb, g_pf_hi = (const char *)W + re * rowb;
+      g_pf_lines = g_pf_bad = 0, g_pf_last = NULL;
       if (is_q) amx_i8_run(dt, Y, ldy, P, n, W, dq, cols, rb, re, (int32_t)tb, (int32_t)te, S);
       else amx_bf16_run(Y, ldy, P, n, W, NULL, cols, rb, re, (int32_t)tb, (int32_t)te, S);
+      /* lines of each later panel: ceil(panel bytes / 64), panels prefetched in row order */
+      int64_t want = 0;
+      for (int64_t r = rb + 2 * XPI_AMX_TR; r < re; r += 2 * XPI_AMX_TR)
+        want += ((re - r < 2 * XPI_AMX_TR ? re - r : 2 * XPI_AMX_TR) * rowb + 63) / 64;
+      CHECK(g_pf_bad == 0 && g_pf_lines == want, "%s rows [%lld, %lld): %lld prefetches outside the later panels or "
+            "out of order, %lld lines of %lld", dt_name(dt), (long long)rb, (long long)re, (long long)g_pf_bad,
+            (long long)g_pf_lines, (long long)want);
     }
   CHECK(g_bad_ops == 0, "%s %lldx%lld n=%d: %d tile operations on unconfigured or mismatched tiles", dt_name(dt),
         (long long)rows, (long long)cols, n, g_bad_ops);

@@ -7,6 +7,7 @@
  *   AMX_SCALE(S, C, D, dx)       S[r*32 + t] += D[r] * dx[t] * C[r*16 + t] for r, t < 16, as D[r] * (dx[t] * C) rounded in that order
  *   AMX_BF16_WEIGHTS, AMX_I8_WEIGHTS, AMX_I8_SCALES   the panel preparers (amx_layout.h signatures)
  *   AMX_STORE_BLOCK(Y, ldy, C, ldc, nr, nt)   Y[t*ldy + r] = C[r*ldc + t] for r < nr, t < nt (a transpose)
+ *   AMX_PREFETCH(p)              a hint that the cache line at p is read soon (no effect on results)
  * and gets amx_bf16_run and amx_i8_run (cpu_kernels.h's xpi_cpu_gemm run contract, i8 with the dtype first).
  * Layouts: amx_layout.h. Blocking: 2 x 2 result tiles (32 weight rows x 32 tokens) in tiles 0-3. */
 #include <stdint.h>
@@ -24,6 +25,30 @@ static void amx_store_2x2(float *Y, int64_t ldy, const float *C, int ldc, int bo
   }
 }
 
+/* The next weight panel's bytes (rows [r + 32, r + 64) of the call's [r, r1), rb bytes a row, contiguous), a few
+ * cache lines per k step of this panel's tile products (steps in all): the panel copy or direct tile loads then
+ * find them in L2 instead of waiting on memory. Without it, a 2-core Xeon VM spent 16% of the bf16 GEMM's
+ * samples on the panel copy's first loads, and MoE experts, whose panels serve 30-60 tokens, waited most; with
+ * it, reading whole bf16 panels in place beat copying them (bench/2026-12-02-moe-xeon2-tokblocks.md). */
+typedef struct {
+  const char *p;
+  int64_t left, per;
+} amx_pf;
+
+static inline amx_pf amx_pf_next(const void *W, int64_t rb, int64_t r, int64_t r1, int64_t steps) {
+  amx_pf f = {NULL, 0, 0};
+  const int64_t nr = r1 - r - 2 * XPI_AMX_TR; /* rows after this panel */
+  if (nr <= 0 || steps <= 0) return f;
+  f.p = (const char *)W + (r + 2 * XPI_AMX_TR) * rb;
+  f.left = ((nr < 2 * XPI_AMX_TR ? nr : 2 * XPI_AMX_TR) * rb + 63) / 64;
+  f.per = (f.left + steps - 1) / steps;
+  return f;
+}
+
+static inline void amx_pf_step(amx_pf *f) {
+  for (int64_t q = 0; q < f->per && f->left > 0; q++, f->left--, f->p += 64) AMX_PREFETCH(f->p);
+}
+
 /* scratch: the weight panel in tile order (32 rows x kp bf16) and the four result tiles (f32) */
 static size_t amx_bf16_scratch_bytes(int64_t cols) {
   return (size_t)2 * XPI_AMX_TR * (size_t)xpi_amx_kp(cols) * 2 + 4 * 256 * sizeof(float);
@@ -38,7 +63,13 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
   AMX_CONFIG(64, 16);
   for (int64_t r = r0; r < r1; r += 2 * XPI_AMX_TR) {
     const int nr = r1 - r < 2 * XPI_AMX_TR ? (int)(r1 - r) : 2 * XPI_AMX_TR;
-    AMX_BF16_WEIGHTS(pad, W, r, nr, cols); /* tile order, zero padded (amx_layout.h) */
+    /* whole panels are read in place (A tiles of 16 rows x 64 bytes at the row stride, the same bytes as the
+     * copy's); ragged ones are copied in tile order, zero padded (amx_layout.h) */
+    const int direct = nr == 2 * XPI_AMX_TR && cols % 32 == 0;
+    const uint16_t *wr = (const uint16_t *)W + r * cols;
+    const int64_t ws = direct ? cols * 2 : 64; /* A tile row stride in bytes */
+    if (!direct) AMX_BF16_WEIGHTS(pad, W, r, nr, cols);
+    amx_pf pf = amx_pf_next(W, cols * 2, r, r1, kc * ((t1 - t0 + 2 * XPI_AMX_TT - 1) / (2 * XPI_AMX_TT)));
     for (int32_t t = t0; t < t1; t += 2 * XPI_AMX_TT) {
       const uint16_t *b0 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
       const uint16_t *b1 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT + 1); /* past n: zero padding */
@@ -48,8 +79,9 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
         AMX_ZERO(1);
         AMX_ZERO(3);
         for (int64_t k = 0; k < kc; k++) {
-          AMX_LOAD(4, pad + k * 2 * XPI_AMX_TR * 32, 64);
-          AMX_LOAD(5, pad + (k * 2 * XPI_AMX_TR + 16) * 32, 64);
+          amx_pf_step(&pf);
+          AMX_LOAD(4, direct ? wr + k * 32 : pad + k * 2 * XPI_AMX_TR * 32, ws);
+          AMX_LOAD(5, direct ? wr + 16 * cols + k * 32 : pad + (k * 2 * XPI_AMX_TR + 16) * 32, ws);
           for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
             AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
             AMX_LOAD(7, b1 + (s * kc + k) * 16 * 32, 64);
@@ -64,8 +96,9 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
       } else /* a tail of <= 16 tokens: the second tile would be all padding (MoE experts' token counts end so
               * at random; computing it cost up to half of a small expert's products) */
         for (int64_t k = 0; k < kc; k++) {
-          AMX_LOAD(4, pad + k * 2 * XPI_AMX_TR * 32, 64);
-          AMX_LOAD(5, pad + (k * 2 * XPI_AMX_TR + 16) * 32, 64);
+          amx_pf_step(&pf);
+          AMX_LOAD(4, direct ? wr + k * 32 : pad + k * 2 * XPI_AMX_TR * 32, ws);
+          AMX_LOAD(5, direct ? wr + 16 * cols + k * 32 : pad + (k * 2 * XPI_AMX_TR + 16) * 32, ws);
           for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
             AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
             AMX_DPBF16(0, 4, 6);
@@ -102,12 +135,14 @@ static void amx_i8_run(xpi_dtype dt, float *Y, int64_t ldy, const void *P, int32
      * panels are unpacked or copied once into pw */
     const int direct = dt == XPI_DT_Q8 && nr == 2 * XPI_AMX_TR;
     if (!direct) AMX_I8_WEIGHTS(dt, pw, W, r, nr, nb);
+    amx_pf pf = amx_pf_next(W, rb, r, r1, nb * ((t1 - t0 + 2 * XPI_AMX_TT - 1) / (2 * XPI_AMX_TT)));
     for (int32_t t = t0; t < t1; t += 2 * XPI_AMX_TT) {
       const int8_t *b0 = xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT), *b1 = xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT + 1);
       const float *dx0 = xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT), *dx1 = xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT + 1);
       const int two = t1 - t > XPI_AMX_TT;
       memset(S, 0, 32 * 32 * sizeof(float));
       for (int64_t b = 0; b < nb; b++) {
+        amx_pf_step(&pf);
         if (direct) {
           const int8_t *w = (const int8_t *)W + r * rb + b * XPI_QK;
           AMX_LOAD(4, w, rb);

@@ -10,9 +10,12 @@
  * bf16 activations, for token panel p (16 tokens), term s, column pair kk, token t, element e (0, 1):
  *   P[p][s][kk][t][e] = term s of x[16p + t][2kk + e] as bf16        (columns padded to kp = 32k, tokens to
  *                                                                     a multiple of 32, with zeros)
- * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. The weight panel of 32 rows is
- * copied in tile order too (xpi_amx_bf16_weights): tile loads of 16 rows a matrix row apart (2 KiB for 1024
- * columns, a stride at which all 16 lines fall in 2 of L1's 64 sets) ran at a fraction of the contiguous ones.
+ * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. Weight panels of 32 rows are
+ * read in place (A tiles of 16 rows at the row stride) when whole; ragged ones (fewer rows, or columns not a
+ * multiple of 32) are copied in tile order with zero padding (xpi_amx_bf16_weights). Copying every panel was
+ * faster while the GEMM waited on memory for each panel's first reads (strided tile loads, all 16 lines in 2 of
+ * L1's 64 sets at 2 KiB rows, missed one by one); with the next panel prefetched into L2 during the current one
+ * (amx_gemm.h), the in-place reads are 4-8% faster on a Xeon (bench/2026-12-02-moe-xeon2-tokblocks.md).
  * Terms: x = sum of the
  * XPI_AMX_BF16_TERMS terms up to 2^-(8 * terms) |x|: h_0 = bf16(x), h_1 = bf16(x - h_0), ... (round to
  * nearest even; x - h_0 is exact in f32). Three terms hold x exactly (24 bits; 8 per term; only values below

@@ -113,6 +113,7 @@ static void amx_store_block(float *Y, int64_t ldy, const float *C, int ldc, int 
   for (int t = 0; t < 16; t++) _mm512_storeu_ps(Y + t * ldy, v[t]);
 }
 
+#define AMX_PREFETCH(p) _mm_prefetch((const char *)(p), _MM_HINT_T1) /* to L2: the panel is 32-64 KiB */
 #define AMX_STORE_BLOCK amx_store_block
 #define AMX_CONFIG(a, b) amx_config(a, b)
 #define AMX_ZERO(t) _tile_zero(t)

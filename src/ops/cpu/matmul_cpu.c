@@ -6,12 +6,19 @@
  * so 4 per thread at 16 threads, and fewer past that), and a thread's share cannot shrink below one panel.
  * Cutting tokens too keeps every thread busy; the price is that a weight panel a tile converts (q4 unpacking,
  * the AVX2 GEMM's f32 panels) is converted once per token part, so tokens are cut only where that evens the
- * load (xpi_cpu_mm_grid). */
+ * load (xpi_cpu_mm_grid).
+ *
+ * A tile's tokens run in blocks whose packed activations fit in 3/4 of the L2 cache: the GEMMs stream all of a
+ * call's token panels once per weight panel, and past L2 they come from L3. On a 2-core Xeon VM (2 MiB L2), 512
+ * tokens of Qwen3-0.6B-shaped bf16 terms (3 MiB) made the MoE models' attention projections and Qwen2-MoE's
+ * shared expert 8-15% slower than in the dense models' 256-token steps (bench/2026-12-02-moe-xeon2-tokblocks.md);
+ * blocks cost one more weight-panel preparation each, as a shorter step would. */
 #include "ops/cpu/matmul_cpu.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ops/cpu/cpu_isa.h"
 
@@ -95,6 +102,7 @@ typedef struct {
   char *scratch;
   size_t scratch_stride;
   int64_t pr, pt; /* tile grid */
+  int64_t tb;     /* tokens per run call (a multiple of tok_align) */
   xpi_cpu_mm_fn rows; /* decode: the GEMV or the small-n kernel, over row slices */
 } mm_job;
 
@@ -120,16 +128,36 @@ static void tiles_run(void *ctx, int ith, int nth) {
     int64_t rb, re, tb, te;
     xpi_pool_range(j->r1 - j->r0, (int)(tile % j->pr), (int)j->pr, ra, &rb, &re);
     xpi_pool_range(j->n, (int)(tile / j->pr), (int)j->pt, ta, &tb, &te);
-    if (rb < re && tb < te)
-      j->g->run(j->Y, j->ldy, j->P, j->n, j->W, j->aux, j->cols, j->r0 + rb, j->r0 + re, (int32_t)tb, (int32_t)te, S);
+    if (rb < re)
+      for (int64_t b = tb; b < te; b += j->tb)
+        j->g->run(j->Y, j->ldy, j->P, j->n, j->W, j->aux, j->cols, j->r0 + rb, j->r0 + re, (int32_t)b,
+                  (int32_t)(te - b < j->tb ? te : b + j->tb), S);
   }
+}
+
+static size_t l2_budget = 1 << 20; /* bytes of packed activations per run call; 1 MiB where L2 is not reported */
+static pthread_once_t l2_once = PTHREAD_ONCE_INIT;
+static void l2_read(void) {
+#ifdef _SC_LEVEL2_CACHE_SIZE
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); /* glibc: from CPUID; 0 or -1 where unknown */
+  if (l2 >= 256 * 1024) l2_budget = (size_t)l2 / 4 * 3;
+#endif
+}
+
+/* Tokens per run call: the most, in whole tok_align units (at least one), whose packed activations fit the budget. */
+static int64_t token_block(const xpi_cpu_gemm *g, int64_t cols, int32_t n) {
+  pthread_once(&l2_once, l2_read);
+  const int64_t ta = g->tok_align, probe = 16 * ta;
+  const size_t per = g->pack_bytes((int32_t)probe, cols) / (size_t)probe; /* bytes per token */
+  int64_t tb = per ? (int64_t)(l2_budget / per) / ta * ta : n;
+  return tb < ta ? ta : tb;
 }
 
 void xpi_cpu_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *k, xpi_dtype dt, float *Y,
                     int64_t ldy, const float *X, int32_t n, const void *W, const void *aux, int64_t r0, int64_t r1,
                     int64_t cols) {
   const int nth = xpi_pool_size(pool);
-  mm_job j = {k, dt, Y, ldy, X, n, W, aux, r0, r1, cols, k->gemm[dt], NULL, NULL, 0, 1, 1, k->gemv[dt]};
+  mm_job j = {k, dt, Y, ldy, X, n, W, aux, r0, r1, cols, k->gemm[dt], NULL, NULL, 0, 1, 1, 0, k->gemv[dt]};
   const int smalln = n >= XPI_CPU_GEMM_MIN_N && k->smalln[dt] && n <= k->smalln_max[dt];
   if (smalln) j.rows = k->smalln[dt];
   if (n < XPI_CPU_GEMM_MIN_N || smalln || !j.g || r1 <= r0) {
@@ -138,6 +166,7 @@ void xpi_cpu_matmul(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kernels *k,
   }
   const int64_t ur = ceil_div(r1 - r0, j.g->row_align), ut = ceil_div(n, j.g->tok_align);
   xpi_cpu_mm_grid(ur, ut, nth, &j.pr, &j.pt);
+  j.tb = token_block(j.g, cols, n);
   const int64_t tiles = j.pr * j.pt, workers = tiles < nth ? tiles : nth;
   j.scratch_stride = (j.g->scratch_bytes(cols) + 63) & ~(size_t)63;
   const size_t pbytes = j.g->pack_bytes(n, cols), sbytes = j.scratch_stride * (size_t)workers;

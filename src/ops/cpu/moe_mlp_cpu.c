@@ -1,8 +1,8 @@
 /* The experts' MLP of a MoE prefill on the CPU (ops.h moe_mlp, moe_cpu.h): down(silu(x W_g^T) * (x W_u^T)) for
  * every slot, in one pool dispatch of jobs, each an expert's whole MLP over its tokens (or a chunk of them) on one
  * thread:
- *   gather + pack its tokens (the prefill GEMM's layout) -> gate and up, 32 rows at a time, with the SwiGLU of the
- *   block as their epilogue -> pack the SwiGLU rows for down -> down, into out's rows of those slots.
+ *   gather + pack its tokens (the prefill GEMM's layout) -> gate, up -> their SwiGLU -> pack the SwiGLU rows for
+ *   down -> down, into out's rows of those slots.
  * All of a job's activations (packed input, SwiGLU rows, packed down input: ~0.5 MB at 64 tokens and 1024
  * columns) stay in its thread's L2; only the expert's weights come from memory, once per step. The previous form
  * (phases over all experts, each a dispatch of (expert, row block) units) wrote every packed input to memory and
@@ -27,8 +27,6 @@
 #include "core/status.h"
 #include "ops/cpu/cpu_isa.h"
 
-#define MOE_MLP_ROWS 32        /* gate/up rows per SwiGLU epilogue: the AMX GEMM's panel (2 x 16), a multiple of every
-                                * table's row_align */
 /* Experts are cut into chunks of at most a thread's share of the slots (S / threads), but no fewer than MIN tokens
  * and no more than MAX. A chunk reads all of its expert's weights (~25 tokens' work at 1024 x 384, 16-core host),
  * so cuts cost: simulated with that cost, largest-first scheduling of 64 experts at 64 +- 25 tokens ends within
@@ -80,7 +78,7 @@ static void gather(const mlp_job *j, float *X, const int32_t *sl, int32_t m) {
     memcpy(X + (size_t)t * (size_t)j->H, j->in + (int64_t)(sl[t] / j->k) * j->H, (size_t)j->H * sizeof *X);
 }
 
-/* One chunk: its tokens gathered (and packed), gate and up 32 rows at a time with the SwiGLU, down into out. */
+/* One chunk: its tokens gathered (and packed), gate and up with their SwiGLU, down into out. */
 static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
   const int64_t H = j->H, I = j->I;
   const int32_t m = c->m, *sl = j->order + j->start[c->x] + c->t0;
@@ -105,21 +103,11 @@ static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
     gather(j, X, sl, m);
     j->gm->pack(P, X, m, H, 0, m);
   }
-  const size_t es = xpi_dtype_size(j->dt);
-  for (int64_t r0 = 0; r0 < I; r0 += MOE_MLP_ROWS) {
-    const int64_t r1 = r0 + MOE_MLP_ROWS < I ? r0 + MOE_MLP_ROWS : I;
-    /* up's rows (contiguous) on their way into the caches while gate's run: the GEMM's panel copy would
-     * otherwise wait for them */
-    if (es)
-      for (size_t b = 0, nb = (size_t)(r1 - r0) * (size_t)H * es; b < nb; b += 64)
-        __builtin_prefetch((const char *)wu->data + (size_t)r0 * (size_t)H * es + b, 0, 2);
-    j->gm->run(G, I, P, m, wg->data, wg->aux, H, r0, r1, 0, m, S);
-    j->gm->run(U, I, P, m, wu->data, wu->aux, H, r0, r1, 0, m, S);
-    for (int32_t t = 0; t < m; t++) {
-      float *gr = G + (int64_t)t * I + r0;
-      j->kt->swiglu(gr, gr, U + (int64_t)t * I + r0, r1 - r0);
-    }
-  }
+  /* gate, then up, each over all its rows in one call: the GEMM prefetches each weight panel while the one before
+   * runs (amx_gemm.h), which calls of one 32-row panel each gave it no room for */
+  j->gm->run(G, I, P, m, wg->data, wg->aux, H, 0, I, 0, m, S);
+  j->gm->run(U, I, P, m, wu->data, wu->aux, H, 0, I, 0, m, S);
+  for (int32_t t = 0; t < m; t++) j->kt->swiglu(G + (int64_t)t * I, G + (int64_t)t * I, U + (int64_t)t * I, I);
   j->gm->pack(P2, G, m, I, 0, m);
   j->gm->run(Y, H, P2, m, wd->data, wd->aux, I, 0, H, 0, m, S);
 }
@@ -145,7 +133,7 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   const int64_t S = (int64_t)n * k, H = gate->cols, I = gate->rows;
   if (S <= 0 || dt < 0 || dt >= 8 || !kt->gemm[dt] || !kt->gemv[dt] || up->w[0].dtype != dt ||
       down->w[0].dtype != dt || up->n != gate->n || down->n != gate->n || up->rows != I || up->cols != H ||
-      down->rows != H || down->cols != I || I % 16 != 0 || MOE_MLP_ROWS % kt->gemm[dt]->row_align != 0)
+      down->rows != H || down->cols != I || I % 16 != 0)
     return XPI_OK;
   int32_t *start, *order, most;
   XPI_TRY(xpi_cpu_moe_sort(ids, S, gate->n, &start, &order, &most));
