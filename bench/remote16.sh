@@ -21,7 +21,7 @@ if [[ $STEPS == *build* && ! -x llama.cpp/build/bin/llama-bench ]]; then
   cmake -S llama.cpp -B llama.cpp/build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_BUILD_APP=OFF > "$R/llama-cmake.log"
   cmake --build llama.cpp/build -j"$J" --target llama-bench llama-batched-bench llama-quantize > "$R/llama-build.log"
-  gcc -O3 -march=native -fopenmp membw.c -o bin/membw || true
+  gcc -O3 -march=native -ffast-math -fopenmp membw.c -o bin/membw || true
 fi
 if [[ $STEPS == *model* && ! -s gguf/q06-Q4_0.gguf ]]; then
   t model
