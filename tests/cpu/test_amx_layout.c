@@ -4,8 +4,9 @@
  * ragged shapes (rows, columns and tokens that do not fill tiles) and split ranges (tiles of rows x tokens, as
  * the threads of matmul_cpu.c run them). The emulation also checks every tile operation's shapes against the
  * configuration (a product whose A columns do not match B's rows is a layout bug). Where the CPU has AVX-512,
- * the AMX table's own packers must give the reference's bytes; where it has AMX, the real tile unit must give
- * the emulation's q8/q4 results bit for bit (exact int32 sums, the same f32 scaling) and bf16 within rounding.
+ * the AMX table's own packers must give the reference's bytes (and their pack_rows those of pack over the
+ * rows gathered); where it has AMX, the real tile unit must give the emulation's q8/q4 results bit for bit
+ * (exact int32 sums, the same f32 scaling) and bf16 within rounding.
  *
  * Tolerances against the scalar oracle (f32 sums in another order, as test_kernels.c):
  *  - bf16: activations as XPI_AMX_BF16_TERMS bf16 terms lose at most 2^-(8 terms) |x| each (amx_layout.h), so
@@ -220,6 +221,23 @@ static void gemm_case(xpi_dtype dt, int64_t rows, int64_t cols, int32_t n, int p
     else xpi_amx_bf16_pack(Pf, X, n, cols, 0, split), xpi_amx_bf16_pack(Pf, X, n, cols, split, n);
     CHECK(memcmp(P, Pf, pbytes) == 0, "%s %lldx%lld n=%d: the AVX-512 packer differs from the reference", dt_name(dt),
           (long long)rows, (long long)cols, n);
+    /* pack_rows (MoE experts gather their tokens while packing): tokens read through a row list (reversed, every
+     * third row repeated) give the bytes of pack over those rows gathered */
+    int32_t *rl = malloc(sizeof(int32_t) * (size_t)n);
+    float *Xg = malloc(sizeof(float) * (size_t)(n * cols));
+    for (int32_t t = 0; t < n; t++) {
+      rl[t] = t % 3 == 2 ? rl[t - 1] : n - 1 - t;
+      memcpy(Xg + (int64_t)t * cols, X + (int64_t)rl[t] * cols, sizeof(float) * (size_t)cols);
+    }
+    void *Pg = aligned_alloc(64, (pbytes + 63) & ~(size_t)63), *Pr = aligned_alloc(64, (pbytes + 63) & ~(size_t)63);
+    memset(Pg, 0x5a, pbytes), memset(Pr, 0x5a, pbytes);
+    if (is_q) xpi_amx_i8_pack(Pg, Xg, n, cols, 0, split), xpi_amx_i8_pack(Pg, Xg, n, cols, split, n);
+    else xpi_amx_bf16_pack(Pg, Xg, n, cols, 0, split), xpi_amx_bf16_pack(Pg, Xg, n, cols, split, n);
+    if (is_q) xpi_amx_i8_pack_rows(Pr, X, rl, n, cols, 0, split), xpi_amx_i8_pack_rows(Pr, X, rl, n, cols, split, n);
+    else xpi_amx_bf16_pack_rows(Pr, X, rl, n, cols, 0, split), xpi_amx_bf16_pack_rows(Pr, X, rl, n, cols, split, n);
+    CHECK(memcmp(Pg, Pr, pbytes) == 0, "%s %lldx%lld n=%d: pack_rows differs from pack of the gathered rows",
+          dt_name(dt), (long long)rows, (long long)cols, n);
+    free(rl), free(Xg), free(Pg), free(Pr);
     free(Pf);
   }
   /* the tile unit itself: q8/q4 bit for bit, bf16 within the same bound of the oracle (the order of its f32
@@ -259,6 +277,7 @@ int main(void) {
     gemm_case(dt, 17, 40, 5, 1, 1);    /* cols not a multiple of 32 (bf16 pads, q pads the last block) */
     gemm_case(dt, 33, 200, 67, 2, 3);  /* several column blocks, ragged everything */
     gemm_case(dt, 1, 33, 1, 1, 1);     /* one row, one token */
+    gemm_case(dt, 40, 1100, 20, 1, 1); /* over the int8 packer's 1024-column chunk, a partial block after it */
   }
   printf("AMX on this CPU: %s; AVX-512 packers checked: %s\n", xpi_cpu_has(XPI_ISA_AMX) ? "yes (checked too)" : "no",
          xpi_cpu_has(XPI_ISA_AVX512) ? "yes" : "no");

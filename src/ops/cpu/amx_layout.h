@@ -85,5 +85,7 @@ void xpi_amx_bf16_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t
 void xpi_amx_bf16_pack_rows(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
                             int32_t t1);
 void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+void xpi_amx_i8_pack_rows(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
+                          int32_t t1);
 
 #endif

@@ -363,26 +363,38 @@ void xpi_amx_bf16_pack_rows(void *P, const float *X, const int32_t *rows, int32_
 }
 
 /* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
- * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. */
-void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
-  const int64_t nb = xpi_q_nblocks(cols), te = t1 == n ? xpi_amx_np(n) : t1;
-  int8_t *xq = aligned_alloc(64, ((size_t)nb * XPI_QK * 2 + (size_t)nb * 2 * sizeof(float) + 127) & ~(size_t)63);
-  if (!xq) { /* a few KiB; if even that fails, the reference packer needs nothing */
-    xpi_amx_i8_pack_ref(P, X, n, cols, t0, t1);
-    return;
-  }
-  uint8_t *xa = (uint8_t *)xq + nb * XPI_QK;
-  float *dxt = (float *)(xa + nb * XPI_QK), *sx = dxt + nb;
+ * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. Token t is row
+ * rows[t] of X (NULL: row t). The columns go in chunks of I8_PACK_CHUNK through buffers on the stack: blocks are
+ * quantized independently, so the chunks change no byte. */
+#define I8_PACK_CHUNK 1024
+static void i8_pack(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  const int64_t te = t1 == n ? xpi_amx_np(n) : t1;
+  _Alignas(64) int8_t xq[I8_PACK_CHUNK];
+  _Alignas(64) uint8_t xa[I8_PACK_CHUNK];
+  float dxt[I8_PACK_CHUNK / XPI_QK], sx[I8_PACK_CHUNK / XPI_QK];
   for (int64_t t = t0; t < te; t++) {
     uint32_t *panel = (uint32_t *)xpi_amx_i8_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
     float *dx = (float *)xpi_amx_i8_dx(P, n, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
-    if (t < n) xpi_quant_act_avx2(xq, xa, dxt, sx, X + t * cols, cols);
-    else memset(xq, 0, (size_t)nb * XPI_QK), memset(dxt, 0, (size_t)nb * sizeof(float));
-    const uint32_t *g = (const uint32_t *)xq;
-    for (int64_t i = 0; i < nb * 8; i++) panel[i * XPI_AMX_TT] = g[i];
-    for (int64_t b = 0; b < nb; b++) dx[b * XPI_AMX_TT] = dxt[b];
+    const float *x = t < n ? X + (int64_t)(rows ? rows[t] : (int32_t)t) * cols : NULL; /* past n: zero padding */
+    for (int64_t c0 = 0; c0 < cols; c0 += I8_PACK_CHUNK) {
+      const int64_t cw = cols - c0 < I8_PACK_CHUNK ? cols - c0 : I8_PACK_CHUNK, b0 = c0 / XPI_QK;
+      const int64_t nbc = xpi_q_nblocks(cw);
+      if (x) xpi_quant_act_avx2(xq, xa, dxt, sx, x + c0, cw);
+      else memset(xq, 0, (size_t)nbc * XPI_QK), memset(dxt, 0, (size_t)nbc * sizeof(float));
+      const uint32_t *g = (const uint32_t *)xq;
+      for (int64_t i = 0; i < nbc * 8; i++) panel[(b0 * 8 + i) * XPI_AMX_TT] = g[i];
+      for (int64_t b = 0; b < nbc; b++) dx[(b0 + b) * XPI_AMX_TT] = dxt[b];
+    }
   }
-  free(xq);
+}
+
+void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
+  i8_pack(P, X, NULL, n, cols, t0, t1);
+}
+
+void xpi_amx_i8_pack_rows(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
+                          int32_t t1) {
+  i8_pack(P, X, rows, n, cols, t0, t1);
 }
 
 
