@@ -9,8 +9,8 @@
  *   build/ab_inprocess /tmp/a.so build/libxpuinfer.so q4 0 512     # quant depth tokens [block]
  * Run it both ways round (A B, then B A) and report both ratios.
  * env: MODEL (default /work/models/qwen3-0.6b-rand), KV (KV cache dtype, default the library's), THREADS (2),
- *      PP (prefill mode: each block is one eval of PP prompt tokens from an empty cache, and `tokens` counts
- *      blocks; e.g. PP=512 build/ab_inprocess /tmp/a.so build/libxpuinfer.so q8 0 6 1).
+ *      PP (prefill mode: each block is one eval of PP prompt tokens from an empty cache, a new prompt for each
+ *      pair of blocks, and `tokens` counts blocks; e.g. PP=512 build/ab_inprocess /tmp/a.so build/libxpuinfer.so q8 0 6 1).
  * Each library keeps its own thread pool; a 5 ms pause before every block lets the idle pool's workers go to
  * sleep, so neither library's idle spinning takes CPU from the other's timed block. */
 #define _GNU_SOURCE
@@ -108,8 +108,10 @@ int main(int argc, char **argv) {
   const int pp = getenv("PP") ? atoi(getenv("PP")) : 0;
   int32_t *prompt = malloc(sizeof(int32_t) * (size_t)(pp > 0 ? pp : 1));
   if (!prompt) return 1;
-  for (int i = 0; i < pp; i++) prompt[i] = 200 + (i * 7) % 1000;
-  for (int i = 0; i < ntok; i += blk)
+  for (int i = 0; i < ntok; i += blk) {
+    /* a new prompt for each pair of blocks: the request engine's prefix cache would serve a repeated one without
+     * computing it (the tool measured cache hits so once the engine had one) */
+    for (int q = 0; q < pp; q++) prompt[q] = 200 + (q * 7 + i * 131) % 1000;
     for (int w = 0; w < 2; w++) {
       lib *L = (((i / blk) & 1) ^ w) ? &B : &A; /* A B, then B A: each leads half of the pairs */
       const int k = ntok - i < blk ? ntok - i : blk;
@@ -125,6 +127,7 @@ int main(int argc, char **argv) {
       if (L == &A) ta += now_s() - t, na += done;
       else tb += now_s() - t, nb += done;
     }
+  }
   free(prompt);
   if (pp > 0) printf("%s pp%d, %d prefills each", quant, pp, ntok);
   else printf("%s depth %d, %d tokens each", quant, depth, ntok);
