@@ -10,7 +10,8 @@
  * Run it both ways round (A B, then B A) and report both ratios.
  * env: MODEL (default /work/models/qwen3-0.6b-rand), KV (KV cache dtype, default the library's), THREADS (2),
  *      PP (prefill mode: each block is one eval of PP prompt tokens from an empty cache, a new prompt for each
- *      pair of blocks, and `tokens` counts blocks; e.g. PP=512 build/ab_inprocess /tmp/a.so build/libxpuinfer.so q8 0 6 1).
+ *      pair of blocks, and `tokens` counts blocks;
+ *      e.g. PP=512 build/ab_inprocess /tmp/a.so build/libxpuinfer.so q8 0 6 1).
  * Each library keeps its own thread pool; a 5 ms pause before every block lets the idle pool's workers go to
  * sleep, so neither library's idle spinning takes CPU from the other's timed block. */
 #define _GNU_SOURCE

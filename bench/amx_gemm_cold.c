@@ -8,8 +8,8 @@
  *      -lutf8proc -lpthread -ldl -lm -o build/amx_gemm_cold
  *   build/amx_gemm_cold ROWS COLS [bf16|q8]     e.g. 384 1024 (gate/up of qwen3moe-mini), 1024 384 (its down)
  * bench/2026-12-02-amx-expert-gemm/variants.sh builds it over modified copies of kernels_amx.c.
- * env: MS=34,64 the token counts (1-256; default 16 ... 256); HUGE=1 puts the pool in transparent huge pages (the model's bf16 weights are read in place from the file
- * mapping, in 4 KiB pages). */
+ * env: MS=34,64 the token counts (1-256; default 16 ... 256); HUGE=1 puts the pool in transparent huge pages (the
+ * model's bf16 weights are read in place from the file mapping, in 4 KiB pages). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +73,8 @@ int main(int argc, char **argv) {
   if (dt == XPI_DT_Q8)
     for (int w = 0; w < nw; w++) memset(pool + (size_t)w * mb, 3, wb);
   for (int64_t i = 0; i < 256 * C; i++) X[i] = (float)(i % 13) * 0.01f;
-  printf("AMX %s GEMM, %lld x %lld weights (%.0f KiB a matrix, pool of %d), %s pages\n", dt == XPI_DT_Q8 ? "q8" : "bf16",
+  printf("AMX %s GEMM, %lld x %lld weights (%.0f KiB a matrix, pool of %d), %s pages\n",
+         dt == XPI_DT_Q8 ? "q8" : "bf16",
          (long long)R, (long long)C, (double)mb / 1024, nw, getenv("HUGE") && atoi(getenv("HUGE")) ? "huge" : "4 KiB");
   int ms[16] = {16, 32, 34, 40, 48, 64, 96, 128, 256}, nm = 9;
   if (getenv("MS")) { /* token counts, comma separated */
