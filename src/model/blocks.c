@@ -193,7 +193,7 @@ static xpi_glu_act glu_act(const xpi_config *c) {
 }
 
 xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
-  const int32_t n = f->n, I = f->c->intermediate_size;
+  const int32_t n = f->n, I = (int32_t)L->gate.rows; /* the config's, or a MoE layer's shared expert's */
   if (f->o->matmul_glu) { /* gate, up and the activation in one launch */
     XPI_TRY(f->o->matmul_glu(f->be, f->gate, f->up, in, NULL, 0.0f, NULL, &L->gate, &L->up, glu_act(f->c), n));
     return f->o->matmul(f->be, out, f->gate, &L->down, NULL, n);

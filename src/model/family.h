@@ -90,7 +90,8 @@ xpi_status xpi_blk_flush(xpi_fwd *f);
 /* out = o_proj(attention(rope(qk_norm(q, k)), v)) of in: the projections, the layer's q/k norm, RoPE set (or
  * none), window, softcap and scale as the config says. */
 xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out);
-/* out = down(act(gate(in)) * up(in)), act silu or gelu_tanh as the config says. */
+/* out = down(act(gate(in)) * up(in)), act silu or gelu_tanh as the config says, at the size of L's gate (the
+ * intermediate size; a Qwen2-MoE layer's shared expert). */
 xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out);
 /* A branch's output becomes pending: post-norm it first when post_norm is given (rows > 0), then times the
  * config's residual_scale. */

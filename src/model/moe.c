@@ -119,14 +119,7 @@ xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
   float *shared = NULL;
   if (L->shared_gate.rows) {
     shared = b->y + (size_t)n * (size_t)K * (size_t)H;
-    if (o->matmul_glu) { /* gate, up and SwiGLU in one launch, as the dense MLP: the same values */
-      XPI_TRY(o->matmul_glu(be, f->gate, f->up, in, NULL, 0.0f, NULL, &L->gate, &L->up, XPI_GLU_SILU, n));
-    } else {
-      XPI_TRY(o->matmul(be, f->gate, in, &L->gate, NULL, n));
-      XPI_TRY(o->matmul(be, f->up, in, &L->up, NULL, n));
-      XPI_TRY(o->swiglu(be, f->gate, f->gate, f->up, n, c->shared_expert_intermediate_size));
-    }
-    XPI_TRY(o->matmul(be, shared, f->gate, &L->down, NULL, n));
+    XPI_TRY(xpi_blk_mlp(f, L, in, shared)); /* the shared expert: the dense MLP at its own size */
     XPI_TRY(o->matmul(be, b->sg, in, &L->shared_gate, NULL, n));
   }
   return o->moe_combine(be, out, b->y, pos, b->wts, shared, b->sg, n, K, H);
