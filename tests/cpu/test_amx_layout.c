@@ -3,7 +3,8 @@
  * defines them), fed by the reference packers of amx_layout.c, and are compared with the scalar oracle on
  * ragged shapes (rows, columns and tokens that do not fill tiles) and split ranges (tiles of rows x tokens, as
  * the threads of matmul_cpu.c run them). The emulation also checks every tile operation's shapes against the
- * configuration (a product whose A columns do not match B's rows is a layout bug). Where the CPU has AVX-512,
+ * configuration (a product whose A columns do not match B's rows is a layout bug) and counts the bf16 tile
+ * products (a compact tail must take 1 or 2 where a padded tile takes 3). Where the CPU has AVX-512,
  * the AMX table's own packers must give the reference's bytes (and their pack_rows those of pack over the
  * rows gathered); where it has AMX, the real tile unit must give the emulation's q8/q4 results bit for bit
  * (exact int32 sums, the same f32 scaling) and bf16 within rounding.
@@ -62,8 +63,10 @@ static float bf16_daz(const uint8_t *p) { /* a bf16, subnormals read as zero */
   memcpy(&h, p, 2);
   return (h & 0x7f80) ? xpi_bf16_to_f32(h) : 0.0f;
 }
+static int64_t g_dpbf16; /* tile products run */
 static void emu_dpbf16(int c, int a, int b) { /* C[m][n] += sum_k A[m][2k] B[k][2n] + A[m][2k+1] B[k][2n+1] */
   if (!shapes_ok(c, a, b)) { g_bad_ops++; return; }
+  g_dpbf16++;
   for (int m = 0; m < g_t[a].rows; m++)
     for (int n = 0; n < g_t[b].colsb / 4; n++) {
       float acc;
@@ -165,9 +168,19 @@ static void gemm_case(xpi_dtype dt, int64_t rows, int64_t cols, int32_t n, int p
       if (rb >= re || tb >= te) continue;
       const int64_t rowb = is_q ? xpi_q_row_bytes(dt, cols) : cols * 2;
       g_pf_lo = (const char *)W + (rb + 2 * XPI_AMX_TR) * rowb, g_pf_hi = (const char *)W + re * rowb;
-      g_pf_lines = g_pf_bad = 0, g_pf_last = NULL;
+      g_pf_lines = g_pf_bad = 0, g_pf_last = NULL, g_dpbf16 = 0;
       if (is_q) amx_i8_run(dt, Y, ldy, P, n, W, dq, cols, rb, re, (int32_t)tb, (int32_t)te, S);
       else amx_bf16_run(Y, ldy, P, n, W, NULL, cols, rb, re, (int32_t)tb, (int32_t)te, S);
+      if (!is_q) { /* per 32-row panel and k step: 2 weight tiles x (3 terms per padded token tile, or one product
+                    * per slot of a compact tail of 1-10 tokens: 1 for 1-5, 2 for 6-10) */
+        const int64_t tail = n / XPI_AMX_TT, r = n % XPI_AMX_TT, ns = r >= 1 && r <= 10 ? (r + 4) / 5 : 0;
+        int64_t per = 0;
+        for (int64_t p = tb / XPI_AMX_TT; p * XPI_AMX_TT < te; p++) per += p == tail && ns ? ns : XPI_AMX_BF16_TERMS;
+        const int64_t want_dp = (re - rb + 31) / 32 * ((cols + 31) / 32) * 2 * per;
+        CHECK(g_dpbf16 == want_dp, "bf16 %lldx%lld n=%d tokens [%lld, %lld): %lld tile products, want %lld",
+              (long long)rows, (long long)cols, n, (long long)tb, (long long)te, (long long)g_dpbf16,
+              (long long)want_dp);
+      }
       /* lines of each later panel: ceil(panel bytes / 64), panels prefetched in row order */
       int64_t want = 0;
       for (int64_t r = rb + 2 * XPI_AMX_TR; r < re; r += 2 * XPI_AMX_TR)
@@ -267,7 +280,47 @@ static void gemm_case(xpi_dtype dt, int64_t rows, int64_t cols, int32_t n, int p
   free(wv); free(X); free(W); free(dq); free(P); free(S); free(Y); free(Yr);
 }
 
+/* bf16 inputs whose every partial sum is exact in f32, so that any summation order gives the exact result: weights
+ * 2^(r % 3), activations 2^(t % 4) (1 + 2^-9 + 2^-17), whose three terms are 1, 2^-9 and 2^-17 (1 + 2^-8 ties to
+ * even: 1). y = 2^(r % 3 + t % 4) (cols + cols 2^-9 + cols 2^-17) exactly; a term lost or misplaced shows (the
+ * random cases' worst-case bound is looser than the third term). On the emulation, the AMX table and the AVX-512
+ * table's bf16 GEMM (same layout). */
+static void exact_case(int64_t rows, int32_t n) {
+  enum { COLS = 64 };
+  uint16_t *W = malloc(sizeof(uint16_t) * (size_t)(rows * COLS));
+  float *X = malloc(sizeof(float) * (size_t)n * COLS), *Y = malloc(sizeof(float) * (size_t)(n * rows));
+  for (int64_t r = 0; r < rows; r++)
+    for (int c = 0; c < COLS; c++) W[r * COLS + c] = xpi_f32_to_bf16(ldexpf(1.0f, (int)(r % 3)));
+  for (int32_t t = 0; t < n; t++)
+    for (int c = 0; c < COLS; c++) X[t * COLS + c] = ldexpf(1.0f + 0x1p-9f + 0x1p-17f, t % 4);
+  const size_t pbytes = xpi_amx_bf16_pack_bytes(n, COLS);
+  void *P = aligned_alloc(64, (pbytes + 63) & ~(size_t)63);
+  void *S = aligned_alloc(64, (amx_bf16_scratch_bytes(COLS) + 63) & ~(size_t)63);
+  xpi_amx_bf16_pack_ref(P, X, n, COLS, 0, n);
+  for (int v = 0; v < 3; v++) {
+    const xpi_cpu_kernels *k = v == 1   ? xpi_cpu_kernels_for(XPI_ISA_AMX)
+                               : v == 2 ? xpi_cpu_kernels_for(XPI_ISA_AVX512)
+                                        : NULL;
+    if (v && !k) continue;
+    for (int64_t i = 0; i < n * rows; i++) Y[i] = -1;
+    if (!v) amx_bf16_run(Y, rows, P, n, W, NULL, COLS, 0, rows, 0, n, S);
+    else {
+      xpi_cpu_kernels gemm_only = *k;
+      memset(gemm_only.smalln, 0, sizeof gemm_only.smalln);
+      xpi_cpu_matmul(NULL, NULL, &gemm_only, XPI_DT_BF16, Y, rows, X, n, W, NULL, 0, rows, COLS);
+    }
+    int64_t bad = 0;
+    for (int32_t t = 0; t < n; t++)
+      for (int64_t r = 0; r < rows; r++)
+        bad += Y[t * rows + r] != ldexpf(COLS + COLS * 0x1p-9f + COLS * 0x1p-17f, (int)(r % 3 + t % 4));
+    CHECK(bad == 0, "bf16 exact %lldx%d n=%d (%s): %lld outputs not exact", (long long)rows, COLS, n,
+          v == 0 ? "emulation" : v == 1 ? "amx" : "avx512", (long long)bad);
+  }
+  free(W), free(X), free(Y), free(P), free(S);
+}
+
 int main(void) {
+  for (int32_t n = 2; n <= 70; n += n < 20 ? 1 : 7) exact_case(48, n); /* every tail size, compact or not */
   static const xpi_dtype dts[] = {XPI_DT_BF16, XPI_DT_Q8, XPI_DT_Q4};
   for (int di = 0; di < 3; di++) {
     const xpi_dtype dt = dts[di];
@@ -278,6 +331,13 @@ int main(void) {
     gemm_case(dt, 33, 200, 67, 2, 3);  /* several column blocks, ragged everything */
     gemm_case(dt, 1, 33, 1, 1, 1);     /* one row, one token */
     gemm_case(dt, 40, 1100, 20, 1, 1); /* over the int8 packer's 1024-column chunk, a partial block after it */
+    /* bf16 compact tails (amx_layout.h): 2 tokens after a pair of tiles, 10 after three tiles (two slots, the
+     * tail second in its pair), 6 alone, 11 (padded, not compact), 1 after a tile, on grids */
+    gemm_case(dt, 64, 96, 34, 1, 1);
+    gemm_case(dt, 48, 64, 58, 2, 2);
+    gemm_case(dt, 32, 40, 6, 1, 1);
+    gemm_case(dt, 32, 64, 43, 1, 2);
+    gemm_case(dt, 96, 128, 17, 3, 1);
   }
   printf("AMX on this CPU: %s; AVX-512 packers checked: %s\n", xpi_cpu_has(XPI_ISA_AMX) ? "yes (checked too)" : "no",
          xpi_cpu_has(XPI_ISA_AVX512) ? "yes" : "no");

@@ -49,6 +49,25 @@ static inline void amx_pf_step(amx_pf *f) {
   for (int64_t q = 0; q < f->per && f->left > 0; q++, f->left--, f->p += 64) AMX_PREFETCH(f->p);
 }
 
+/* Y rows of a compact tail's tokens (amx_layout.h): token i's three sums, the columns 3i..3i+2 of its slot's
+ * result tile (C + 256 (2 w + q) for weight tile w, slot q), added in term order. */
+static void amx_bf16_tail_store(float *Y, int64_t ldy, const float *C, int nr, int nt) {
+  for (int i = 0; i < nt; i++) {
+    const int q = i / XPI_AMX_BF16_TAIL_PER, col = 3 * (i % XPI_AMX_BF16_TAIL_PER);
+    for (int w = 0; w < nr; w++) {
+      const float *c = C + 256 * (2 * (w / 16) + q) + 16 * (w % 16) + col;
+      Y[(int64_t)i * ldy + w] = (c[0] + c[1]) + c[2];
+    }
+  }
+}
+
+/* Blocks of the token loop from t0 (a multiple of 32): two padded token tiles at once, one alone (before the
+ * compact tail, or at the end), or the compact tail (panel tail, or -1). */
+static inline int32_t amx_bf16_block_end(int32_t t, int32_t t1, int64_t tail) {
+  const int64_t p = t / XPI_AMX_TT;
+  return p == tail || t1 - t <= XPI_AMX_TT || p + 1 == tail ? t + XPI_AMX_TT : t + 2 * XPI_AMX_TT;
+}
+
 /* scratch: the weight panel in tile order (32 rows x kp bf16) and the four result tiles (f32) */
 static size_t amx_bf16_scratch_bytes(int64_t cols) {
   return (size_t)2 * XPI_AMX_TR * (size_t)xpi_amx_kp(cols) * 2 + 4 * 256 * sizeof(float);
@@ -56,8 +75,12 @@ static size_t amx_bf16_scratch_bytes(int64_t cols) {
 
 static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux,
                          int64_t cols, int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
-  (void)aux, (void)n;
+  (void)aux;
   const int64_t kp = xpi_amx_kp(cols), kc = kp / 32;
+  const int ns = xpi_amx_bf16_tail_slots(n); /* slots of a compact last panel (amx_layout.h) */
+  const int64_t tail = ns ? n / XPI_AMX_TT : -1;
+  int64_t blocks = 0;
+  for (int32_t t = t0; t < t1; t = amx_bf16_block_end(t, t1, tail)) blocks++;
   uint16_t *pad = scratch;
   float *C = (float *)(pad + 2 * XPI_AMX_TR * kp);
   AMX_CONFIG(64, 16);
@@ -69,19 +92,50 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
     const uint16_t *wr = (const uint16_t *)W + r * cols;
     const int64_t ws = direct ? cols * 2 : 64; /* A tile row stride in bytes */
     if (!direct) AMX_BF16_WEIGHTS(pad, W, r, nr, cols);
-    amx_pf pf = amx_pf_next(W, cols * 2, r, r1, kc * ((t1 - t0 + 2 * XPI_AMX_TT - 1) / (2 * XPI_AMX_TT)));
-    for (int32_t t = t0; t < t1; t += 2 * XPI_AMX_TT) {
+    amx_pf pf = amx_pf_next(W, cols * 2, r, r1, kc * blocks);
+/* k step k's prefetches and weight tiles (4, 5: rows 0-15, 16-31 of the panel) */
+#define AMX_BF16_STEP(k)                                                                            \
+  do {                                                                                              \
+    amx_pf_step(&pf);                                                                               \
+    AMX_LOAD(4, direct ? wr + (k) * 32 : pad + (k) * 2 * XPI_AMX_TR * 32, ws);                      \
+    AMX_LOAD(5, direct ? wr + 16 * cols + (k) * 32 : pad + ((k) * 2 * XPI_AMX_TR + 16) * 32, ws); \
+  } while (0)
+    for (int32_t t = t0, te; t < t1; t = te) {
+      te = amx_bf16_block_end(t, t1, tail);
       const uint16_t *b0 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
-      const uint16_t *b1 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT + 1); /* past n: zero padding */
+      const uint16_t *b1 = xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT + 1);
       AMX_ZERO(0);
       AMX_ZERO(2);
-      if (t1 - t > XPI_AMX_TT) { /* both token tiles */
+      if (t / XPI_AMX_TT == tail) { /* the compact tail: one product per weight tile and slot, all terms in it */
+        if (ns > 1) {
+          AMX_ZERO(1);
+          AMX_ZERO(3);
+        }
+        for (int64_t k = 0; k < kc; k++) {
+          AMX_BF16_STEP(k);
+          AMX_LOAD(6, b0 + k * 16 * 32, 64);
+          AMX_DPBF16(0, 4, 6);
+          AMX_DPBF16(2, 5, 6);
+          if (ns > 1) {
+            AMX_LOAD(7, b0 + (kc + k) * 16 * 32, 64);
+            AMX_DPBF16(1, 4, 7);
+            AMX_DPBF16(3, 5, 7);
+          }
+        }
+        AMX_STORE(0, C, 64);
+        AMX_STORE(2, C + 512, 64);
+        if (ns > 1) {
+          AMX_STORE(1, C + 256, 64);
+          AMX_STORE(3, C + 768, 64);
+        }
+        amx_bf16_tail_store(Y + (int64_t)t * ldy + r, ldy, C, nr, (n < t1 ? n : t1) - t);
+        continue;
+      }
+      if (te - t > XPI_AMX_TT) { /* both token tiles */
         AMX_ZERO(1);
         AMX_ZERO(3);
         for (int64_t k = 0; k < kc; k++) {
-          amx_pf_step(&pf);
-          AMX_LOAD(4, direct ? wr + k * 32 : pad + k * 2 * XPI_AMX_TR * 32, ws);
-          AMX_LOAD(5, direct ? wr + 16 * cols + k * 32 : pad + (k * 2 * XPI_AMX_TR + 16) * 32, ws);
+          AMX_BF16_STEP(k);
           for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
             AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
             AMX_LOAD(7, b1 + (s * kc + k) * 16 * 32, 64);
@@ -93,12 +147,10 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
         }
         AMX_STORE(1, C + 256, 64);
         AMX_STORE(3, C + 768, 64);
-      } else /* a tail of <= 16 tokens: the second tile would be all padding (MoE experts' token counts end so
-              * at random; computing it cost up to half of a small expert's products) */
+      } else /* one token tile: before the compact tail, or a last tile of 11-16 tokens (the second tile would be
+              * all padding; computing it cost up to half of a small expert's products) */
         for (int64_t k = 0; k < kc; k++) {
-          amx_pf_step(&pf);
-          AMX_LOAD(4, direct ? wr + k * 32 : pad + k * 2 * XPI_AMX_TR * 32, ws);
-          AMX_LOAD(5, direct ? wr + 16 * cols + k * 32 : pad + (k * 2 * XPI_AMX_TR + 16) * 32, ws);
+          AMX_BF16_STEP(k);
           for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
             AMX_LOAD(6, b0 + (s * kc + k) * 16 * 32, 64);
             AMX_DPBF16(0, 4, 6);
@@ -107,10 +159,12 @@ static void amx_bf16_run(float *Y, int64_t ldy, const void *P, int32_t n, const 
         }
       AMX_STORE(0, C, 64);
       AMX_STORE(2, C + 512, 64);
-      amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, C, 16, 512, 256, nr, t1 - t); /* tile q at C + 256 q */
+      /* tile q at C + 256 q */
+      amx_store_2x2(Y + (int64_t)t * ldy + r, ldy, C, 16, 512, 256, nr, (te < t1 ? te : t1) - t);
     }
   }
   AMX_RELEASE();
+#undef AMX_BF16_STEP
 }
 
 /* scratch: the weight panel as int8 ([b][32][32]) and its scales ([b][32] f32), the f32 sums (32 x 32) and the

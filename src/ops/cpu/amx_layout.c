@@ -13,14 +13,19 @@ size_t xpi_amx_bf16_pack_bytes(int32_t n, int64_t cols) {
 }
 
 void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1) {
-  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1, tail = n / XPI_AMX_TT;
+  const int compact = xpi_amx_bf16_tail_slots(n) > 0;
   for (int64_t t = t0; t < te; t++) {
-    uint16_t *panel = (uint16_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
+    const int64_t p = t / XPI_AMX_TT;
+    if (compact && p == tail && t % XPI_AMX_TT == 0) /* its unused columns and slot */
+      memset((uint16_t *)P + p * XPI_AMX_BF16_TERMS * kp * XPI_AMX_TT, 0,
+             sizeof(uint16_t) * XPI_AMX_BF16_TERMS * (size_t)kp * XPI_AMX_TT);
+    if (compact && p == tail && t >= n) continue; /* padding: zeros already (and no place of its own) */
     for (int64_t c = 0; c < kp; c++) {
       float x = t < n && c < cols ? X[t * cols + c] : 0.0f;
       for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
         const uint16_t h = xpi_f32_to_bf16(x);
-        panel[((s * kp / 2 + c / 2) * XPI_AMX_TT + t % XPI_AMX_TT) * 2 + c % 2] = h;
+        ((uint16_t *)P)[xpi_amx_bf16_at(n, cols, t, s, c / 2) * 2 + c % 2] = h;
         x -= xpi_bf16_to_f32(h); /* exact: h is x rounded to its leading 8 bits */
       }
     }

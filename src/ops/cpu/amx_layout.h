@@ -10,7 +10,13 @@
  * bf16 activations, for token panel p (16 tokens), term s, column pair kk, token t, element e (0, 1):
  *   P[p][s][kk][t][e] = term s of x[16p + t][2kk + e] as bf16        (columns padded to kp = 32k, tokens to
  *                                                                     a multiple of 32, with zeros)
- * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. Weight panels of 32 rows are
+ * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. The last panel, when it holds
+ * 1-10 tokens (n % 16; MoE experts end so at random), is compact instead: B tile slot q < xpi_amx_bf16_tail_slots(n)
+ * holds 5 tokens' terms side by side,
+ *   P[p][q][kk][3i + s][e] = term s of x[16p + 5q + i][2kk + e]       (i < 5; column 15 and slot 2 zero)
+ * so one tile product per slot covers all three terms, 2 or 4 products per k step where a padded 16-token tile
+ * takes 6. A tile product costs the same whatever its shape (bench/2026-12-02-amx-expert-gemm.md), so this is
+ * what saves a tail's padding; the GEMM then adds each token's three sums (amx_gemm.h). Weight panels of 32 rows are
  * read in place (A tiles of 16 rows at the row stride) when whole; ragged ones (fewer rows, or columns not a
  * multiple of 32) are copied in tile order with zero padding (xpi_amx_bf16_weights). Copying every panel was
  * faster while the GEMM waited on memory for each panel's first reads (strided tile loads, all 16 lines in 2 of
@@ -57,7 +63,21 @@ size_t xpi_amx_bf16_pack_bytes(int32_t n, int64_t cols);
 static inline const uint16_t *xpi_amx_bf16_panel(const void *P, int64_t cols, int64_t p) {
   return (const uint16_t *)P + p * XPI_AMX_BF16_TERMS * xpi_amx_kp(cols) * XPI_AMX_TT;
 }
-/* Tokens [t0, t1) of X (t0 a multiple of 32), and the zero padding after n when t1 == n. */
+/* Tokens per compact tail slot, and the slots of n tokens' compact last panel (0: none, the panel is padded). */
+#define XPI_AMX_BF16_TAIL_PER 5
+static inline int xpi_amx_bf16_tail_slots(int32_t n) {
+  const int r = (int)(n % XPI_AMX_TT);
+  return r >= 1 && r <= 2 * XPI_AMX_BF16_TAIL_PER ? (r + XPI_AMX_BF16_TAIL_PER - 1) / XPI_AMX_BF16_TAIL_PER : 0;
+}
+/* Where term s of token t's column pair kk goes: the uint32 (bf16 pair) index in P. */
+static inline int64_t xpi_amx_bf16_at(int32_t n, int64_t cols, int64_t t, int s, int64_t kk) {
+  const int64_t p = t / XPI_AMX_TT, i = t % XPI_AMX_TT, kp2 = xpi_amx_kp(cols) / 2;
+  const int64_t base = p * XPI_AMX_BF16_TERMS * kp2 * XPI_AMX_TT;
+  if (p == n / XPI_AMX_TT && xpi_amx_bf16_tail_slots(n))
+    return base + ((i / XPI_AMX_BF16_TAIL_PER) * kp2 + kk) * XPI_AMX_TT + 3 * (i % XPI_AMX_BF16_TAIL_PER) + s;
+  return base + (s * kp2 + kk) * XPI_AMX_TT + i;
+}
+/* Tokens [t0, t1) of X (t0 a multiple of 16, t1 one too or n), and the zero padding after n when t1 == n. */
 void xpi_amx_bf16_pack_ref(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 /* Rows [r, r+nr) of the bf16 weight matrix in tile order, pad[k][32 rows][32 columns] for each 32-column chunk k
  * (an A tile is then 1 KiB contiguous), zero padded past nr rows and cols columns. */

@@ -77,7 +77,8 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t); /* AVX2 + FMA + F16C; t
  *   run(..., r0, r1, t0, t1, S)     Y[t*ldy + r] for r0 <= r < r1, t0 <= t < t1 from P, with S the calling
  *                                   thread's scratch (scratch_bytes(cols) bytes, 64-byte aligned).
  * Range starts are multiples of row_align / tok_align (ends may be ragged at rows / n). Results are the same
- * for any split (each output is one sum over the columns in a fixed order). */
+ * for any such split (each output is one sum over the columns in a fixed order, which may depend on n and on the
+ * token's place: the AMX bf16 GEMM sums a last tile of 1-10 tokens in its own order, amx_layout.h). */
 typedef struct xpi_cpu_gemm {
   const char *name;          /* what it computes with, e.g. "amx-bf16" (reports, benchmarks) */
   int32_t tok_align, row_align;

@@ -287,7 +287,8 @@ Q256_GEMV(gemv, prep, row, rows)
  * column pair stored to its row of the B tile (64 bytes apart). */
 static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
                              int32_t t1) {
-  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1;
+  const int64_t kp = xpi_amx_kp(cols), te = t1 == n ? xpi_amx_np(n) : t1, tail = n / XPI_AMX_TT;
+  const int cs = xpi_amx_bf16_tail_slots(n) > 0; /* the last panel is compact (amx_layout.h) */
   int64_t t = t0;
   /* Whole panels of 16 tokens: each 32-column chunk's terms go to a 16 x 16 tile in L1, transposed in registers
    * and stored a B-tile row (64 bytes) at a time. Storing each token's column pairs straight to the panel, 64
@@ -295,9 +296,12 @@ static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32
    * line of the panel (too big for L1 at thousands of columns) once per token. Same values, same places. */
   for (; t % XPI_AMX_TT == 0 && t + XPI_AMX_TT <= te; t += XPI_AMX_TT) {
     uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT);
+    const int compact = cs && t / XPI_AMX_TT == tail;
     for (int64_t c = 0; c < kp; c += 32) {
       _Alignas(64) uint32_t tile[XPI_AMX_BF16_TERMS][XPI_AMX_TT][16];
+      if (compact) memset(tile, 0, sizeof tile); /* unused columns, slot 2 */
       for (int i = 0; i < XPI_AMX_TT; i++) {
+        if (compact && t + i >= n) break;
         __m512 lo = _mm512_setzero_ps(), hi = lo;
         if (t + i < n) {
           const int64_t m = cols - c;
@@ -309,7 +313,9 @@ static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32
         }
         for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
           const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);
-          _mm512_store_si512((void *)tile[s][i], (__m512i)h);
+          const int q = compact ? i / XPI_AMX_BF16_TAIL_PER : s;
+          const int col = compact ? 3 * (i % XPI_AMX_BF16_TAIL_PER) + s : i;
+          _mm512_store_si512((void *)tile[q][col], (__m512i)h);
           if (s + 1 < XPI_AMX_BF16_TERMS) {
             const __m512i hv = (__m512i)h;
             lo = _mm512_sub_ps(lo, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(hv)), 16)));
@@ -325,8 +331,12 @@ static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32
       }
     }
   }
-  for (; t < te; t++) {
-    uint32_t *panel = (uint32_t *)xpi_amx_bf16_panel(P, cols, t / XPI_AMX_TT) + t % XPI_AMX_TT;
+  for (; t < te; t++) { /* ragged ends (t1 not a multiple of 16): each token's pairs to their places */
+    if (cs && t / XPI_AMX_TT == tail) {
+      if (t % XPI_AMX_TT == 0)
+        memset((uint32_t *)xpi_amx_bf16_panel(P, cols, tail), 0, 2 * (size_t)(XPI_AMX_BF16_TERMS * kp * XPI_AMX_TT));
+      if (t >= n) continue;
+    }
     for (int64_t c = 0; c < kp; c += 32) {
       __m512 lo = _mm512_setzero_ps(), hi = lo;
       if (t < n) {
@@ -341,7 +351,7 @@ static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32
         const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo); /* columns c..c+31 in order */
         _Alignas(64) uint32_t pairs[16];
         _mm512_store_si512((void *)pairs, (__m512i)h);
-        uint32_t *o = panel + (s * kp / 2 + c / 2) * XPI_AMX_TT;
+        uint32_t *o = (uint32_t *)P + xpi_amx_bf16_at(n, cols, t, s, c / 2);
         for (int j = 0; j < 16; j++) o[j * XPI_AMX_TT] = pairs[j];
         if (s + 1 < XPI_AMX_BF16_TERMS) { /* the remainders (exact), for the next term */
           const __m512i hv = (__m512i)h;
@@ -421,16 +431,22 @@ static void bf16_panel(uint32_t *P, const uint16_t *W, int64_t r, int nr, int64_
   }
 }
 
-static void bf16_ukr(const uint32_t *P, const uint32_t *A, int64_t kp2, float *Y, int64_t ldy, int nt, int nr) {
+/* A: a token panel, padded (compact = 0) or a compact tail (amx_layout.h; nt <= 10): the same sums either way. */
+static inline __attribute__((always_inline)) void bf16_ukr(const uint32_t *P, const uint32_t *A, int64_t kp2, float *Y,
+                                                           int64_t ldy, int nt, int nr, const int compact) {
+  enum { TP = XPI_AMX_BF16_TAIL_PER };
   __m512 c[16];
+  const int ntt = compact ? 2 * TP : 16;
 #pragma GCC unroll 16
   for (int t = 0; t < 16; t++) c[t] = _mm512_setzero_ps();
   for (int64_t kk = 0; kk < kp2; kk++) {
     const __m512bh w = (__m512bh)_mm512_load_si512((const void *)(P + kk * 16));
     for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
-      const uint32_t *a = A + (s * kp2 + kk) * 16;
 #pragma GCC unroll 16
-      for (int t = 0; t < 16; t++) c[t] = _mm512_dpbf16_ps(c[t], w, (__m512bh)_mm512_set1_epi32((int)a[t]));
+      for (int t = 0; t < ntt; t++) {
+        const int64_t at = compact ? ((t / TP) * kp2 + kk) * 16 + 3 * (t % TP) + s : (s * kp2 + kk) * 16 + t;
+        c[t] = _mm512_dpbf16_ps(c[t], w, (__m512bh)_mm512_set1_epi32((int)A[at]));
+      }
     }
   }
   const __mmask16 rm = nr >= 16 ? 0xffff : (__mmask16)((1u << nr) - 1);
@@ -441,15 +457,18 @@ static size_t bf16_scratch_bytes(int64_t cols) { return (size_t)xpi_amx_kp(cols)
 
 static void bf16_run(float *Y, int64_t ldy, const void *Pa, int32_t n, const void *W, const void *aux, int64_t cols,
                      int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch) {
-  (void)aux, (void)n;
-  const int64_t kp2 = xpi_amx_kp(cols) / 2;
+  (void)aux;
+  const int64_t kp2 = xpi_amx_kp(cols) / 2, tail = xpi_amx_bf16_tail_slots(n) ? n / 16 : -1;
   uint32_t *P = scratch;
   for (int64_t r = r0; r < r1; r += 16) {
     const int nr = r1 - r < 16 ? (int)(r1 - r) : 16;
     bf16_panel(P, W, r, nr, cols);
-    for (int32_t t = t0; t < t1; t += 16)
-      bf16_ukr(P, (const uint32_t *)xpi_amx_bf16_panel(Pa, cols, t / 16), kp2, Y + (int64_t)t * ldy + r, ldy,
-               t1 - t < 16 ? t1 - t : 16, nr);
+    for (int32_t t = t0; t < t1; t += 16) {
+      const uint32_t *A = (const uint32_t *)xpi_amx_bf16_panel(Pa, cols, t / 16);
+      const int nt = t1 - t < 16 ? t1 - t : 16;
+      if (t / 16 == tail) bf16_ukr(P, A, kp2, Y + (int64_t)t * ldy + r, ldy, nt, nr, 1);
+      else bf16_ukr(P, A, kp2, Y + (int64_t)t * ldy + r, ldy, nt, nr, 0);
+    }
   }
 }
 
