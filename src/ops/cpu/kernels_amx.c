@@ -88,14 +88,20 @@ static void amx_bf16_weights(uint16_t *pad, const void *W, int64_t r, int nr, in
   }
 }
 
-/* Scales of rows [r, r+nr) into D[b][32] f32: 16 rows' halves gathered, converted 16 at a time. */
+/* Scales of rows [r, r+nr) into D[b][32] f32: 16 rows x 16 blocks at a time, each row's halves loaded whole,
+ * converted, and transposed in registers (gathering them one by one cost ~1 ns each, 1,024 a panel). */
 static void amx_i8_scales(float *D, const void *d, int64_t r, int nr, int64_t nb) {
   const uint16_t *h = d;
-  for (int64_t b = 0; b < nb; b++)
-    for (int g = 0; g < 2; g++) {
-      _Alignas(32) uint16_t tmp[16];
-      for (int i = 0; i < 16; i++) tmp[i] = g * 16 + i < nr ? h[(r + g * 16 + i) * nb + b] : 0;
-      _mm512_storeu_ps(D + b * 2 * XPI_AMX_TR + g * 16, _mm512_cvtph_ps(_mm256_load_si256((const __m256i *)tmp)));
+  for (int g = 0; g < 2; g++)
+    for (int64_t b0 = 0; b0 < nb; b0 += 16) {
+      const int nk = nb - b0 < 16 ? (int)(nb - b0) : 16;
+      const __mmask16 km = (__mmask16)((1u << nk) - 1);
+      __m512 v[16];
+      for (int i = 0; i < 16; i++)
+        v[i] = g * 16 + i < nr ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(km, h + (r + g * 16 + i) * nb + b0))
+                               : _mm512_setzero_ps();
+      xpi_tr16(v); /* v[j]: block b0 + j of the 16 rows */
+      for (int j = 0; j < nk; j++) _mm512_storeu_ps(D + (b0 + j) * 2 * XPI_AMX_TR + g * 16, v[j]);
     }
 }
 
