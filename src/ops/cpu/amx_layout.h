@@ -11,13 +11,13 @@
  *   P[p][s][kk][t][e] = term s of x[16p + t][2kk + e] as bf16        (columns padded to kp = 32k, tokens to
  *                                                                     a multiple of 32, with zeros)
  * so the B tile of 32 columns at column 32j is 1 KiB contiguous at P[p][s][16j]. The last panel, when it holds
- * 1-10 tokens (n % 16; MoE experts end so at random), is compact instead: B tile slot q < xpi_amx_bf16_tail_slots(n)
- * holds 5 tokens' terms side by side,
+ * 1-10 tokens (n % 16; MoE experts' counts end anywhere), is compact instead: B tile slot
+ * q < xpi_amx_bf16_tail_slots(n) holds 5 tokens' terms side by side,
  *   P[p][q][kk][3i + s][e] = term s of x[16p + 5q + i][2kk + e]       (i < 5; column 15 and slot 2 zero)
  * so one tile product per slot covers all three terms, 2 or 4 products per k step where a padded 16-token tile
  * takes 6. A tile product costs the same whatever its shape (bench/2026-12-02-amx-expert-gemm.md), so this is
- * what saves a tail's padding; the GEMM then adds each token's three sums (amx_gemm.h). Weight panels of 32 rows are
- * read in place (A tiles of 16 rows at the row stride) when whole; ragged ones (fewer rows, or columns not a
+ * what saves a tail's padding; the GEMM then adds each token's three sums (amx_gemm.h). Weight panels of 32 rows
+ * are read in place (A tiles of 16 rows at the row stride) when whole; ragged ones (fewer rows, or columns not a
  * multiple of 32) are copied in tile order with zero padding (xpi_amx_bf16_weights). Copying every panel was
  * faster while the GEMM waited on memory for each panel's first reads (strided tile loads, all 16 lines in 2 of
  * L1's 64 sets at 2 KiB rows, missed one by one); with the next panel prefetched into L2 during the current one

@@ -16,9 +16,8 @@
  * Bit for bit the composition (moe_matmul gate, up; swiglu; moe_matmul down): each expert runs the kernel
  * xpi_cpu_matmul would pick for its token count (GEMV, small-n, or the GEMM, whose outputs are one sum each in a
  * fixed order for any split of rows and of tokens at its tok_align, cpu_kernels.h, so token chunks cut there
- * change nothing), and SwiGLU sees
- * whole 16-element runs on both paths (intermediate sizes that are multiples of 16 only; others take the
- * composition). */
+ * change nothing), and SwiGLU sees whole 16-element runs on both paths (intermediate sizes that are multiples of
+ * 16 only; others take the composition). */
 #include "ops/cpu/moe_cpu.h"
 
 #include <stdatomic.h>
@@ -161,8 +160,9 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   for (int32_t x = 0; x < gate->n; x++) {
     const int32_t m = start[x + 1] - start[x], kind = m ? kind_of(kt, dt, m) : K_GEMV;
     const int32_t parts = !m ? 0 : kind == K_GEMM ? (m + share - 1) / share : 1;
-    for (int32_t p = 0, t0 = 0; p < parts; p++) { /* near-equal chunks, cut at whole token tiles: the GEMM's
-                                                    * last tile has its own arithmetic (amx_layout.h's compact tail) */
+    /* near-equal chunks, cut at the GEMM's tok_align: its last tile may have its own arithmetic (amx_layout.h's
+     * compact tail), so only the expert's last chunk may end inside a tile */
+    for (int32_t p = 0, t0 = 0; p < parts; p++) {
       const int32_t ta = kt->gemm[dt]->tok_align, c1 = (int32_t)((int64_t)m * (p + 1) / parts);
       const int32_t t1 = p + 1 < parts ? c1 / ta * ta : m;
       jobs[njobs++] = (mlp_chunk){x, t0, t1 - t0, kind};
