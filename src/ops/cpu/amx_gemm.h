@@ -53,7 +53,7 @@ static inline void amx_pf_step(amx_pf *f) {
  * result tile (C + 256 (2 w + q) for weight tile w, slot q), added in term order. */
 static void amx_bf16_tail_store(float *Y, int64_t ldy, const float *C, int nr, int nt) {
   for (int i = 0; i < nt; i++) {
-    const int q = i / XPI_AMX_BF16_TAIL_PER, col = 3 * (i % XPI_AMX_BF16_TAIL_PER);
+    const int q = xpi_amx_bf16_tail_slot(i), col = xpi_amx_bf16_tail_col(i, 0);
     for (int w = 0; w < nr; w++) {
       const float *c = C + 256 * (2 * (w / 16) + q) + 16 * (w % 16) + col;
       Y[(int64_t)i * ldy + w] = (c[0] + c[1]) + c[2];

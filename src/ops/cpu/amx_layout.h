@@ -69,12 +69,17 @@ static inline int xpi_amx_bf16_tail_slots(int32_t n) {
   const int r = (int)(n % XPI_AMX_TT);
   return r >= 1 && r <= 2 * XPI_AMX_BF16_TAIL_PER ? (r + XPI_AMX_BF16_TAIL_PER - 1) / XPI_AMX_BF16_TAIL_PER : 0;
 }
+/* In a compact tail, the slot and the B tile column of term s of the panel's token i (i < 10). */
+static inline int xpi_amx_bf16_tail_slot(int64_t i) { return (int)(i / XPI_AMX_BF16_TAIL_PER); }
+static inline int xpi_amx_bf16_tail_col(int64_t i, int s) {
+  return XPI_AMX_BF16_TERMS * (int)(i % XPI_AMX_BF16_TAIL_PER) + s;
+}
 /* Where term s of token t's column pair kk goes: the uint32 (bf16 pair) index in P. */
 static inline int64_t xpi_amx_bf16_at(int32_t n, int64_t cols, int64_t t, int s, int64_t kk) {
   const int64_t p = t / XPI_AMX_TT, i = t % XPI_AMX_TT, kp2 = xpi_amx_kp(cols) / 2;
   const int64_t base = p * XPI_AMX_BF16_TERMS * kp2 * XPI_AMX_TT;
   if (p == n / XPI_AMX_TT && xpi_amx_bf16_tail_slots(n))
-    return base + ((i / XPI_AMX_BF16_TAIL_PER) * kp2 + kk) * XPI_AMX_TT + 3 * (i % XPI_AMX_BF16_TAIL_PER) + s;
+    return base + (xpi_amx_bf16_tail_slot(i) * kp2 + kk) * XPI_AMX_TT + xpi_amx_bf16_tail_col(i, s);
   return base + (s * kp2 + kk) * XPI_AMX_TT + i;
 }
 /* Tokens [t0, t1) of X (t0 a multiple of 16, t1 one too or n), and the zero padding after n when t1 == n. */

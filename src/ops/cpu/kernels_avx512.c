@@ -313,8 +313,7 @@ static inline void bf16_pack(void *P, const float *X, const int32_t *rows, int32
         }
         for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
           const __m512bh h = _mm512_cvtne2ps_pbh(hi, lo);
-          const int q = compact ? i / XPI_AMX_BF16_TAIL_PER : s;
-          const int col = compact ? 3 * (i % XPI_AMX_BF16_TAIL_PER) + s : i;
+          const int q = compact ? xpi_amx_bf16_tail_slot(i) : s, col = compact ? xpi_amx_bf16_tail_col(i, s) : i;
           _mm512_store_si512((void *)tile[q][col], (__m512i)h);
           if (s + 1 < XPI_AMX_BF16_TERMS) {
             const __m512i hv = (__m512i)h;
@@ -434,9 +433,8 @@ static void bf16_panel(uint32_t *P, const uint16_t *W, int64_t r, int nr, int64_
 /* A: a token panel, padded (compact = 0) or a compact tail (amx_layout.h; nt <= 10): the same sums either way. */
 static inline __attribute__((always_inline)) void bf16_ukr(const uint32_t *P, const uint32_t *A, int64_t kp2, float *Y,
                                                            int64_t ldy, int nt, int nr, const int compact) {
-  enum { TP = XPI_AMX_BF16_TAIL_PER };
   __m512 c[16];
-  const int ntt = compact ? 2 * TP : 16;
+  const int ntt = compact ? 2 * XPI_AMX_BF16_TAIL_PER : 16;
 #pragma GCC unroll 16
   for (int t = 0; t < 16; t++) c[t] = _mm512_setzero_ps();
   for (int64_t kk = 0; kk < kp2; kk++) {
@@ -444,7 +442,8 @@ static inline __attribute__((always_inline)) void bf16_ukr(const uint32_t *P, co
     for (int s = 0; s < XPI_AMX_BF16_TERMS; s++) {
 #pragma GCC unroll 16
       for (int t = 0; t < ntt; t++) {
-        const int64_t at = compact ? ((t / TP) * kp2 + kk) * 16 + 3 * (t % TP) + s : (s * kp2 + kk) * 16 + t;
+        const int64_t at = compact ? (xpi_amx_bf16_tail_slot(t) * kp2 + kk) * 16 + xpi_amx_bf16_tail_col(t, s)
+                                   : (s * kp2 + kk) * 16 + t;
         c[t] = _mm512_dpbf16_ps(c[t], w, (__m512bh)_mm512_set1_epi32((int)A[at]));
       }
     }
