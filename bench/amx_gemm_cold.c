@@ -9,7 +9,8 @@
  *   build/amx_gemm_cold ROWS COLS [bf16|q8]     e.g. 384 1024 (gate/up of qwen3moe-mini), 1024 384 (its down)
  * bench/2026-12-02-amx-expert-gemm/variants.sh builds it over modified copies of kernels_amx.c.
  * env: MS=34,64 the token counts (1-256; default 16 ... 256); HUGE=1 puts the pool in transparent huge pages (the
- * model's bf16 weights are read in place from the file mapping, in 4 KiB pages). */
+ * model's bf16 weights are read in place from the file mapping, in 4 KiB pages); POOL_MB=64 a smaller pool (default
+ * 512), which the last-level cache may hold (bench/2026-12-03-expert-stream.md). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ int main(int argc, char **argv) {
   /* one matrix: bf16 rows, or q8 rows and their f16 scales (the scales of every matrix in one array after them) */
   const size_t wb = dt == XPI_DT_Q8 ? (size_t)R * (size_t)xpi_q_row_bytes(XPI_DT_Q8, C) : (size_t)R * (size_t)C * 2;
   const size_t sb = dt == XPI_DT_Q8 ? (size_t)R * (size_t)xpi_q_nblocks(C) * 2 : 0, mb = wb + sb;
-  const size_t huge = (size_t)2 << 20, want = (size_t)512 << 20;
+  const size_t huge = (size_t)2 << 20, want = (size_t)(getenv("POOL_MB") ? atoi(getenv("POOL_MB")) : 512) << 20;
   const int nw = (int)(want / mb);
   const size_t pool_bytes = ((size_t)nw * mb + huge - 1) & ~(huge - 1);
   unsigned char *pool = aligned_alloc(huge, pool_bytes);
@@ -91,10 +92,10 @@ int main(int argc, char **argv) {
     double t[2][5];
     for (int round = 0; round < 5; round++)
       for (int cold = 0; cold < 2; cold++) {
-        const int it = cold ? nw : 200;
+        const int it = cold && nw > 200 ? nw : 200;
         const double t0 = now_s();
         for (int i = 0; i < it; i++) {
-          const unsigned char *W = pool + (size_t)(cold ? i : 0) * mb;
+          const unsigned char *W = pool + (size_t)(cold ? i % nw : 0) * mb;
           gm->run(Y, R, P, m, W, dt == XPI_DT_Q8 ? W + wb : NULL, C, 0, R, 0, m, S);
         }
         t[cold][round] = (now_s() - t0) / it;
