@@ -250,6 +250,21 @@ static void gemm_case(xpi_dtype dt, int64_t rows, int64_t cols, int32_t n, int p
     else xpi_amx_bf16_pack_rows(Pr, X, rl, n, cols, 0, split), xpi_amx_bf16_pack_rows(Pr, X, rl, n, cols, split, n);
     CHECK(memcmp(Pg, Pr, pbytes) == 0, "%s %lldx%lld n=%d: pack_rows differs from pack of the gathered rows",
           dt_name(dt), (long long)rows, (long long)cols, n);
+    /* the int8 per-row form (MoE layers quantize each token once for its k experts): packing the rows' forms
+     * through the same row list gives pack_rows' bytes */
+    if (is_q) {
+      const xpi_cpu_form *fm = &xpi_amx_i8_form;
+      const size_t fb = fm->row_bytes(cols);
+      CHECK(fb % 64 == 0, "%s cols=%lld: form rows of %zu bytes", dt_name(dt), (long long)cols, fb);
+      unsigned char *F = aligned_alloc(64, fb * (size_t)n);
+      memset(F, 0x77, fb * (size_t)n);
+      fm->form(F, X, n, cols);
+      memset(Pr, 0x5a, pbytes);
+      fm->pack(Pr, F, rl, n, cols, 0, split), fm->pack(Pr, F, rl, n, cols, split, n);
+      CHECK(memcmp(Pg, Pr, pbytes) == 0, "%s %lldx%lld n=%d: packing the form differs from pack_rows", dt_name(dt),
+            (long long)rows, (long long)cols, n);
+      free(F);
+    }
     free(rl), free(Xg), free(Pg), free(Pr);
     free(Pf);
   }

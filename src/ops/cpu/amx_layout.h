@@ -112,5 +112,8 @@ void xpi_amx_bf16_pack_rows(void *P, const float *X, const int32_t *rows, int32_
 void xpi_amx_i8_pack(void *P, const float *X, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 void xpi_amx_i8_pack_rows(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0,
                           int32_t t1);
+/* The int8 packer's per-row form (cpu_kernels.h): a row's quants (kp bytes) then its block scales (f32), in 64-byte
+ * multiples. */
+extern const struct xpi_cpu_form xpi_amx_i8_form;
 
 #endif

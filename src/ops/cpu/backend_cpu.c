@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "core/status.h"
 #include "core/threadpool.h"
@@ -221,16 +224,23 @@ typedef struct {
   int fused;
 } rms_job;
 
+/* x += r, four at a time where SSE2 is there: GCC's -O2 left the plain loop scalar, ~0.6% of a MoE prefill (whose
+ * layers add their experts' sum here). Same sums. */
+static void add_row(float *restrict x, const float *restrict r, int32_t d) {
+  int32_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 4 <= d; i += 4) _mm_storeu_ps(x + i, _mm_add_ps(_mm_loadu_ps(x + i), _mm_loadu_ps(r + i)));
+#endif
+  for (; i < d; i++) x[i] += r[i];
+}
+
 static void rms_run(void *ctx, int ith, int nth) {
   rms_job *j = ctx;
   int64_t b, e;
   xpi_pool_range(j->n, ith, nth, 1, &b, &e);
   for (int64_t t = b; t < e; t++) {
     float *x = j->x + t * j->d;
-    if (j->res && j->fused) {
-      const float *r = j->res + t * j->d;
-      for (int32_t i = 0; i < j->d; i++) x[i] += r[i];
-    }
+    if (j->res && j->fused) add_row(x, j->res + t * j->d, j->d);
     j->k->rmsnorm_row(j->out + t * j->d, x, j->w->data, j->w->dtype, j->d, j->eps);
   }
 }

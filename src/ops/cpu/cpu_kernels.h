@@ -79,6 +79,16 @@ void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t); /* AVX2 + FMA + F16C; t
  * Range starts are multiples of row_align / tok_align (ends may be ragged at rows / n). Results are the same
  * for any such split (each output is one sum over the columns in a fixed order, which may depend on n and on the
  * token's place: the AMX bf16 GEMM sums a last tile of 1-10 tokens in its own order, amx_layout.h). */
+/* A per-row form of a GEMM's activations (its rounding or quantization done, not yet in the packed layout), for
+ * rows packed more than once: a MoE layer packs each token's row for each of its k experts. form turns n rows of X
+ * into row_bytes(cols) bytes each at F (row t at F + t * row_bytes); pack packs token t from form row rows[t], the
+ * same bytes as the GEMM's pack_rows over X. */
+typedef struct xpi_cpu_form {
+  size_t (*row_bytes)(int64_t cols);
+  void (*form)(void *F, const float *X, int32_t n, int64_t cols);
+  void (*pack)(void *P, const void *F, const int32_t *rows, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+} xpi_cpu_form;
+
 typedef struct xpi_cpu_gemm {
   const char *name;          /* what it computes with, e.g. "amx-bf16" (reports, benchmarks) */
   int32_t tok_align, row_align;
@@ -94,6 +104,7 @@ typedef struct xpi_cpu_gemm {
   /* Optional (NULL: gather, then pack): pack with token t read from row rows[t] of X, the same bytes as pack of
    * the gathered rows. */
   void (*pack_rows)(void *P, const float *X, const int32_t *rows, int32_t n, int64_t cols, int32_t t0, int32_t t1);
+  const xpi_cpu_form *form; /* optional (NULL: none; then pack_rows) */
 } xpi_cpu_gemm;
 
 typedef struct xpi_cpu_kernels {

@@ -148,11 +148,13 @@ static void q4_run(float *Y, int64_t ldy, const void *P, int32_t n, const void *
 
 static const xpi_cpu_gemm gemm_bf16 = {"amx-bf16x" XPI_AMX_TERMS_STR, 2 * XPI_AMX_TT, 2 * XPI_AMX_TR,
                                        xpi_amx_bf16_pack_bytes, xpi_amx_bf16_pack, amx_bf16_scratch_bytes, amx_bf16_run,
-                                       8 * XPI_AMX_BF16_TERMS, xpi_amx_bf16_pack_rows};
+                                       8 * XPI_AMX_BF16_TERMS, xpi_amx_bf16_pack_rows, NULL};
 static const xpi_cpu_gemm gemm_q8 = {"amx-int8", 2 * XPI_AMX_TT, 2 * XPI_AMX_TR, xpi_amx_i8_pack_bytes,
-                                     xpi_amx_i8_pack, amx_i8_scratch_bytes, q8_run, 0, xpi_amx_i8_pack_rows};
+                                     xpi_amx_i8_pack, amx_i8_scratch_bytes, q8_run, 0, xpi_amx_i8_pack_rows,
+                                     &xpi_amx_i8_form};
 static const xpi_cpu_gemm gemm_q4 = {"amx-int8", 2 * XPI_AMX_TT, 2 * XPI_AMX_TR, xpi_amx_i8_pack_bytes,
-                                     xpi_amx_i8_pack, amx_i8_scratch_bytes, q4_run, 0, xpi_amx_i8_pack_rows};
+                                     xpi_amx_i8_pack, amx_i8_scratch_bytes, q4_run, 0, xpi_amx_i8_pack_rows,
+                                     &xpi_amx_i8_form};
 
 static xpi_cpu_kernels k_amx;
 static pthread_once_t k_once = PTHREAD_ONCE_INIT;

@@ -443,7 +443,8 @@ static size_t f32_scratch_bytes(int64_t cols) {
     const wlayout L = {W, cols * es, es};                                                                       \
     gemm_block(ROWS, DIRECT, &L, P, S, (float *)S + NR * KC, Y, ldy, t0, t1, W, aux, r0, r1, cols);            \
   }                                                                                                             \
-  static const xpi_cpu_gemm NAME = {"avx2-f32", MR, NR, f32_pack_bytes, f32_pack, f32_scratch_bytes, NAME##_run, 0, NULL};
+  static const xpi_cpu_gemm NAME = {"avx2-f32", MR, NR, f32_pack_bytes, f32_pack, f32_scratch_bytes,            \
+                                    NAME##_run, 0, NULL, NULL};
 DEF_GEMM(gemm_f32, XPI_DT_F32, rows_f32, direct_f32)
 DEF_GEMM(gemm_bf16, XPI_DT_BF16, rows_bf16, direct_bf16)
 DEF_GEMM(gemm_f16, XPI_DT_F16, rows_f16, direct_f16)

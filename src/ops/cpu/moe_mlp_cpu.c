@@ -3,6 +3,9 @@
  * thread:
  *   gather + pack its tokens (the prefill GEMM's layout) -> gate, up -> their SwiGLU -> pack the SwiGLU rows for
  *   down -> down, into out's rows of those slots.
+ * Where the GEMM has a per-row form of its activations (cpu_kernels.h), every token's input row is rounded or
+ * quantized into it once, in a dispatch before the jobs, instead of once for each of its k experts: the jobs' packs
+ * then only gather and lay out bytes.
  * All of a job's activations (packed input, SwiGLU rows, packed down input: ~0.5 MB at 64 tokens and 1024
  * columns) stay in its thread's L2; only the expert's weights come from memory, once per step. The previous form
  * (phases over all experts, each a dispatch of (expert, row block) units) wrote every packed input to memory and
@@ -48,7 +51,8 @@ typedef struct {
   xpi_dtype dt;
   const xpi_experts *gate, *up, *down;
   const float *in;
-  float *out; /* [S, H]: row i the slot order[i] (sorted by expert) */
+  const void *form; /* NULL, or in's rows in the GEMM's form (cpu_kernels.h), made once for the k experts */
+  float *out;       /* [S, H]: row i the slot order[i] (sorted by expert) */
   int32_t k;
   int64_t H, I;
   const int32_t *start, *order;
@@ -98,7 +102,8 @@ static void chunk_run(const mlp_job *j, const mlp_chunk *c, char *B) {
   if (j->gm->pack_rows) { /* gathered while packing */
     int32_t *rows = (int32_t *)X;
     for (int32_t t = 0; t < m; t++) rows[t] = sl[t] / j->k;
-    j->gm->pack_rows(P, j->in, rows, m, H, 0, m);
+    if (j->form) j->gm->form->pack(P, j->form, rows, m, H, 0, m);
+    else j->gm->pack_rows(P, j->in, rows, m, H, 0, m);
   } else {
     gather(j, X, sl, m);
     j->gm->pack(P, X, m, H, 0, m);
@@ -117,6 +122,21 @@ static void jobs_run(void *ctx, int ith, int nth) {
   mlp_job *j = ctx;
   char *B = j->buf + (size_t)ith * j->stride;
   for (int q; (q = atomic_fetch_add(&j->next, 1)) < j->njobs;) chunk_run(j, &j->jobs[q], B);
+}
+
+typedef struct {
+  const xpi_cpu_form *f;
+  void *F;
+  const float *in;
+  int32_t n;
+  int64_t H;
+} form_job;
+
+static void form_run(void *ctx, int ith, int nth) {
+  const form_job *j = ctx;
+  int64_t b, e;
+  xpi_pool_range(j->n, ith, nth, 1, &b, &e);
+  if (e > b) j->f->form((char *)j->F + (size_t)b * j->f->row_bytes(j->H), j->in + b * j->H, (int32_t)(e - b), j->H);
 }
 
 static int by_size_desc(const void *a, const void *b) {
@@ -176,6 +196,10 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   const xpi_cpu_gemm *gm = kt->gemm[dt];
   mlp_job j = {.kt = kt, .gm = gm, .dt = dt, .gate = gate, .up = up, .down = down, .in = in, .out = out, .k = k,
                .H = H, .I = I, .start = start, .order = order, .jobs = jobs, .njobs = njobs};
+  /* each token's input rounded or quantized once for its k experts (the form), when the GEMM has one: each chunk
+   * then only gathers and lays out its tokens' bytes */
+  const xpi_cpu_form *fm = k > 1 && gm->pack_rows ? gm->form : NULL;
+  const size_t fbytes = fm ? up64((size_t)n * fm->row_bytes(H)) : 0;
   size_t at = 0;
   const size_t xb = (size_t)mg * (size_t)H * sizeof(float), rb = (size_t)mc * sizeof(int32_t); /* X or rows */
   j.o_x = at, at += up64(xb > rb ? xb : rb);
@@ -187,7 +211,7 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   j.o_s = at, at += up64(sc > sd ? sc : sd);
   j.stride = at;
   const int workers = njobs < nth ? njobs : nth;
-  const size_t total = j.stride * (size_t)(workers ? workers : 1);
+  const size_t total = fbytes + j.stride * (size_t)(workers ? workers : 1); /* the form, then each thread's */
   char *own = NULL;
   j.buf = ws ? xpi_cpu_mm_ws_lock(ws, total) : (own = aligned_alloc(64, up64(total)));
   if (!j.buf) {
@@ -198,6 +222,11 @@ xpi_status xpi_cpu_moe_mlp(xpi_pool *pool, xpi_cpu_mm_ws *ws, const xpi_cpu_kern
   for (int32_t i = 0; i < start[gate->n]; i++) pos[order[i]] = i;
   for (int64_t s = 0, r = start[gate->n]; s < S; s++)
     if (ids[s] < 0 || ids[s] >= gate->n) pos[s] = (int32_t)r, memset(out + r++ * H, 0, (size_t)H * sizeof *out);
+  if (fm) {
+    form_job f = {fm, j.buf, in, n, H};
+    j.form = j.buf, j.buf += fbytes;
+    xpi_pool_run_n(pool, form_run, &f, nth);
+  }
   atomic_store(&j.next, 0);
   xpi_pool_run_n(pool, jobs_run, &j, workers);
   if (ws) xpi_cpu_mm_ws_unlock(ws);
