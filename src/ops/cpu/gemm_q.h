@@ -60,7 +60,7 @@ void xpi_gemm_q_run(xpi_gq_ukr ukr, xpi_dtype dt, float *Y, int64_t ldy, const v
     xpi_gemm_q_run(UKR4, XPI_DT_Q4, Y, ldy, P, n, W, aux, cols, r0, r1, t0, t1, S);                             \
   }                                                                                                             \
   static const xpi_cpu_gemm NAME##_q8 = {STR "-q8", XPI_GQ_MR, 2 * XPI_GQ_NR, xpi_gemm_q_pack_bytes,           \
-                                         NAME##_pack8, xpi_gemm_q_scratch_bytes, NAME##_run8, 0, NULL, NULL};         \
+                                         NAME##_pack8, xpi_gemm_q_scratch_bytes, NAME##_run8, 0, NULL, NULL};  \
   static const xpi_cpu_gemm NAME##_q4 = {STR "-q4", XPI_GQ_MR, 2 * XPI_GQ_NR, xpi_gemm_q_pack_bytes,           \
                                          NAME##_pack4, xpi_gemm_q_scratch_bytes, NAME##_run4, 0, NULL, NULL};
 
