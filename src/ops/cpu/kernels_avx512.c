@@ -374,8 +374,9 @@ void xpi_amx_bf16_pack_rows(void *P, const float *X, const int32_t *rows, int32_
 /* amx_layout.h's int8 layout: each token quantized as the other int8 GEMMs (xpi_quant_act_avx2, equal to the
  * scalar reference bit for bit), then 4-byte column groups stored to their rows of the B tile. Token t is row
  * rows[t] of X (NULL: row t), or of the form F (below: quantized already). The columns go in chunks of
- * I8_PACK_CHUNK through buffers on the stack: blocks are quantized independently, so the chunks change no byte. */
-#define I8_PACK_CHUNK 1024
+ * I8_PACK_CHUNK through buffers on the stack (~5 KiB for 16 tokens: callers' threads may have small stacks): blocks
+ * are quantized independently, so the chunks change no byte. */
+#define I8_PACK_CHUNK 256
 
 /* The form (cpu_kernels.h): a row's int8 quants (kp bytes) then its block scales (nb floats), 64-byte multiples. */
 static size_t i8_form_bytes(int64_t cols) {
