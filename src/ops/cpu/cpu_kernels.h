@@ -70,15 +70,6 @@ static inline size_t xpi_cpu_attn_scratch_floats(int32_t hd) {
 void xpi_cpu_attn_tile_scalar(const xpi_cpu_attn_tile *t);
 void xpi_cpu_attn_tile_avx2(const xpi_cpu_attn_tile *t); /* AVX2 + FMA + F16C; the AVX-512 table shares it */
 
-/* Prefill GEMM (n >= XPI_CPU_GEMM_MIN_N tokens) in phases, so that a matmul packs its activations once, into one
- * buffer all threads share, and its product can be split over rows and tokens (matmul_cpu.c drives it):
- *   pack(P, X, n, cols, t0, t1)     writes tokens [t0, t1) of X (n x cols f32) into P (pack_bytes(n, cols) bytes,
- *                                   64-byte aligned); disjoint token ranges may be packed in parallel;
- *   run(..., r0, r1, t0, t1, S)     Y[t*ldy + r] for r0 <= r < r1, t0 <= t < t1 from P, with S the calling
- *                                   thread's scratch (scratch_bytes(cols) bytes, 64-byte aligned).
- * Range starts are multiples of row_align / tok_align (ends may be ragged at rows / n). Results are the same
- * for any such split (each output is one sum over the columns in a fixed order, which may depend on n and on the
- * token's place: the AMX bf16 GEMM sums a last tile of 1-10 tokens in its own order, amx_layout.h). */
 /* A per-row form of a GEMM's activations (its rounding or quantization done, not yet in the packed layout), for
  * rows packed more than once: a MoE layer packs each token's row for each of its k experts. form turns n rows of X
  * into row_bytes(cols) bytes each at F (row t at F + t * row_bytes); pack packs token t from form row rows[t], the
@@ -89,6 +80,15 @@ typedef struct xpi_cpu_form {
   void (*pack)(void *P, const void *F, const int32_t *rows, int32_t n, int64_t cols, int32_t t0, int32_t t1);
 } xpi_cpu_form;
 
+/* Prefill GEMM (n >= XPI_CPU_GEMM_MIN_N tokens) in phases, so that a matmul packs its activations once, into one
+ * buffer all threads share, and its product can be split over rows and tokens (matmul_cpu.c drives it):
+ *   pack(P, X, n, cols, t0, t1)     writes tokens [t0, t1) of X (n x cols f32) into P (pack_bytes(n, cols) bytes,
+ *                                   64-byte aligned); disjoint token ranges may be packed in parallel;
+ *   run(..., r0, r1, t0, t1, S)     Y[t*ldy + r] for r0 <= r < r1, t0 <= t < t1 from P, with S the calling
+ *                                   thread's scratch (scratch_bytes(cols) bytes, 64-byte aligned).
+ * Range starts are multiples of row_align / tok_align (ends may be ragged at rows / n). Results are the same
+ * for any such split (each output is one sum over the columns in a fixed order, which may depend on n and on the
+ * token's place: the AMX bf16 GEMM sums a last tile of 1-10 tokens in its own order, amx_layout.h). */
 typedef struct xpi_cpu_gemm {
   const char *name;          /* what it computes with, e.g. "amx-bf16" (reports, benchmarks) */
   int32_t tok_align, row_align;
