@@ -279,6 +279,9 @@ typedef struct xpi_request xpi_request;
 typedef struct xpi_request_options {
   size_t struct_size;
   int32_t n_ctx;  /* KV cache capacity in tokens; 0: min(max_position_embeddings, 4096) */
+  int prefix_cache; /* 1 (default): the prompt reuses KV blocks other requests of the model computed for the same
+                     * prefix, and leaves its own for them. 0: neither (a private context; released blocks go straight
+                     * back to the pool, so a request reset and refilled with other tokens reuses the same memory) */
 } xpi_request_options;
 XPI_API void xpi_request_options_default(xpi_request_options *o);
 

@@ -2,6 +2,7 @@
  * requests of several threads share its steps (batched) instead of taking turns. A request's thread runs
  * the engine's steps itself while nobody else does, or sleeps until the stepping thread has delivered its
  * events; its own callback is always called on its own thread. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +21,7 @@
 void xpi_request_options_default(xpi_request_options *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
+  o->prefix_cache = 1;
 }
 
 /* The request engine's options and pool cap. */
@@ -73,7 +75,10 @@ xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts,
   r->model = model;
   r->n_ctx = n_ctx;
   xpi_status s = xpi_request_engine(model, &r->e);
-  if (s == XPI_OK) s = xpi_engine_session_create(r->e, n_ctx, &r->seq);
+  /* callers built before prefix_cache existed (a smaller struct_size) get its default */
+  const int cache = !opts || opts->struct_size < offsetof(xpi_request_options, prefix_cache) + sizeof(int) ||
+                    opts->prefix_cache != 0;
+  if (s == XPI_OK) s = xpi_engine_session_create(r->e, n_ctx, !cache, &r->seq);
   if (s != XPI_OK) {
     free(r);
     return s;

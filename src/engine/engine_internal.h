@@ -27,6 +27,8 @@ typedef struct xpi_seq {
   xpi_seq_state state;
   struct xpi_seq *prev, *next; /* in the list of its state */
   int session;                 /* an xpi_request's sequence: parked (SEQ_IDLE) with its context after a job */
+  int private_kv;              /* takes nothing from the prefix cache and publishes nothing: its blocks go back to
+                                * the free stack, whose last released block is reused first (warm pages) */
   atomic_int cancel;           /* 1: cancel (final event CANCELLED), 2: the owner stopped it (request callback) */
   int in_batch;                /* part of the step being run */
   struct xpi_seq *done_next;   /* in the engine's list of ended sequences awaiting their final event */
@@ -183,7 +185,7 @@ void xpi_seq_fail(xpi_seq *s, xpi_status st, const char *msg);
 /* The model's engine for requests, created on first use. */
 xpi_status xpi_model_request_engine(xpi_model *m, xpi_engine **out);
 /* A parked sequence of up to max_len positions. */
-xpi_status xpi_engine_session_create(xpi_engine *e, int32_t max_len, xpi_seq **out);
+xpi_status xpi_engine_session_create(xpi_engine *e, int32_t max_len, int private_kv, xpi_seq **out);
 void xpi_engine_session_free(xpi_engine *e, xpi_seq *s);
 /* Forgets the context: blocks freed (full ones stay in the prefix cache), no tokens. */
 void xpi_engine_session_reset(xpi_engine *e, xpi_seq *s);

@@ -240,7 +240,7 @@ xpi_status xpi_sched_plan(xpi_engine *e, xpi_step_plan *p) {
                                             e->n_chunks < max_rows; s = next) {
     next = s->next;
     const int fresh = s->n_blocks == 0;
-    if (fresh) take_cached(e, s);
+    if (fresh && !s->private_kv) take_cached(e, s);
     const int32_t hits = fresh ? s->n_computed : 0;
     const int32_t pending = s->n_tok - s->n_computed;
     int64_t want = pending < budget - n ? pending : budget - n;
@@ -315,7 +315,7 @@ void xpi_sched_advance(xpi_engine *e, const xpi_step_plan *p) {
     s->n_computed = ch->from + ch->count;
     const int decode = ch->count == 1 && ch->from == s->n_tok - 1 && ch->from >= s->gen_start;
     if (!decode) e->stats.prefill_tokens += (uint64_t)ch->count; /* prompts, and recomputation */
-    while ((int64_t)(s->n_published + 1) * bs <= s->n_computed) {
+    while (!s->private_kv && (int64_t)(s->n_published + 1) * bs <= s->n_computed) {
       const int32_t *ids = s->tokens + (size_t)s->n_published * bs;
       uint64_t h = xpi_kv_blocks_hash(s->last_hash, ids, bs);
       xpi_kv_blocks_publish(e->bm, s->blocks[s->n_published], h, s->last_hash, ids);

@@ -10,13 +10,14 @@
 #include "core/status.h"
 #include "engine/engine_internal.h"
 
-xpi_status xpi_engine_session_create(xpi_engine *e, int32_t max_len, xpi_seq **out) {
+xpi_status xpi_engine_session_create(xpi_engine *e, int32_t max_len, int private_kv, xpi_seq **out) {
   *out = NULL;
   if (max_len < 1 || max_len > e->o.max_seq_len)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "a context of %d positions is outside [1, %d]", max_len, e->o.max_seq_len);
   xpi_seq *s = xpi_seq_new(e, max_len);
   if (!s) return xpi_err(XPI_ERR_OUT_OF_MEMORY, "out of memory");
   s->session = 1;
+  s->private_kv = private_kv != 0;
   pthread_mutex_lock(&e->mu);
   s->id = e->next_id++;
   s->state = SEQ_IDLE;

@@ -13,6 +13,7 @@
  * - the background thread with submissions from several threads, and several threads calling
  *   xpi_request_generate on one model, served in shared steps. */
 #include <math.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -593,6 +594,75 @@ static void test_request_threads(const char *dir) {
   xpi_model_free(m);
 }
 
+/* ------------------------------------------------------------------ a request's prefix_cache option */
+
+static uint64_t req_cached(xpi_model *m, int32_t *blocks_cached) {
+  xpi_engine_stats st = {.struct_size = sizeof st};
+  CHECK_OK(xpi_engine_get_stats(m->req_engine, &st));
+  *blocks_cached = st.kv_blocks_cached;
+  return st.prompt_tokens_cached;
+}
+
+/* prefix_cache 0: a private context that neither reuses nor leaves cached blocks, whose reset hands the same
+ * blocks (warm pages) to its next prompt; the same logits as a cached request's; an older struct_size (without
+ * the field) keeps the default. */
+static void test_request_prefix_option(const char *dir) {
+  enum { N = 100, V = 4096 }; /* three full blocks of 32 and a partial one */
+  int32_t p[N], q[N];
+  for (int i = 0; i < N; i++) p[i] = (int32_t)((i * 41 + 3) % 4000), q[i] = (int32_t)((i * 29 + 17) % 4000);
+  xpi_model *m = xpi_test_load(dir, "cpu", NULL, "sdpa", NULL);
+  if (!m) return;
+  float *l_priv = calloc(V, sizeof *l_priv), *l_pub = calloc(V, sizeof *l_pub), *l_hit = calloc(V, sizeof *l_hit);
+  xpi_request_options ro;
+  xpi_request_options_default(&ro);
+  CHECK(ro.prefix_cache == 1, "default prefix_cache %d", ro.prefix_cache);
+  ro.prefix_cache = 0;
+  xpi_request *priv = NULL, *pub = NULL, *old = NULL;
+  CHECK_OK(xpi_request_create(m, &ro, &priv));
+  ro.prefix_cache = 1;
+  CHECK_OK(xpi_request_create(m, &ro, &pub));
+  xpi_request_options small = ro;
+  small.struct_size = offsetof(xpi_request_options, prefix_cache);
+  small.prefix_cache = 0; /* beyond its struct_size: not read */
+  CHECK_OK(xpi_request_create(m, &small, &old));
+  if (!priv || !pub || !old) goto out;
+  int32_t cached;
+  CHECK_OK(xpi_request_eval(priv, q, N, 0, l_priv, V));
+  int32_t first[4];
+  memcpy(first, priv->seq->blocks, sizeof first);
+  xpi_request_reset(priv);
+  CHECK(req_cached(m, &cached) == 0 && cached == 0, "a private request left %d cached blocks", cached);
+  CHECK_OK(xpi_request_eval(priv, p, N, 0, l_priv, V));
+  int same = 1;
+  for (int i = 0; i < 4; i++) { /* the free stack gives back the released blocks, last released first */
+    int found = 0;
+    for (int j = 0; j < 4; j++) found |= priv->seq->blocks[i] == first[j];
+    same &= found;
+  }
+  CHECK(same, "the private request's next prompt got other blocks than the ones it released");
+  CHECK_OK(xpi_request_eval(pub, p, N, 0, l_pub, V));
+  CHECK(req_cached(m, &cached) == 0, "a cached request found a private request's blocks");
+  CHECK(!memcmp(l_priv, l_pub, V * sizeof *l_pub), "private and cached requests' logits differ");
+  xpi_request_reset(pub);
+  CHECK(req_cached(m, &cached) == 0 && cached == 3, "after a cached request's reset: %d cached blocks", cached);
+  xpi_request_reset(priv);
+  CHECK_OK(xpi_request_eval(priv, p, N, 0, l_hit, V));
+  CHECK(req_cached(m, &cached) == 0 && cached == 3, "a private request took %d cached blocks' tokens", 3 - cached);
+  CHECK_OK(xpi_request_eval(old, p, N, 0, l_hit, V));
+  CHECK(req_cached(m, &cached) == 96, "an older struct_size's request: %d of 96 tokens from the prefix cache",
+        (int)req_cached(m, &cached));
+  /* the last 4 tokens alone take the small-n kernel, the whole prompt the GEMM: f32 sums in another order */
+  double worst = 0;
+  for (int i = 0; i < V; i++) worst = fmax(worst, fabs((double)l_hit[i] - l_pub[i]));
+  CHECK(worst <= 1e-3, "prefix-cached logits differ from computed ones by %g", worst);
+out:
+  xpi_request_free(priv);
+  xpi_request_free(pub);
+  xpi_request_free(old);
+  free(l_priv), free(l_pub), free(l_hit);
+  xpi_model_free(m);
+}
+
 int main(void) {
   char *tf = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
   char *gpath = xpi_test_strf("%s/goldens/random_models.json", xpi_test_env("XPI_TEST_DATA"));
@@ -620,6 +690,7 @@ int main(void) {
     xpi_model_free(m);
   }
   test_request_threads(tf);
+  test_request_prefix_option(tf);
   cJSON_Delete(g);
   free(gpath);
   free(tf);
