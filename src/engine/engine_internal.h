@@ -187,7 +187,8 @@ xpi_status xpi_model_request_engine(xpi_model *m, xpi_engine **out);
 /* A parked sequence of up to max_len positions. */
 xpi_status xpi_engine_session_create(xpi_engine *e, int32_t max_len, int private_kv, xpi_seq **out);
 void xpi_engine_session_free(xpi_engine *e, xpi_seq *s);
-/* Forgets the context: blocks freed (full ones stay in the prefix cache), no tokens. */
+/* Forgets the context: blocks freed (full ones stay in the prefix cache, unless the session is private_kv), no
+ * tokens. */
 void xpi_engine_session_reset(xpi_engine *e, xpi_seq *s);
 /* Starts a job on a parked session: ids appended; JOB_EVAL (logits NULL or its buffer) or JOB_GENERATE (opts,
  * cb). Returns once queued. */
