@@ -113,6 +113,28 @@ xpi_status xpi_experts_create(xpi_backend *be, xpi_experts *e, const void *const
                               int32_t n, int64_t rows, int64_t cols, xpi_dtype want);
 void xpi_experts_free(xpi_backend *be, xpi_experts *e);
 
+/* The ops a backend may implement, for capability queries (supports below) and the op-case tests. */
+typedef enum xpi_op {
+  XPI_OP_EMBED, XPI_OP_RMSNORM, XPI_OP_MATMUL, XPI_OP_ROPE, XPI_OP_ATTENTION, XPI_OP_SWIGLU, XPI_OP_GEGLU,
+  XPI_OP_SOFTCAP, XPI_OP_SCALE, XPI_OP_ADD, XPI_OP_ARGMAX, XPI_OP_TOPK, XPI_OP_MOE_ROUTE, XPI_OP_MOE_MATMUL,
+  XPI_OP_MOE_COMBINE, XPI_OP_MATMUL_MULTI, XPI_OP_MATMUL_GLU, XPI_OP_MOE_MLP, XPI_OP_MATMUL_ADD, XPI_OP_CAPTURE,
+  XPI_OP_COUNT
+} xpi_op;
+
+/* One op as the graph would place it: the op, the dtype of its weight (matmul family, embed, experts; F32 for
+ * ops without one), the weight's shape (rows x cols; 0 where none) and the tokens of the step (n; 0: any). */
+typedef struct xpi_op_desc {
+  xpi_op op;
+  xpi_dtype wdtype;
+  int64_t rows, cols;
+  int32_t n;
+} xpi_op_desc;
+
+/* Whether be can run d: its entry point exists and, where the backend has a supports function, it says yes.
+ * The graph asks before it places an op, so an op a backend lacks is refused at load, not at run time. */
+int xpi_backend_supports(const xpi_backend *be, const xpi_op_desc *d);
+const char *xpi_op_name(xpi_op op);
+
 typedef struct xpi_backend_ops {
   const char *name; /* "cpu", "xpu" */
   void (*destroy)(xpi_backend *be);
@@ -244,6 +266,10 @@ typedef struct xpi_backend_ops {
   /* Bytes further allocations could still get (the CPU: MemAvailable; an XPU: its memory less what this
    * process holds there): what default KV pools are sized from. */
   xpi_status (*free_memory)(xpi_backend *be, uint64_t *bytes);
+
+  /* Optional (NULL: every op whose entry point is set, any dtype and shape): whether this backend runs d
+   * (dtypes, shape limits). Called through xpi_backend_supports. */
+  int (*supports)(const xpi_backend *be, const xpi_op_desc *d);
 } xpi_backend_ops;
 
 struct xpi_backend {
