@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
 #include "core/fileio.h"
 #include "core/status.h"
 #include "api/xpu_fit.h"
+#include "engine/serve_limits.h"
 #include "model/family.h"
+#include "model/model.h"
 #include "runtime/device.h"
 #include "runtime/xpu.h"
 
@@ -189,9 +190,9 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
    * where its weights alone do not fit); device maps mixing in the CPU keep the split by weight and check the
    * weights */
   xpi_graph_limits lim;
-  s = xpi_request_plan_limits(m, &lim);
+  s = xpi_serve_plan_limits(m, &lim);
   if (s == XPI_OK)
-    s = xpi_xpu_plan(&m->cfg, m->st, &m->graph, want, &lim, xpi_request_default_ctx(m), PLAN_MIN_CTX, &m->plan);
+    s = xpi_xpu_plan(&m->cfg, m->st, &m->graph, want, &lim, xpi_serve_default_ctx(m), PLAN_MIN_CTX, &m->plan);
   if (s == XPI_ERR_OUT_OF_MEMORY && m->n_backends == 1) {
     char plan_msg[1024];
     snprintf(plan_msg, sizeof plan_msg, "%s", xpi_last_error());

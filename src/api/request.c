@@ -9,14 +9,7 @@
 #include "api/api_internal.h"
 #include "core/status.h"
 #include "engine/engine_internal.h"
-
-#define REQUEST_POOL_CONTEXTS 8 /* the request engine's pool: half the free memory, at most this many contexts of
-                                 * min(max_position_embeddings, 4096) positions */
-#define REQUEST_STEP_TOKENS 256 /* prefill chunks as before the engine: activations of 64 KiB a token (Qwen3-0.6B) */
-/* MoE models: each expert's weights are read once a step for the tokens routed to it, so a longer step gives
- * each expert more tokens (64 instead of 32 at top-8 of 64) and half the weight reads. Measured on
- * qwen3moe-mini (balanced router), pp512 at 1 thread: CPU time -10% at 512; the dense peer +8%, so only MoE. */
-#define REQUEST_STEP_TOKENS_MOE 512
+#include "engine/serve_limits.h"
 
 void xpi_request_options_default(xpi_request_options *o) {
   memset(o, 0, sizeof *o);
@@ -24,35 +17,12 @@ void xpi_request_options_default(xpi_request_options *o) {
   o->prefix_cache = 1;
 }
 
-/* The request engine's options and pool cap. */
-static int64_t request_engine_options(const xpi_model *m, xpi_engine_options *o) {
-  int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
-  int32_t ctx = max_pos < 4096 ? max_pos : 4096;
-  xpi_engine_options_default(o);
-  o->step_tokens = m->cfg.n_experts > 0 ? REQUEST_STEP_TOKENS_MOE : REQUEST_STEP_TOKENS;
-  return (int64_t)REQUEST_POOL_CONTEXTS * ctx;
-}
-
-xpi_status xpi_request_plan_limits(const xpi_model *m, xpi_graph_limits *lim) {
-  xpi_engine_options o;
-  int64_t cap = request_engine_options(m, &o);
-  return xpi_engine_plan_limits(m, &o, cap, lim);
-}
-
-int32_t xpi_request_default_ctx(const xpi_model *m) {
-  int32_t max_pos = m->cfg.max_position_embeddings > 0 ? m->cfg.max_position_embeddings : 4096;
-  int32_t n = max_pos < 4096 ? max_pos : 4096;
-  /* a device the plan could only give a shorter context to (it said so when loading) */
-  if (m->graph.kv_plan_tokens > 0 && m->graph.kv_plan_tokens < n) n = m->graph.kv_plan_tokens;
-  return n;
-}
-
 xpi_status xpi_request_engine(xpi_model *m, xpi_engine **out) {
   pthread_mutex_lock(&m->req_mu);
   xpi_status s = XPI_OK;
   if (!m->req_engine) {
     xpi_engine_options o;
-    int64_t cap = request_engine_options(m, &o);
+    int64_t cap = xpi_serve_engine_options(m, &o);
     s = xpi_engine_create_capped(m, &o, cap, &m->req_engine);
     if (s != XPI_OK) s = xpi_err_prefix(s, "creating the engine of the model's requests: ");
   }
@@ -66,7 +36,7 @@ xpi_status xpi_request_create(xpi_model *model, const xpi_request_options *opts,
   *out = NULL;
   if (!model) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_request_create: model is NULL");
   int32_t max_pos = model->cfg.max_position_embeddings > 0 ? model->cfg.max_position_embeddings : 4096;
-  int32_t n_ctx = opts && opts->n_ctx ? opts->n_ctx : xpi_request_default_ctx(model);
+  int32_t n_ctx = opts && opts->n_ctx ? opts->n_ctx : xpi_serve_default_ctx(model);
   if (n_ctx < 1 || n_ctx > max_pos)
     return xpi_err(XPI_ERR_INVALID_ARGUMENT, "n_ctx = %d is outside [1, %d] (the model's max_position_embeddings)",
                    n_ctx, max_pos);
@@ -212,10 +182,6 @@ xpi_status xpi_request_eval(xpi_request *r, const int32_t *ids, size_t n, int al
   r->delivered = 0;
   XPI_TRY(xpi_engine_session_eval(r->e, r->seq, ids, (int32_t)n, all_positions, logits, xpi_request_on_event, r));
   xpi_status s = xpi_request_wait(r);
-  if (s != XPI_OK) { /* the context stays as it was */
-    xpi_engine_lock(r->e);
-    xpi_sched_truncate(r->e, r->seq, n_past);
-    xpi_engine_unlock(r->e);
-  }
+  if (s != XPI_OK) xpi_engine_session_truncate(r->e, r->seq, n_past); /* the context stays as it was */
   return s;
 }

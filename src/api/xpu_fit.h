@@ -5,21 +5,8 @@
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/graph.h"
+#include "model/mem_plan.h"
 #include "ops/ops.h"
-
-/* What the plan put on each device (bytes), for the notice, the refusal and the tests. */
-typedef struct xpi_mem_plan {
-  int n_dev;                                   /* 0: no plan (a backend is not an XPU) */
-  int32_t first[XPI_MAX_BACKENDS + 1];         /* layers [first[d], first[d+1]) on device d */
-  int32_t ctx, ctx_wanted;                     /* KV positions kept room for, and asked for */
-  int embed_on_host;                           /* the embedding table stays in host memory */
-  uint64_t free[XPI_MAX_BACKENDS];             /* free before the load */
-  uint64_t weights[XPI_MAX_BACKENDS];          /* at the placed (converted / quantized) size */
-  uint64_t kv[XPI_MAX_BACKENDS];               /* the pools for ctx positions (each + the graph's spare block;
-                                                * xpi_graph_kv_pool_bytes: sliding layers in the window pool) */
-  uint64_t step[XPI_MAX_BACKENDS];             /* the request engine's step buffers */
-  uint64_t reserve[XPI_MAX_BACKENDS];          /* left for the driver and small buffers */
-} xpi_mem_plan;
 
 /* layer_be[l]: the backend of layer l (embedding on layer 0's, final norm and lm_head on the last layer's, as
  * model/weights.c places them); want: the weight dtype asked for, -1 as stored. XPI_ERR_OUT_OF_MEMORY naming

@@ -12,12 +12,12 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "api/api_internal.h"
 #include "engine/kv_blocks.h"
 #include "generate/gen_options.h"
 #include "generate/sampler.h"
 #include "generate/seq_output.h"
 #include "model/graph.h"
+#include "model/model.h"
 
 typedef enum { SEQ_WAITING, SEQ_RUNNING, SEQ_IDLE, SEQ_DONE } xpi_seq_state;
 typedef enum { JOB_NONE, JOB_GENERATE, JOB_EVAL } xpi_job_kind;
@@ -181,15 +181,15 @@ void xpi_seq_destroy(xpi_seq *s);
 /* Sets s->status/error (copying the message) unless already set. */
 void xpi_seq_fail(xpi_seq *s, xpi_status st, const char *msg);
 
-/* ---- session.c: the internal client API of xpi_request (src/api/request.c, src/generate) */
-/* The model's engine for requests, created on first use. */
-xpi_status xpi_model_request_engine(xpi_model *m, xpi_engine **out);
+/* ---- session.c: the internal client API of xpi_request (src/api/request*.c) */
 /* A parked sequence of up to max_len positions. */
 xpi_status xpi_engine_session_create(xpi_engine *e, int32_t max_len, int private_kv, xpi_seq **out);
 void xpi_engine_session_free(xpi_engine *e, xpi_seq *s);
 /* Forgets the context: blocks freed (full ones stay in the prefix cache, unless the session is private_kv), no
  * tokens. */
 void xpi_engine_session_reset(xpi_engine *e, xpi_seq *s);
+/* Drops the session's tokens past n (and the blocks past them), after a job it ended or that failed. */
+void xpi_engine_session_truncate(xpi_engine *e, xpi_seq *s, int32_t n);
 /* Starts a job on a parked session: ids appended; JOB_EVAL (logits NULL or its buffer) or JOB_GENERATE (opts,
  * cb). Returns once queued. */
 xpi_status xpi_engine_session_eval(xpi_engine *e, xpi_seq *s, const int32_t *ids, int32_t n, int all_logits,

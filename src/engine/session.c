@@ -1,4 +1,4 @@
-/* Engine sessions: the sequences of xpi_request (src/api/request.c). A session is parked (SEQ_IDLE) with its
+/* Engine sessions: the sequences of xpi_request (src/api/request*.c). A session is parked (SEQ_IDLE) with its
  * context between jobs; a job (an evaluation or a generation) appends ids and queues it like any submission;
  * the requesting thread then steps the engine itself while nobody else does, or waits for the thread that
  * does. */
@@ -40,6 +40,12 @@ void xpi_engine_session_reset(xpi_engine *e, xpi_seq *s) {
   pthread_mutex_lock(&e->mu);
   xpi_sched_release_blocks(e, s);
   s->n_tok = 0;
+  pthread_mutex_unlock(&e->mu);
+}
+
+void xpi_engine_session_truncate(xpi_engine *e, xpi_seq *s, int32_t n) {
+  pthread_mutex_lock(&e->mu);
+  xpi_sched_truncate(e, s, n);
   pthread_mutex_unlock(&e->mu);
 }
 

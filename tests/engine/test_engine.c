@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "api/api_internal.h" /* a request's session */
 #include "check.h"
 #include "engine/engine_internal.h"
 #include "engine_topk.h"

@@ -28,6 +28,7 @@
 #include <string.h>
 
 
+#include "api/api_internal.h" /* a request's session */
 #include "check.h"
 #include "engine/engine_internal.h"
 #include "model_util.h"
