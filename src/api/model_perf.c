@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api_internal.h"
 #include "core/status.h"
+#include "model/model.h"
 #include "runtime/xpu.h"
 
 /* Weights every decode step reads: all placed weights, with the embedding counted as the one row gathered and a

@@ -5,7 +5,7 @@
 
 #define REQUEST_POOL_CONTEXTS 8 /* the request engine's pool: half the free memory, at most this many contexts of
                                  * min(max_position_embeddings, 4096) positions */
-#define REQUEST_STEP_TOKENS 256 /* prefill chunks as before the engine: activations of 64 KiB a token (Qwen3-0.6B) */
+#define REQUEST_STEP_TOKENS 256 /* prefill chunks of 256 tokens: activations of 64 KiB a token (Qwen3-0.6B) */
 /* MoE models: each expert's weights are read once a step for the tokens routed to it, so a longer step gives
  * each expert more tokens (64 instead of 32 at top-8 of 64) and half the weight reads. Measured on
  * qwen3moe-mini (balanced router), pp512 at 1 thread: CPU time -10% at 512; the dense peer +8%, so only MoE. */
