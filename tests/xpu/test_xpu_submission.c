@@ -1,4 +1,4 @@
-/* How the XPU backend submits work (issue 17 item 4), counted by zesim (zesimGetCounters):
+/* How the XPU backend submits work, counted by zesim (zesimGetCounters):
  * - a replayed decode step is one submission (zeCommandQueueExecuteCommandLists), no command on an immediate
  *   list, no copy command, one host wait and 4 bytes read back (the greedy id): ids, positions and tables are
  *   written by the host into host USM, which the recorded kernels read in place, and the id is read from host
