@@ -7,7 +7,7 @@
  *   cc -O2 -Iinclude -Isrc bench/amx_gemm_cold.c build/libxpuinfer_internal.a -lcjson -lcurl -lcrypto -lpcre2-8 \
  *      -lutf8proc -lpthread -ldl -lm -o build/amx_gemm_cold
  *   build/amx_gemm_cold ROWS COLS [bf16|q8]     e.g. 384 1024 (gate/up of qwen3moe-mini), 1024 384 (its down)
- * bench/2026-12-02-amx-expert-gemm/variants.sh builds it over modified copies of kernels_amx.c.
+ * bench/runs/2026-12-02-amx-expert-gemm/variants.sh builds it over modified copies of kernels_amx.c.
  * env: MS=34,64 the token counts (1-256; default 16 ... 256); HUGE=1 puts the pool in transparent huge pages (the
  * model's bf16 weights are read in place from the file mapping, in 4 KiB pages); POOL_MB=64 a smaller pool (default
  * 512), which the last-level cache may hold (bench/2026-12-03-expert-stream.md). */

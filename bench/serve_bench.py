@@ -8,10 +8,11 @@ max_tokens with ignore_eos so both sides generate the same number of tokens. Rou
 (sequential, concurrent, sequential, ...) on one server; each round uses prompts not seen before. Time to first
 token is measured by the client: from sending the request to the first content chunk.
 
-Writes OUT.md (the note: machine, commit, command, results) and OUT/ (raw per-request JSON lines, the server log).
+Writes OUT/ (raw per-request JSON lines, the server log) and OUT.md (the note: machine, commit, command, results),
+or, when OUT is bench/runs/NAME, the note as bench/NAME.md (where bench/README.md keeps notes and their runs).
 Standard library only:
 
-  python3 bench/serve_bench.py --model /work/bench-models/q06 --out bench/DATE-serve-q06 \
+  python3 bench/serve_bench.py --model /work/bench-models/q06 --out bench/runs/DATE-serve-q06 \
       [--xpuinfer build/xpuinfer] [--threads 2] [--requests 64] [--clients 16] [--max-tokens 64] [--rounds 1]
 """
 import argparse
@@ -99,6 +100,11 @@ def main():
     ap.add_argument("--extra", default="", help="more `xpuinfer serve` options, e.g. '--quant q8'")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    out = os.path.normpath(a.out)
+    name, parent = os.path.basename(out), os.path.dirname(out)
+    in_runs = os.path.basename(parent) == "runs"
+    note_path = os.path.join(os.path.dirname(parent), name + ".md") if in_runs else out + ".md"
+    raw_ref = f"runs/{name}" if in_runs else name
     cmd = [a.xpuinfer, "serve", "-m", a.model, "--port", "0", "--threads", str(a.threads), "--parallel",
            str(a.clients), "--model-name", "bench"] + a.extra.split()
     log = open(os.path.join(a.out, "server.log"), "w")
@@ -177,9 +183,9 @@ def main():
                     f"{s['tokens'] / s['wall_s']:.1f} / {c['tokens'] / c['wall_s']:.1f} |")
     note += ["", f"Median speedup {med:.2f}x (target >= 4x: {'met' if med >= 4 else 'missed'}). Server exit status "
              f"after SIGTERM: {rc}.", "",
-             f"Raw: `{os.path.basename(a.out)}/requests.jsonl` (every request), `server.log`, `metrics.txt` "
+             f"Raw: `{raw_ref}/requests.jsonl` (every request), `server.log`, `metrics.txt` "
              "(/metrics at the end)."]
-    open(a.out.rstrip("/") + ".md", "w").write("\n".join(note) + "\n")
+    open(note_path, "w").write("\n".join(note) + "\n")
     print("\n".join(note))
 
 

@@ -3,7 +3,8 @@
 # `xpuinfer bench` with its default kernel choice ("auto") and every forced kernel table, same model (random-weight
 # Qwen3-0.6B shape), same threads, tests pp512 and tg64 for bf16/q8/q4, alternating engines within each round so
 # that the load of a shared machine hits all alike. Writes OUT_DIR/ (raw JSON lines, machine and version info)
-# and OUT_DIR.md, the note (bench/ratios.py: ratios per table, issue 16's targets, default vs fastest table).
+# and OUT_DIR.md, the note (bench/ratios.py: ratios per table, the CPU targets, default vs fastest table); when
+# OUT_DIR is bench/runs/NAME the note is bench/NAME.md (where bench/README.md keeps notes and their runs).
 # KV cache: f16 for both (llama.cpp's default; xpuinfer is asked with --kv-dtype).
 #
 # Usage: bench/vs_llamacpp.sh LLAMA_BUILD_DIR GGUF_DIR MODEL_DIR OUT_DIR
@@ -53,5 +54,7 @@ for r in $(seq "$ROUNDS"); do
     fi
   done
 done
-python3 "$here/ratios.py" "$OUT" ${LABEL:+--label "$LABEL"} > "$OUT.md"
-echo "wrote $OUT.md" >&2
+NOTE="${OUT%/}.md"
+[ "$(basename "$(dirname "${OUT%/}")")" = runs ] && NOTE="$(dirname "$(dirname "${OUT%/}")")/$(basename "${OUT%/}").md"
+python3 "$here/ratios.py" "$OUT" ${LABEL:+--label "$LABEL"} > "$NOTE"
+echo "wrote $NOTE" >&2

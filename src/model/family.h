@@ -7,7 +7,8 @@
  *   layer       the forward of one decoder layer over the ops, composed from the blocks below
  * The embedding, the final norm and the lm_head are the same for every family (with the config's embedding
  * and logit multipliers and softcap), in model/graph.c together with the batching and device_map machinery.
- * Adding a family: one file here plus its registry line, and its tests (docs/ARCHITECTURE.md). */
+ * Adding a family: its file, its row in families/registry.c (XPI_FAMILIES), its layout in tools/mkrandmodel
+ * and its test data (docs/ARCHITECTURE.md). */
 #ifndef XPI_MODEL_FAMILY_H
 #define XPI_MODEL_FAMILY_H
 
@@ -46,12 +47,10 @@ typedef struct xpi_family {
   xpi_status (*layer)(xpi_fwd *f, const xpi_layer_weights *L);
 } xpi_family;
 
-/* The families (families/<name>.c), listed in families/registry.c. */
-extern const xpi_family xpi_family_llama, xpi_family_mistral, xpi_family_qwen2, xpi_family_qwen3, xpi_family_smollm3,
-    xpi_family_granite, xpi_family_phi3, xpi_family_olmo2, xpi_family_gemma2, xpi_family_gemma3,
-    xpi_family_qwen2_moe, xpi_family_qwen3_moe;
-
-/* ---- registry (families/registry.c) */
+/* ---- registry (families/registry.c): the one list of families (families/<name>.c, each defining
+ * xpi_family_<name>) */
+size_t xpi_family_count(void);
+const xpi_family *xpi_family_at(size_t i);  /* i < xpi_family_count(), else NULL */
 const xpi_family *xpi_family_by_type(const char *model_type);
 const xpi_family *xpi_family_by_arch(const char *architecture);
 const char *xpi_family_types(void);         /* "llama, mistral, ..." for messages */
@@ -100,7 +99,8 @@ xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm
  * x += [post_norm](mlp(h)), with the post-norms of Gemma 2/3 where the layer has them. */
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L);
 
-/* The op wrappers of issue 15's new ops (one place to adapt while they land). */
+/* x *= s and x = cap * tanh(x / cap) over count floats, skipped when s is 1 or cap is not positive (the config's
+ * value that means "none"). */
 xpi_status xpi_op_scale(xpi_backend *be, float *x, int64_t count, float s);
 xpi_status xpi_op_softcap(xpi_backend *be, float *x, int64_t count, float cap);
 

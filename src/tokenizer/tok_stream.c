@@ -82,7 +82,7 @@ xpi_status xpi_detok_stream_push(xpi_detok_stream *s, int32_t id, const char **p
   *piece_len = 0;
   XPI_TRY(tok_check_ids(s->tok, &id, 1));
   /* decode(skip_special) drops special tokens before the decoder chain sees anything, so the stream ignores them
-   * altogether: a skipped token inside a run of <0xNN> tokens must not end the run (issue 12) */
+   * altogether: a skipped token inside a run of <0xNN> tokens must not end the run */
   if (s->skip_special && s->tok->id_special[id]) {
     s->piece.len = 0;
     XPI_TRY(tok_buf_put(&s->piece, "", 0));

@@ -1,6 +1,6 @@
 /* JSON text must be UTF-8 (RFC 8259), as tokenizers, transformers and safetensors require: a tokenizer.json with
- * invalid bytes in a token used to load, and decode then returned text that is not UTF-8 (found by
- * tests/fuzz/fuzz_tokenizer; the input is tests/fuzz/corpus/tokenizer/regress_invalid_utf8_token). Checks the
+ * invalid bytes in a token must not load, or decode would return text that is not UTF-8 (the fuzz input
+ * tests/fuzz/corpus/tokenizer/regress_invalid_utf8_token). Checks the
  * validator on each kind of bad sequence, then every JSON reader and the safetensors header through it. */
 #include "check.h"
 #include "core/json.h"

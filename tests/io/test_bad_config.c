@@ -4,6 +4,7 @@
 
 #include "check.h"
 #include "model/config.h"
+#include "model/family.h"
 
 static char *g_dir;
 
@@ -56,11 +57,34 @@ static void expect(int line, const char *base, const char *const *edits, const c
 #define UNS(edits, needle) BAD(edits, XPI_ERR_UNSUPPORTED, needle)
 #define BADGEN(gen, code, needle) expect(__LINE__, k_base_llama, NULL, gen, code, "generation_config.json", needle)
 
+/* "(supported: a, b, c)" of every registered family's model_type (arch 0) or architecture (arch 1). */
+static char *supported(int arch) {
+  char *acc = xpi_test_strf("(supported: ");
+  for (size_t i = 0; i < xpi_family_count(); i++) {
+    const xpi_family *f = xpi_family_at(i);
+    char *next = xpi_test_strf("%s%s%s", acc, i ? ", " : "", arch ? f->architecture : f->name);
+    free(acc);
+    acc = next;
+  }
+  char *out = xpi_test_strf("%s)", acc);
+  free(acc);
+  return out;
+}
+
 static void family_cases(void) {
-  UNS(E("model_type", "\"gemma\""), "\"model_type\" \"gemma\" is not supported (supported: llama, mistral, qwen2, qwen3, smollm3, granite, phi3, "
-      "olmo2, gemma2, gemma3_text, qwen2_moe, qwen3_moe)");
-  UNS(E("architectures", "[\"GemmaForCausalLM\"]"),
-      "\"architectures\" entry \"GemmaForCausalLM\" is not supported (supported: LlamaForCausalLM");
+  CHECK(xpi_family_count() >= 12 && xpi_family_at(xpi_family_count()) == NULL, "the registry lists the families");
+  char *types = supported(0), *archs = supported(1);
+  char *want = xpi_test_strf("\"model_type\" \"gemma\" is not supported %s", types);
+  UNS(E("model_type", "\"gemma\""), want);
+  free(want);
+  want = xpi_test_strf("\"architectures\" entry \"GemmaForCausalLM\" is not supported %s", archs);
+  UNS(E("architectures", "[\"GemmaForCausalLM\"]"), want);
+  free(want);
+  want = xpi_test_strf("neither \"model_type\" nor \"architectures\" is given %s", types);
+  BADF(E("model_type", NULL, "architectures", NULL), want);
+  free(want);
+  free(types);
+  free(archs);
   UNS(E("architectures", "[\"LlamaForCausalLM\",\"MixtralForCausalLM\"]"), "MixtralForCausalLM");
   BADF(E("model_type", "\"qwen3_moe\"", "architectures", "[\"Qwen3MoeForCausalLM\"]"), "\"num_experts\"");
   BADF(E("architectures", "\"LlamaForCausalLM\""), "\"architectures\" must be a non-empty list");

@@ -159,7 +159,7 @@ static void defaults(void) {
     CHECK(c.n_eos == 1 && c.eos_ids[0] == 3 && c.bos_id == -1, "null ids");
 }
 
-/* The families of issue 15: defaults of their config classes where a field is absent (Gemma2Config,
+/* Families' config classes: their defaults where a field is absent (Gemma2Config,
  * Gemma3TextConfig, GraniteConfig, Phi3Config, SmolLM3Config, Qwen2Config, MistralConfig), per-layer layouts. */
 #define FAM(type, arch, extra)                                                                                     \
   "{\"model_type\":\"" type "\",\"architectures\":[\"" arch "\"],\"hidden_size\":64,\"num_hidden_layers\":4,"          \

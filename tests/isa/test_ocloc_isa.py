@@ -32,18 +32,18 @@ LARGE = "-ze-opt-greater-than-4GB-buffer-required"
 HOT = {"xpi_embed", "xpi_add", "xpi_swiglu", "xpi_argmax", "xpi_topk", "xpi_rmsnorm", "xpi_rope", "xpi_gemv_f32",
        "xpi_gemv_f16", "xpi_gemv_bf16", "xpi_kv_store", "xpi_sdpa", "xpi_flash_attention_2", "xpi_gemv_sg_f32",
        "xpi_gemv_sg_f16", "xpi_gemv_sg_bf16", "xpi_rmsnorm_sg",
-       # the fused decode forms (issue 17 item 5)
+       # the fused decode forms
        "xpi_gemv3_f32", "xpi_gemv3_f16", "xpi_gemv3_bf16", "xpi_gemv_glu_f32", "xpi_gemv_glu_f16",
        "xpi_gemv_glu_bf16", "xpi_gemv3_sg_f32", "xpi_gemv3_sg_f16", "xpi_gemv3_sg_bf16", "xpi_gemv_glu_sg_f32",
        "xpi_gemv_glu_sg_f16", "xpi_gemv_glu_sg_bf16",
        # q8/q4 decode: the activation quantization, the GEMVs and their fused forms (quantize the input row in
-       # local memory; issue 17); mixture-of-experts decode, float and q8/q4 experts (issue 15)
+       # local memory); mixture-of-experts decode, float and q8/q4 experts
        "xpi_quant_act", "xpi_gemv_q8", "xpi_gemv_q4", "xpi_gemv3_q8", "xpi_gemv3_q4", "xpi_gemv_glu_q8",
        "xpi_gemv_glu_q4", "xpi_moe_route", "xpi_moe_matmul", "xpi_moe_combine", "xpi_moe_gemv_q8", "xpi_moe_gemv_q4",
-       # the tuned tier's q8/q4 decode GEMV (block reads; issue 17 item 6)
+       # the tuned tier's q8/q4 decode GEMV (block reads)
        "xpi_gemv_sg_q8", "xpi_gemv_sg_q4", "xpi_gemv3_sg_q8", "xpi_gemv3_sg_q4", "xpi_gemv_glu_sg_q8",
        "xpi_gemv_glu_sg_q4"}
-# The q8/q4 GEMMs on the matrix engine (issue 17 item 6): their dpas must be the int8 form.
+# The q8/q4 GEMMs on the matrix engine: their dpas must be the int8 form.
 DPAS_INT8 = {"xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4"}
 # The DPAS GEMMs (bf16, q8/q4) and the tuned q8/q4 GEMM: accumulator tile and operands in registers.
 NO_SCRATCH = HOT | {"xpi_gemm_dpas_bf16", "xpi_gemm_dpas_q8", "xpi_gemm_dpas_q4", "xpi_gemm_sg_q8", "xpi_gemm_sg_q4"}

@@ -86,7 +86,7 @@ tmp = tempfile.mkdtemp(prefix="xpi-cli-")
 one_line_error(*gen("-f", tmp), 1, "is a directory", "-f DIR")
 one_line_error(*gen("-f", os.path.join(tmp, "missing.txt")), 1, "cannot read the file", "-f missing")
 one_line_error(*gen("-p", "-", stdin=b"A com\0puter"), 1, "NUL byte", "-p - with a NUL byte")
-# a line that cannot run is that prompt's error; the others run (issue 13: the batch goes on), exit status 1
+# a line that cannot run is that prompt's error; the others run (the batch goes on), exit status 1
 rc, out, err = gen("-f", "-", "-n", "2", stdin=b"A computer\nLo\0ve is\nNever\n")
 check(rc == 1 and out.count("\n") == 2 and err.count("\n") == 1 and "line 2 holds a NUL byte" in err,
       f"a prompt line with a NUL byte: rc {rc} {out!r} {err!r}")

@@ -35,7 +35,7 @@ for args in (["--device-map", "auto"], ["--device", "xpu:1"]):
         out = json.loads(p.stdout)
         check(out["ids"] == GOLD["greedy_new_ids"], f"{args}: ids {out['ids']} != {GOLD['greedy_new_ids']}")
 
-# --quant on the XPU (issue 17): xpu:0 at q4 and a device map at q8 give the CPU's greedy ids with the same
+# --quant on the XPU: xpu:0 at q4 and a device map at q8 give the CPU's greedy ids with the same
 # --quant (the CPU on its AVX2 kernels, as tests/xpu/tests.cmake explains), the first 8 ids: at q8 the CPU's
 # logits of its 11th id and the XPU's are 0.03 apart, a near tie either may take (tests/xpu/test_xpu_quant_model.c)
 for quant, args in (("q4", ["--device", "xpu:0"]), ("q8", ["--device-map", "auto"])):

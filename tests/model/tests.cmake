@@ -76,8 +76,28 @@ if(TARGET ze_zesim)
     model/test_arch_goldens_xpu_q4 PROPERTIES LABELS "model;xpu" ENVIRONMENT "${XPI_ARCH_XPU_ENV}")
 endif()
 
-# mkrandmodel --arch for every family (the generator of issue 15's bench models) writes what the loader reads.
-foreach(arch mistral smollm3 granite phi3 olmo2 gemma2 gemma3_text qwen3_moe qwen2_moe)
+# mkrandmodel --arch for every family (the generator of the bench models) writes what the loader reads. The
+# families are the registry's rows (XPI_FAMILIES in src/model/families/registry.c), each one's model_type read
+# from its file's definition, so that a family added there gets its test (and mkrandmodel must know it).
+set(xpi_families_dir ${PROJECT_SOURCE_DIR}/src/model/families)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${xpi_families_dir}/registry.c)
+file(READ ${xpi_families_dir}/registry.c xpi_registry)
+string(REGEX MATCH "#define XPI_FAMILIES\\(X\\)[^#]*" xpi_rows "${xpi_registry}") # up to the next directive
+string(REGEX MATCHALL "X\\([a-z0-9_]+\\)" xpi_rows "${xpi_rows}")
+set(xpi_family_types "")
+foreach(row ${xpi_rows})
+  string(REGEX REPLACE "X\\(([a-z0-9_]+)\\)" "\\1" sym "${row}")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${xpi_families_dir}/${sym}.c)
+  file(READ ${xpi_families_dir}/${sym}.c xpi_family_src)
+  if(NOT xpi_family_src MATCHES "const xpi_family xpi_family_${sym} = {\"([a-z0-9_]+)\"")
+    message(FATAL_ERROR "${xpi_families_dir}/${sym}.c: no definition xpi_family_${sym} = {\"model_type\", ...}")
+  endif()
+  list(APPEND xpi_family_types ${CMAKE_MATCH_1})
+endforeach()
+if(NOT xpi_family_types)
+  message(FATAL_ERROR "tests/model/tests.cmake read no family from ${xpi_families_dir}/registry.c's XPI_FAMILIES")
+endif()
+foreach(arch ${xpi_family_types})
   add_test(NAME model/mkrandmodel_${arch}
     COMMAND ${CMAKE_COMMAND} -DMKRANDMODEL=$<TARGET_FILE:mkrandmodel> -DCLI=$<TARGET_FILE:xpuinfer_cli> -DARCH=${arch}
             -DOUT=${PROJECT_BINARY_DIR}/rand-arch -DDATA=${PROJECT_SOURCE_DIR}/tests/data

@@ -55,7 +55,7 @@ static void bad_files(void) {
       "model.vocab[\"a\"]");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 99999999999}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
-  /* issue 12: ids like 1e300 were converted to an integer before the range check (undefined behaviour) */
+  /* ids like 1e300 must be range-checked before they are converted to an integer (undefined behaviour) */
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1e300}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -1e300}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
   BAD("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 1e999}, \"merges\": []}}", XPI_ERR_FORMAT, "out of range");
@@ -133,8 +133,8 @@ static void bad_files(void) {
   BAD("{" GOOD_MODEL ", \"post_processor\": {\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": {\"id\": "
       "\"<s>\"}}], \"special_tokens\": {}}}", XPI_ERR_FORMAT, "post_processor.special_tokens[\"<s>\"]");
 
-  /* issue 12: a child of a Sequence that fails to parse was leaked, with the children parsed before it (the
-   * sanitizer build's leak check fails this test then): each failing child allocates before it fails */
+  /* a child of a Sequence that fails to parse is freed, with the children parsed before it (the sanitizer build's
+   * leak check would catch a leak): each failing child allocates before it fails */
   BAD("{" GOOD_MODEL ", \"normalizer\": {\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"Replace\", "
       "\"pattern\": {\"String\": \"a\"}, \"content\": \"x\"}, {\"type\": \"Replace\", \"content\": \"y\", \"pattern\": "
       "{\"Regex\": \"[\"}}]}}", XPI_ERR_FORMAT, "normalizer.normalizers[1]: bad regex");

@@ -361,7 +361,7 @@ def id_sequences(rng, hf, n):
     return seqs
 
 
-# every component of issue 14: each must appear in the tokenizers under test
+# every component the tokenizer implements: each must appear in the tokenizers under test
 REQUIRED = {
     "model": {"BPE", "Unigram", "WordPiece", "WordLevel"},
     "normalizer": {"NFC", "NFD", "NFKC", "NFKD", "Lowercase", "Strip", "StripAccents", "Replace", "Prepend",

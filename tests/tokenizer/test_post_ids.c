@@ -1,6 +1,6 @@
 /* A post-processor id that names no token (a hole between the vocabulary and added_tokens) is refused at load:
- * before, encode(add_special) put it in front of every prompt and decode then refused the ids encode gave
- * (found by tests/fuzz/fuzz_tokenizer; the input is in tests/fuzz/corpus/tokenizer/regress_post_id_hole). */
+ * accepted, encode(add_special) would put it in front of every prompt and decode would refuse the ids encode gave
+ * (the fuzz input tests/fuzz/corpus/tokenizer/regress_post_id_hole). */
 #include "check.h"
 
 static const char *k_tpl =

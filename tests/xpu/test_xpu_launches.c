@@ -1,4 +1,4 @@
-/* Kernel launches per decode step on xpu:0 (issue 17 item 5: fused decode). The XPU backend counts the launches
+/* Kernel launches per decode step on xpu:0 (fused decode). The XPU backend counts the launches
  * it records into a graph and submits through replay(); a greedy generation replays the decode step's recording
  * once per token. The count is L * per_layer + constant; running tinyfortunes (4 layers) and the same model cut to
  * its first 2 layers (config.json edited, the tensors of layers 2..3 left unread) separates the two. The counts

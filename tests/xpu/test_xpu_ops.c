@@ -712,7 +712,7 @@ static void test_convert(void) {
   }
   free(v);
   xpi_weight q;
-  int32_t ione = 1; /* q8/q4 are placed since issue 17 (tests/xpu/test_xpu_quant.c); integer weights are not */
+  int32_t ione = 1; /* q8/q4 are placed (tests/xpu/test_xpu_quant.c); integer weights are not */
   CHECK_ERR(xpu->ops->weight_create(xpu, &q, &ione, XPI_DT_I32, 1, 1, XPI_DT_F32), XPI_ERR_UNSUPPORTED, "not supported");
 }
 

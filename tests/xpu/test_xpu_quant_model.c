@@ -6,8 +6,8 @@
  * only where the CPU's own logits of the two ids are within NEAR_TIE: rounding activations to int8 is
  * discontinuous, so an input that differs in the last f32 bit (another rmsnorm/softmax summation order) can move
  * one quant by one step, which moves logits by ~1e-3 and decides a near tie either way), and the first
- * generated token's log-probability is within 0.02 of the CPU's (issue 17's bound; the largest difference over
- * the whole vocabulary's log-softmax is printed). Both sides quantize the same way and run the same integer
+ * generated token's log-probability is within 0.02 of the CPU's (the largest difference over the
+ * whole vocabulary's log-softmax is printed). Both sides quantize the same way and run the same integer
  * block dots (tests/xpu/test_xpu_quant.c), so the logits differ only by f32 summation order (~1e-5): the bound
  * has room for that and would still catch a wrong scale, quant or layout (those move logprobs by >= 0.1). */
 #include <math.h>

@@ -1,11 +1,11 @@
-/* How the XPU backend submits work (issue 17 item 4), counted by zesim (zesimGetCounters):
+/* How the XPU backend submits work, counted by zesim (zesimGetCounters):
  * - a replayed decode step is one submission (zeCommandQueueExecuteCommandLists), no command on an immediate
  *   list, no copy command, one host wait and 4 bytes read back (the greedy id): ids, positions and tables are
  *   written by the host into host USM, which the recorded kernels read in place, and the id is read from host
- *   USM once the step's queue has been waited for (before, with these buffers in device memory, measured with
- *   this test on tinyfortunes: 1 submission, 9.75 immediate-list commands, 4.88 copies and 5.88 host waits a
- *   step; with the embedding table on the host one copy and one wait more). Two greedy generations of different lengths from the same
- *   prompt differ only by decode steps, so their counters' difference over the step difference is per step.
+ *   USM once the step's queue has been waited for (with these buffers in device memory, tinyfortunes took 1
+ *   submission, 9.75 immediate-list commands, 4.88 copies and 5.88 host waits a step; with the embedding table
+ *   on the host one copy and one wait more). Two greedy generations of different lengths from the same prompt
+ *   differ only by decode steps, so their counters' difference over the step difference is per step.
  *   The same with the embedding table in host memory (rows gathered on the host into host USM).
  * - weights go up on the copy engine (the copy-only queue group) where the device has one.
  * Modes (argv, or the file from XPI_SUBMISSION_LOGITS): `copy OUT` (zesim with its copy engine: uploads on it; writes the logits of a prompt and of one decode

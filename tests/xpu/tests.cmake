@@ -24,12 +24,12 @@ set_tests_properties(xpu/test_xpu_perf_moe PROPERTIES ENVIRONMENT "${XPI_TEST_EN
 set_tests_properties(xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
 list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_perf_moe xpu/test_xpu_host_embed
                           xpu/test_xpu_memplan xpu/test_xpu_memplan_q4)
-# q8/q4 weights (issue 17): the matmul against the CPU's, and models against the CPU with the same --quant; the
-# mixture-of-experts golden models (q8/q4 experts, issue 15) as a test of their own
+# q8/q4 weights: the matmul against the CPU's, and models against the CPU with the same --quant; the
+# mixture-of-experts golden models (q8/q4 experts) as a test of their own
 add_test(NAME xpu/test_xpu_quant_moe_model COMMAND test_xpu_quant_model moe)
 set_tests_properties(xpu/test_xpu_quant_moe_model PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
 list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model)
-# Submission (issue 17 item 4): a replayed decode step is one submission, no copy, one host wait, 4 bytes read
+# Submission: a replayed decode step is one submission, no copy, one host wait, 4 bytes read
 # (zesim counts the calls); weights go up on zesim's copy engine, and with ZESIM_COPY_ENGINE=0 (no copy-only
 # queue group) on the compute group, giving the same logits bit for bit (the first run writes them, the second
 # compares). Both in the out-of-order mode, where zesim's copy engine runs its commands only at the next host
@@ -58,7 +58,7 @@ foreach(t ${XPI_XPU_TESTS})
   elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
     set(devices "0000:1a:00.0=700M")
   elseif(t STREQUAL "xpu/test_xpu_quant_model" OR t STREQUAL "xpu/test_xpu_quant_moe_model")
-    set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices (issue 17)
+    set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices
   endif()
   if(TARGET ze_zesim)
     set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT
@@ -81,7 +81,7 @@ set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_p
 # The CPU reference of test_xpu_quant_model runs its AVX2 kernels: on an AMX CPU the default AMX int8 prefill
 # GEMM gives other logits than the CPU's own scalar, AVX2 and AVX-512 paths on tinyfortunes --quant q8 (0.2 from
 # the third position of 'The meaning of life is', measured 2026-12-01; those three and the XPU agree within 6e-6),
-# a CPU-side discrepancy reported with issue 17, not a property of the XPU path.
+# a CPU-side discrepancy, not a property of the XPU path.
 set_tests_properties(xpu/test_xpu_quant_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow") # ~4 min
 set_property(TEST xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")
 # The plan counts the window pool (test_xpu_window_plan.c): gemma3-w1024 of tests/engine's window models on a device

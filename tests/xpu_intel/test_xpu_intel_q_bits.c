@@ -1,4 +1,4 @@
-/* The tuned tier's q8/q4 decode and prefill path gives the portable tier's bits (issue 17): xpu:0 runs the
+/* The tuned tier's q8/q4 decode and prefill path gives the portable tier's bits: xpu:0 runs the
  * Intel-tuned kernels, xpu:1 is opened with XPI_XPU_TIER=portable (the tier is chosen per device when it is first
  * acquired), and the same ops on the same inputs must give byte-identical outputs, so that a q8/q4 model on a real
  * Intel GPU gives the portable tier's tokens. The activations are quantized to int8 after float reductions (the

@@ -29,31 +29,26 @@ if(TARGET test_xpu_model)
 else()
   list(REMOVE_ITEM XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_model)
 endif()
-# Not here yet: test_xpu_quant_model (q8/q4 models against the CPU's --quant). Over this runtime (XPI_CPU_ISA=avx2
-# as in tests/xpu, two devices, 2026-12-02) q8 passes, and tinyfortunes --quant q4's first-token logprob is within
-# 0.00025 of the CPU's (bound 0.02; it was 0.0348) with no parting at step 6 of 'The meaning of life is' any more,
-# but free-running greedy ids still part for 'Love is' at step 13 (the CPU's two logits 0.051 apart) and for
-# 'Q: Why did the chicken cross the road?' at step 25 (0.0575), past the test's measured near-tie bound 0.05.
-# What differed (issue 17): the RMSNorm in front of the int8 activation quantization. xpi_rmsnorm_sg summed the
-# squares in another order (16 lane sums, sub_group_reduce_add) than xpi_rmsnorm, and OpenCL's rsqrt and
-# division (2-3 ulp bounds) rounded differently in the tuned and portable modules (the tuned q8/q4 fused forms
-# took the norm from a separate xpi_rmsnorm_sg launch, the portable ones inside their staging); the tuned q8/q4
-# GEMV, GEMM and fused row sums already gave the portable bits. Now every RMSNorm sums in the portable order and
-# takes its scale from xpi_rms_inv (kernels/common/xpi_cl.h: correctly rounded, the CPU's operations), the q8/q4
-# fused forms take the norm on both tiers, and test_xpu_intel_q_bits holds the tuned q8/q4 path to the portable
-# tier's bits, so the partings left are not the tuned tier's (all of tinyfortunes' matrices are q4 there). They
-# come from inputs of int8 quants that are still not the CPU's bits: the CPU's AVX2 RMSNorm sums squares in 16
-# fma lanes (another order than the 64-partial tree), and the attention (softmax) and silu outputs that o_proj and
-# down quantize differ by ulps; a flipped quant moves logits by ~1e-3 and such flips accumulate over 13-25 free-
-# running steps. Registering it needs the CPU's order in the XPU RMSNorm (tiers and CPU alike) and a near-tie
-# bound derived from the remaining ulp sources rather than measured.
-# q8/q4 weights (issue 17): the portable integer kernels built by Intel's compiler (OpenCL lets f32 division be
+# Not registered here: test_xpu_quant_model (q8/q4 models against the CPU's --quant). Over this runtime
+# (XPI_CPU_ISA=avx2 as in tests/xpu, two devices, measured 2026-12-02) q8 passes and tinyfortunes --quant q4's
+# first-token logprob is within 0.00025 of the CPU's (bound 0.02), but free-running greedy ids part for 'Love is' at
+# step 13 (the CPU's two logits 0.051 apart) and for 'Q: Why did the chicken cross the road?' at step 25 (0.0575),
+# past the test's measured near-tie bound 0.05. The tuned tier is not the cause: every RMSNorm sums in the portable
+# order and takes its scale from xpi_rms_inv (kernels/common/xpi_cl.h: correctly rounded, the CPU's operations),
+# the q8/q4 fused forms take the norm on both tiers, and test_xpu_intel_q_bits holds the tuned q8/q4 path to the
+# portable tier's bits (all of tinyfortunes' matrices are q4 there). The partings come from int8 quants whose
+# inputs are still not the CPU's bits: the CPU's AVX2 RMSNorm sums squares in 16 fma lanes (another order than the
+# 64-partial tree), and the attention (softmax) and silu outputs that o_proj and down quantize differ by ulps; a
+# flipped quant moves logits by ~1e-3 and such flips accumulate over 13-25 free-running steps. Registering it needs
+# the CPU's order in the XPU RMSNorm (tiers and CPU alike) and a near-tie bound derived from the remaining ulp
+# sources rather than measured.
+# q8/q4 weights: the portable integer kernels built by Intel's compiler (OpenCL lets f32 division be
 # off by 2.5 ulp; matmul_q.cl's xpi_div_rn keeps the activation quants the CPU's on any compiler)
 add_test(NAME xpu_intel/test_xpu_quant COMMAND test_xpu_quant)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_quant)
-# the tuned q8/q4 decode/prefill path against the portable tier, bit for bit (test_xpu_intel_q_bits.c, issue 17)
+# the tuned q8/q4 decode/prefill path against the portable tier, bit for bit (test_xpu_intel_q_bits.c)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_q_bits)
-# mixture-of-experts ops, q8/q4 experts included (issue 15): the expert GEMV and grouped GEMM by Intel's compiler
+# mixture-of-experts ops, q8/q4 experts included: the expert GEMV and grouped GEMM by Intel's compiler
 add_test(NAME xpu_intel/test_xpu_moe COMMAND test_xpu_moe)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_moe)
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The probes of 2026-12-03-moe-gap-bound.md: builds main at 64000e2 with probes.patch (timers and knobs, not for
-# the product) in a worktree DIR, then runs bench pp512 at 2 threads on /work/moew (bench/2026-12-02-moe-xeon16/run.sh
+# the product) in a worktree DIR, then runs bench pp512 at 2 threads on /work/moew (bench/runs/2026-12-02-moe-xeon16/run.sh
 # makes the models) with each probe, ROUNDS rounds interleaved. usage (repository root): run.sh DIR [ROUNDS]
 # Knobs of the patch (environment): XPI_STAGE_REPORT=1 prints the attention and MoE-job wall times summed over the
 # run's prefill steps and, with XPI_STAGE_TWICE=1 (every MoE job run twice in a row), the CPU time of the first and

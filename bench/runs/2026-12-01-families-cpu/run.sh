@@ -2,10 +2,10 @@
 # Issue 15's per-family bench: one random model per family at Qwen3-0.6B's shape (mkrandmodel --arch, bf16),
 # xpuinfer bench on the CPU; qwen3 (the reference shape) is run before every family so each family's ratio is
 # against the qwen3 run right before it (the machine is shared: see the note).
-# usage: bench/2026-12-01-families-cpu/run.sh BUILD_DIR WORK_DIR OUT_FILE [THREADS]
+# usage: bench/runs/2026-12-01-families-cpu/run.sh BUILD_DIR WORK_DIR OUT_FILE [THREADS]
 set -u
 B=$1 W=$2 OUT=$3 T=${4:-2}
-TOK=$(dirname "$0")/../../tests/data/tokenizers/qwen3
+TOK=$(dirname "$0")/../../../tests/data/tokenizers/qwen3
 mkdir -p "$W"
 lscpu | grep -E "Model name|^CPU\(s\)" > "$OUT"; uptime >> "$OUT"
 "$B/mkrandmodel" "$W/qwen3" --arch qwen3 2>/dev/null; cp "$TOK"/* "$W/qwen3/"

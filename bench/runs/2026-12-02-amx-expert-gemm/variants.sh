@@ -9,8 +9,8 @@
 #          wait in scratch between blocks: the same sums), each panel prefetching its rows' next K block
 # then runs each on the gate/up and down shapes of qwen3moe-mini at 34, 64 and 256 tokens, interleaved, two rounds.
 # From the repository root, after building (build/libxpuinfer_internal.a):
-#   bash bench/2026-12-02-amx-expert-gemm/variants.sh OUTDIR [VARIANTS]
-# env: PATCHES=DIR takes NAME.patch from DIR instead of patches/ (bench/2026-12-03-expert-stream/run.sh)
+#   bash bench/runs/2026-12-02-amx-expert-gemm/variants.sh OUTDIR [VARIANTS]
+# env: PATCHES=DIR takes NAME.patch from DIR instead of patches/ (bench/runs/2026-12-03-expert-stream/run.sh)
 set -eu
 O=$1; V=${2:-"base nopf t0 t2 pf2 d4 burst touch pfb pfab kb"}; mkdir -p "$O"
 H=$(cd "$(dirname "$0")" && pwd); PD=${PATCHES:-$H/patches}

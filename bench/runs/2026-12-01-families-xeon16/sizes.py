@@ -1,5 +1,5 @@
 """Bytes and matmul parameters per model from its safetensors header and config.json (for the bandwidth share and
-the FLOP rate of bench/2026-12-01-families-xeon16). usage: sizes.py DIR ARCH... -> one JSON line per model."""
+the FLOP rate of bench/runs/2026-12-01-families-xeon16). usage: sizes.py DIR ARCH... -> one JSON line per model."""
 import json, os, struct, sys
 
 ESZ = {"BF16": 2, "F16": 2, "F32": 4}

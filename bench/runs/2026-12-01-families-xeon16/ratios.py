@@ -1,4 +1,4 @@
-"""Per-family ratios for bench/2026-12-01-families-xeon16: decode bandwidth share and prefill FLOP rate of each
+"""Per-family ratios for bench/runs/2026-12-01-families-xeon16: decode bandwidth share and prefill FLOP rate of each
 family against the qwen3 (and llama) run of the same round. usage: ratios.py families.jsonl sizes.jsonl
 Decode bytes per token: every tensor the step reads = all weights, less the embedding table when an lm_head is
 separate (one row of it is gathered); tg64 also reads the KV cache, the same for every family at this shape, left

@@ -1,7 +1,7 @@
 /* The AMX int8 packer alone (xpi_amx_i8_pack: quantize n tokens' rows and lay them out as B tiles), for a change
  * to it measured against its base: best of 7 rounds of 50 calls. Not built by CMake. From the repository root of
  * each build (the base one a git worktree):
- *   cc -O2 -Iinclude -Isrc bench/2026-12-03-moe-int8-form/packbench.c build/libxpuinfer_internal.a -lcjson -lcurl \
+ *   cc -O2 -Iinclude -Isrc bench/runs/2026-12-03-moe-int8-form/packbench.c build/libxpuinfer_internal.a -lcjson -lcurl \
  *      -lcrypto -lpcre2-8 -lutf8proc -lpthread -ldl -lm -o /tmp/pb
  *   /tmp/pb TOKENS COLS          e.g. 256 1024 */
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-"""MoE / dense-peer ratios for bench/2026-12-02-moe-xeon16: each MoE model against the dense model of equal active
+"""MoE / dense-peer ratios for bench/runs/2026-12-02-moe-xeon16: each MoE model against the dense model of equal active
 size in the same round (moe3/dense3, moe3b/dense3b, moe2/dense2, moe2b/dense2b). Equal matmul FLOPs per token (the routers and Qwen2-MoE's
 shared-expert gate add < 0.1%) and equal bytes of active weights, so the prefill FLOP-rate ratio and the decode
 bandwidth-share ratio are both the tok/s ratio. usage: ratios.py moe.jsonl"""

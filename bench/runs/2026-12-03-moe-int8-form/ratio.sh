@@ -1,6 +1,6 @@
 #!/bin/bash
 # MoE / dense-peer pp512 tok/s ratios at 2 threads, each pair run back to back, ROUNDS rounds (models:
-# /work/moew, made by bench/2026-12-02-moe-xeon16/run.sh). The peers have equal matmul FLOPs a token, so this is
+# /work/moew, made by bench/runs/2026-12-02-moe-xeon16/run.sh). The peers have equal matmul FLOPs a token, so this is
 # the FLOP-rate ratio.
 # usage (repository root, after building): ratio.sh ROUNDS QUANT [XPUINFER]; prints each round's ratios
 R=$1; Q=$2; B=${3:-build/xpuinfer}
