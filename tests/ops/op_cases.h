@@ -48,10 +48,14 @@ typedef struct op_case {
   op_tol tol;            /* the output against the reference */
   op_tol tol2;           /* secondary outputs (residual stream, topk values) against the reference; fused ops:
                           * the fused output against the same backend's composition of the separate ops */
+  const char *except;    /* NULL, or a backend variant ("xpu:tuned": its name's prefix) where tol2x replaces tol2 */
+  op_tol tol2x;
 } op_case;
 
 /* The list, built once (static storage); *count its length. */
 const op_case *op_cases(int *count);
+/* The tolerance of secondary outputs on the backend variant `variant` ("cpu:avx2", "xpu:tuned+dpas"). */
+const op_tol *op_case_tol2(const op_case *c, const char *variant);
 /* "matmul bf16 n=7 [37 x 67] bias": one line naming a case. */
 void op_case_describe(const op_case *c, char *out, size_t cap);
 
