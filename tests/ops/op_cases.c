@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define U OPC_U
-#define MAXC 1200
+#define MAXC 1200 /* rows the list may hold */
 
 static op_case g_cases[MAXC];
 static int g_n;
@@ -57,14 +57,16 @@ static const op_tol k_q4 = {0, 0, 10,
                             "adds 16 |d| dx sum|xq| to S (test_q_prefill_tables.c)"};
 
 static void matmul_rows(void) {
-  static const int cols[] = {67, 256, 16, 384};
+  /* 37 rows: the two-rows-a-sub-group GEMV's odd last row; 256 / 384 columns: an even / odd count of its 128-column
+   * steps (67 and 16 take the portable GEMV); 13 x 37: the CPU kernels' row and column tails */
+  static const int cols[] = {67, 256, 16, 384, 37};
   static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
-  for (int ci = 0; ci < 4; ci++)
+  for (int ci = 0; ci < 5; ci++)
     for (int n = 1; n <= 7; n += 6)
       for (int di = 0; di < 3; di++)
         for (int bias = 0; bias < 2; bias++) {
           op_case *c = add(XPI_OP_MATMUL, dts[di]);
-          c->n = n, c->rows = 37, c->cols = cols[ci], c->flags = bias ? OPC_BIAS : 0;
+          c->n = n, c->rows = ci == 4 ? 13 : 37, c->cols = cols[ci], c->flags = bias ? OPC_BIAS : 0;
           c->tol = dot_tol(c->cols);
         }
   /* split-K decode shapes: too few rows for a device's hardware threads (and one with enough) */
@@ -137,6 +139,44 @@ static void fused_rows(void) {
           }
 }
 
+/* The q8/q4 fused decode forms (n = 1; cols with a partial last block, 256 and 2048): bit for bit the same
+ * backend's separate ops (rmsnorm, activation quantization + GEMV per matrix, the GLU or add), and against the
+ * reference's composition within quant.h's activation-rounding bound on both sides. */
+static void fused_q_rows(void) {
+  static const int cols[] = {67, 256, 2048};
+  for (int q = 0; q < 2; q++)
+    for (int ci = 0; ci < 3; ci++)
+      for (int v = 0; v < 4; v++) {
+        const int bias = v & 1, norm = v >> 1;
+        const double C = cols[ci], hs = norm ? sqrt(C) : 1.0;
+        /* each side within sum_b (dx_b / 2) sum |d q| <= cols / 254 * |h| of the exact product of the quantized
+         * weights (|w| <= 1, dx <= max|h| / 127): the norm's ulps may round an activation code the other way */
+        const double tq = 2 * C / 254 * hs * (1 + 0x1p-10) + (2 * C * U * C + 4 * U) * hs;
+        const op_tol tol = {tq, 0, 0,
+                            "q8/q4: both sides within quant.h's activation-rounding bound (cols/254 |h|) of the exact "
+                            "product, as the input's norm may round an int8 code the other way, plus the dot bound"};
+        const xpi_dtype dt = q ? XPI_DT_Q4 : XPI_DT_Q8;
+        op_case *c = add(XPI_OP_MATMUL_MULTI, dt);
+        c->n = 1, c->rows = 37, c->cols = cols[ci], c->k = 3;
+        c->flags = (bias ? OPC_BIAS : 0) | (norm ? OPC_NORM : 0), c->tol = tol, c->tol2 = k_exact_fused;
+        if (!bias)
+          for (int act = 0; act < 2; act++) {
+            const double G = 4 * C * hs;
+            c = add(XPI_OP_MATMUL_GLU, dt);
+            c->n = 1, c->rows = 37, c->cols = cols[ci], c->flags = (norm ? OPC_NORM : 0) | (act ? OPC_GELU : 0);
+            c->tol = (op_tol){1.2 * 4 * tq * C * hs + G * tq + 32 * U * G * C * hs, 0, 0,
+                              "q8/q4: the bound above for gate (x4) and up, carried through the activation and the "
+                              "product as in the f32 rows"};
+            c->tol2 = k_exact_fused;
+          }
+        if (!norm) {
+          c = add(XPI_OP_MATMUL_ADD, dt);
+          c->n = 1, c->rows = 37, c->cols = cols[ci], c->flags = bias ? OPC_BIAS : 0;
+          c->tol = tol, c->tol.atol += 4 * U, c->tol2 = k_exact_fused;
+        }
+      }
+}
+
 static void norm_rows(void) {
   static const xpi_dtype dts[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
   static const int d[] = {67, 1024, 37};
@@ -183,11 +223,12 @@ static void attention_rows(void) {
   static const xpi_attn_impl impls[] = {XPI_ATTN_SDPA, XPI_ATTN_EAGER, XPI_ATTN_FLASH};
   static const xpi_dtype kv[] = {XPI_DT_F32, XPI_DT_F16, XPI_DT_BF16};
   /* sliding windows 5 and 7 (inside the 20-token prefill, across its block boundary, and over a decode's cached
-   * prefix), 100 (beyond every context); softcaps 0.5 and 2 on q x 8 (scores of several units, heavily capped) */
-  static const int wins[] = {0, 5, 100, 7, 0};
-  static const float caps[] = {0, 0, 0, 0.5f, 2.0f}, qms[] = {1, 1, 1, 8, 8};
+   * prefix), 20 (across the step's block boundary), 100 (beyond every context); softcaps 0.5 and 2 on q x 8 (scores
+   * of several units, heavily capped) and 30 */
+  static const int wins[] = {0, 5, 100, 7, 0, 20, 0};
+  static const float caps[] = {0, 0, 0, 0.5f, 2.0f, 0, 30}, qms[] = {1, 1, 1, 8, 8, 1, 8};
   static const int hds[] = {64, 40};
-  for (int vi = 0; vi < 5; vi++)
+  for (int vi = 0; vi < 7; vi++)
     for (int hi = 0; hi < 2; hi++)
       for (int ki = 0; ki < 3; ki++)
         for (int ii = 0; ii < 3; ii++) {
@@ -305,6 +346,7 @@ const op_case *op_cases(int *count) {
     norm_rows();
     matmul_rows();
     fused_rows();
+    fused_q_rows();
     rope_rows();
     attention_rows();
     elementwise_rows();
@@ -312,7 +354,7 @@ const op_case *op_cases(int *count) {
     moe_rows();
     capture_rows();
   }
-  *count = g_n;
+  *count = g_n < MAXC ? g_n : 0; /* a full table dropped rows: MAXC must grow */
   return g_cases;
 }
 

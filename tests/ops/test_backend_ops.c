@@ -200,7 +200,7 @@ static void run_matmul_multi(ctx *cx, const op_case *c) {
   const int rows[3] = {c->rows, 19, 19}, n = c->n, cols = c->cols;
   xpi_weight *w[3], *b[3];
   for (int j = 0; j < 3; j++) w[j] = weight(cx, c->dt, rows[j], cols, 1), b[j] = weight(cx, XPI_DT_BF16, 1, rows[j], 1);
-  xpi_weight *nw = weight(cx, c->dt, 1, cols, 1);
+  xpi_weight *nw = weight(cx, is_q(c->dt) ? XPI_DT_BF16 : c->dt, 1, cols, 1); /* norm weights stay float */
   float *x = randv(cx, (size_t)n * cols, 1);
   void *dx = dbuf(cx, x, (size_t)n * cols * 4), *h = dbuf(cx, NULL, (size_t)n * cols * 4);
   float *outs[3], *seps[3];
@@ -224,7 +224,7 @@ static void run_matmul_multi(ctx *cx, const op_case *c) {
 static void run_matmul_glu(ctx *cx, const op_case *c) {
   const int n = c->n, cols = c->cols, f = c->rows;
   xpi_weight *gate = weight(cx, c->dt, f, cols, 4), *up = weight(cx, c->dt, f, cols, 1);
-  xpi_weight *nw = weight(cx, c->dt, 1, cols, 1);
+  xpi_weight *nw = weight(cx, is_q(c->dt) ? XPI_DT_BF16 : c->dt, 1, cols, 1); /* norm weights stay float */
   float *x = randv(cx, (size_t)n * cols, 1);
   const xpi_glu_act act = c->flags & OPC_GELU ? XPI_GLU_GELU_TANH : XPI_GLU_SILU;
   void *dx = dbuf(cx, x, (size_t)n * cols * 4), *h = dbuf(cx, NULL, (size_t)n * cols * 4);
@@ -660,6 +660,7 @@ int main(int argc, char **argv) {
   int count = 0, ran[XPI_OP_COUNT] = {0}, failed[XPI_OP_COUNT] = {0}, skipped[XPI_OP_COUNT] = {0};
   double secs[XPI_OP_COUNT] = {0};
   const op_case *cases = op_cases(&count);
+  CHECK(count > 0, "the op-case list is empty or overflowed its table (op_cases.c, MAXC)");
   for (int i = 0; i < count; i++) {
     const op_case *c = &cases[i];
     char what[256];
