@@ -15,6 +15,10 @@ set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_ops_barriers xpu/test_xpu_fit xp
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
   list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
 endif()
+# The op-case list (tests/ops/op_cases.c) on the portable tier (PoCL cannot build the Intel-tuned one)
+add_test(NAME xpu/test_backend_ops_portable COMMAND test_backend_ops xpu:portable)
+set_tests_properties(xpu/test_backend_ops_portable PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_backend_ops_portable)
 # The memory plan on the 0.6B shape: bf16 over two 800 MB devices (the test's default mode), q4 on one of 700 MB;
 # the performance model: tinyfortunes (default mode) and the 0.6B shape at 4K context (a 4 GiB device).
 add_test(NAME xpu/test_xpu_memplan_q4 COMMAND test_xpu_memplan q4-one)

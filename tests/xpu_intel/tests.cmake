@@ -52,6 +52,12 @@ list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_q_bits)
 add_test(NAME xpu_intel/test_xpu_moe COMMAND test_xpu_moe)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_moe)
 
+# The op-case list (tests/ops/op_cases.c) on the tuned tier. The DPAS tier (test_backend_ops xpu:dpas) has no entry:
+# no CPU OpenCL runtime builds it (the tier tests below check the fallback), and asking for it here costs minutes of
+# module builds to reach the skip.
+add_test(NAME xpu_intel/test_backend_ops_tuned COMMAND test_backend_ops xpu:tuned)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_backend_ops_tuned)
+
 set(iocl_skip "")
 if(NOT TARGET ze_zesim)
   set(iocl_skip "the software Level Zero device (tools/zesim, target ze_zesim) is not in this tree")
