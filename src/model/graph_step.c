@@ -59,7 +59,8 @@ xpi_status xpi_graph_run_layers_probed(const xpi_graph *g, xpi_graph_state *st, 
                  .kv = in_win ? D->kv_win : D->kv, .map = &map, .pos = D->pos, .long_sel = D->lsel, .inv_freq = inv,
                  .impl = g->attn, .x = D->x, .h = D->h, .t = D->t, .q = D->q, .k = D->k, .v = D->v, .att = D->att,
                  .res = D->res, .gate = D->gate,
-                 .up = D->up, .moe = c->n_experts > 0 ? &D->moe : NULL, .pending = pending};
+                 .up = D->up, .moe = c->n_experts > 0 ? &D->moe : NULL, .pending = pending,
+                 .fuse = xpi_fusion_layer(D->be, c, &w->layers[l], n)};
     XPI_TRY(c->family->layer(&f, &w->layers[l]));
     pending = f.pending;
     if (probe) { /* the layer's output: x with its residual branch added */
@@ -70,7 +71,8 @@ xpi_status xpi_graph_run_layers_probed(const xpi_graph *g, xpi_graph_state *st, 
     }
   }
   st->head_norm = 0;
-  if (rows == 1 && !probe && !pending && D->be->ops->matmul_multi) { /* the norm goes into the lm_head's launch */
+  /* one output row: its final norm goes into the lm_head's launch where the backend fuses them */
+  if (rows == 1 && !probe && !pending && xpi_fusion_head_norm(D->be, &w->lm_head)) {
     st->head_norm = 1;
     return XPI_OK;
   }
