@@ -130,39 +130,88 @@ static xpi_status op_attention(xpi_fwd *f, float *out, const xpi_attn_params *ap
                          c->head_dim, ap);
 }
 
-/* ------------------------------------------------------------------ forward */
+/* ------------------------------------------------------------------ forward
+ * A block reads the residual stream x through its pre-norm (or x itself) and adds its output, through its
+ * post-norm and the residual multiplier, back into x. Where the layer fuses (f->fuse, model/fusion.c) the norm
+ * runs inside the block's first projections' launch and the add inside its output projection's; otherwise the
+ * add stays pending and the next pre-norm's rmsnorm does it (x += pending; h = norm(x)). */
 
 static const xpi_weight *opt(const xpi_weight *w) { return w->rows ? w : NULL; }
 
-xpi_status xpi_blk_norm_in(xpi_fwd *f, const xpi_weight *w) {
-  XPI_TRY(f->o->rmsnorm(f->be, f->h, f->x, f->pending, w, f->n, f->c->hidden_size, f->c->rms_norm_eps));
-  f->pending = NULL;
-  return XPI_OK;
-}
+/* What a block's first projections read: in, normed by norm inside their launch when norm is not NULL. */
+typedef struct blk_src {
+  const float *in;
+  const xpi_weight *norm;
+} blk_src;
 
-xpi_status xpi_blk_flush(xpi_fwd *f) {
+/* The block's input pre(x), or x without pre, the pending branch added into x first: h = norm(x) by rmsnorm, or
+ * (in_launch) x with the norm left to the projections. */
+static xpi_status source(xpi_fwd *f, const xpi_weight *pre, int in_launch, blk_src *s) {
+  if (pre && !in_launch) {
+    XPI_TRY(f->o->rmsnorm(f->be, f->h, f->x, f->pending, pre, f->n, f->c->hidden_size, f->c->rms_norm_eps));
+    f->pending = NULL;
+    *s = (blk_src){f->h, NULL};
+    return XPI_OK;
+  }
   if (f->pending) XPI_TRY(f->o->add(f->be, f->x, f->pending, (int64_t)f->n * f->c->hidden_size));
   f->pending = NULL;
+  *s = (blk_src){f->x, pre};
   return XPI_OK;
 }
 
-/* The attention block over in, or over rmsnorm(in) with norm (fused: only with matmul_multi); the output
- * projection into out, or added into out with accumulate (matmul_add). */
-static xpi_status attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, const xpi_weight *norm,
-                            float *out, int accumulate) {
+xpi_status xpi_blk_input(xpi_fwd *f, const xpi_weight *pre, const float **in) {
+  blk_src s;
+  XPI_TRY(source(f, pre, 0, &s));
+  *in = s.in;
+  return XPI_OK;
+}
+
+/* q, k, v = src @ wq|wk|wv^T (+ biases). */
+static xpi_status qkv(xpi_fwd *f, const xpi_layer_weights *L, blk_src s) {
+  const xpi_backend_ops *o = f->o;
+  xpi_backend *be = f->be;
+  const int32_t n = f->n;
+  if (f->fuse.qkv) {
+    float *const outs[3] = {f->q, f->k, f->v};
+    const xpi_weight *const ws[3] = {&L->wq, &L->wk, &L->wv}, *const bs[3] = {opt(&L->bq), opt(&L->bk), opt(&L->bv)};
+    return o->matmul_multi(be, 3, outs, s.in, s.norm, f->c->rms_norm_eps, f->h, ws, bs, n);
+  }
+  XPI_TRY(o->matmul(be, f->q, s.in, &L->wq, opt(&L->bq), n));
+  XPI_TRY(o->matmul(be, f->k, s.in, &L->wk, opt(&L->bk), n));
+  return o->matmul(be, f->v, s.in, &L->wv, opt(&L->bv), n);
+}
+
+static xpi_glu_act glu_act(const xpi_config *c) {
+  return c->act == XPI_ACT_GELU_TANH ? XPI_GLU_GELU_TANH : XPI_GLU_SILU;
+}
+
+/* gate = act(src @ L's gate^T) * (src @ L's up^T), at the size of L's gate (the intermediate size; a Qwen2-MoE
+ * layer's shared expert's). */
+static xpi_status glu(xpi_fwd *f, const xpi_layer_weights *L, blk_src s) {
+  const int32_t n = f->n, I = (int32_t)L->gate.rows;
+  if (f->fuse.glu)
+    return f->o->matmul_glu(f->be, f->gate, f->up, s.in, s.norm, s.norm ? f->c->rms_norm_eps : 0.0f,
+                            s.norm ? f->h : NULL, &L->gate, &L->up, glu_act(f->c), n);
+  XPI_TRY(f->o->matmul(f->be, f->gate, s.in, &L->gate, NULL, n));
+  XPI_TRY(f->o->matmul(f->be, f->up, s.in, &L->up, NULL, n));
+  return op_act(f, f->gate, f->gate, f->up, n, I);
+}
+
+/* x += post(in @ w^T (+ b)): the add inside the projection's launch where the layer fuses, else the projection
+ * into res, which becomes the pending branch (xpi_blk_branch). */
+static xpi_status out_residual(xpi_fwd *f, const float *in, const xpi_weight *w, const xpi_weight *b,
+                               const xpi_weight *post) {
+  if (f->fuse.residual) return f->o->matmul_add(f->be, f->x, f->res, in, w, b, f->n);
+  XPI_TRY(f->o->matmul(f->be, f->res, in, w, b, f->n));
+  return xpi_blk_branch(f, f->res, post);
+}
+
+/* q and k in place: the layer's q/k norm (whole projection, or per head inside the rope op) and RoPE set. */
+static xpi_status qk_rope(xpi_fwd *f, const xpi_layer_weights *L) {
   const xpi_config *c = f->c;
   const xpi_backend_ops *o = f->o;
   xpi_backend *be = f->be;
   const int32_t n = f->n, hq = c->n_heads, hk = c->n_kv_heads, hd = c->head_dim, l = f->layer;
-  if (norm || (o->matmul_multi && (!L->bq.rows) == (!L->bk.rows) && (!L->bq.rows) == (!L->bv.rows))) {
-    float *const outs[3] = {f->q, f->k, f->v}; /* q|k|v in one launch */
-    const xpi_weight *const ws[3] = {&L->wq, &L->wk, &L->wv}, *const bs[3] = {opt(&L->bq), opt(&L->bk), opt(&L->bv)};
-    XPI_TRY(o->matmul_multi(be, 3, outs, in, norm, c->rms_norm_eps, f->h, ws, bs, n));
-  } else {
-    XPI_TRY(o->matmul(be, f->q, in, &L->wq, opt(&L->bq), n));
-    XPI_TRY(o->matmul(be, f->k, in, &L->wk, opt(&L->bk), n));
-    XPI_TRY(o->matmul(be, f->v, in, &L->wv, opt(&L->bv), n));
-  }
   const xpi_weight *qn = NULL, *kn = NULL;
   if (c->qk_norm == XPI_QK_WHOLE) { /* OLMo 2: one norm over all heads of the projection */
     XPI_TRY(o->rmsnorm(be, f->q, f->q, NULL, &L->q_norm, n, hq * hd, c->rms_norm_eps));
@@ -174,34 +223,34 @@ static xpi_status attention(xpi_fwd *f, const xpi_layer_weights *L, const float 
     const int r = c->n_rope > 1 && c->layer_sliding[l] ? 1 : 0;
     xpi_rope_params rp = c->rope[r].p;
     rp.long_sel = c->rope[r].long_from > 0 ? f->long_sel : NULL;
-    XPI_TRY(o->rope(be, f->q, f->k, f->pos, n, hq, hk, &rp, f->inv_freq[r], qn, kn, c->rms_norm_eps));
-  } else if (qn) {
-    return xpi_err(XPI_ERR_INTERNAL, "layer %d: per-head q/k norm without RoPE", l); /* refused at parse */
+    return o->rope(be, f->q, f->k, f->pos, n, hq, hk, &rp, f->inv_freq[r], qn, kn, c->rms_norm_eps);
   }
+  if (qn) return xpi_err(XPI_ERR_INTERNAL, "layer %d: per-head q/k norm without RoPE", l); /* refused at parse */
+  return XPI_OK;
+}
+
+xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const xpi_weight *pre, const xpi_weight *post) {
+  const xpi_config *c = f->c;
+  const int32_t l = f->layer;
+  blk_src s;
+  XPI_TRY(source(f, pre, f->fuse.residual, &s));
+  XPI_TRY(qkv(f, L, s));
+  XPI_TRY(qk_rope(f, L));
   const xpi_attn_params ap = {c->attn_scale, c->attn_softcap, c->layer_sliding[l] ? c->sliding_window : 0, f->impl};
   XPI_TRY(op_attention(f, f->att, &ap));
-  if (accumulate) return o->matmul_add(be, out, f->res, f->att, &L->wo, opt(&L->bo), n);
-  return o->matmul(be, out, f->att, &L->wo, opt(&L->bo), n);
+  return out_residual(f, f->att, &L->wo, opt(&L->bo), post);
 }
 
-xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
-  return attention(f, L, in, NULL, out, 0);
+xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const xpi_weight *pre, const xpi_weight *post) {
+  blk_src s;
+  XPI_TRY(source(f, pre, f->fuse.residual, &s));
+  XPI_TRY(glu(f, L, s));
+  return out_residual(f, f->gate, &L->down, NULL, post);
 }
 
-static xpi_glu_act glu_act(const xpi_config *c) {
-  return c->act == XPI_ACT_GELU_TANH ? XPI_GLU_GELU_TANH : XPI_GLU_SILU;
-}
-
-xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
-  const int32_t n = f->n, I = (int32_t)L->gate.rows; /* the config's, or a MoE layer's shared expert's */
-  if (f->o->matmul_glu) { /* gate, up and the activation in one launch */
-    XPI_TRY(f->o->matmul_glu(f->be, f->gate, f->up, in, NULL, 0.0f, NULL, &L->gate, &L->up, glu_act(f->c), n));
-    return f->o->matmul(f->be, out, f->gate, &L->down, NULL, n);
-  }
-  XPI_TRY(f->o->matmul(f->be, f->gate, in, &L->gate, NULL, n));
-  XPI_TRY(f->o->matmul(f->be, f->up, in, &L->up, NULL, n));
-  XPI_TRY(op_act(f, f->gate, f->gate, f->up, n, I));
-  return f->o->matmul(f->be, out, f->gate, &L->down, NULL, n);
+xpi_status xpi_blk_ffn(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
+  XPI_TRY(glu(f, L, (blk_src){in, NULL}));
+  return f->o->matmul(f->be, out, f->gate, &L->down, NULL, f->n);
 }
 
 xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm) {
@@ -215,29 +264,7 @@ xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm
   return XPI_OK;
 }
 
-/* The pre-norm layer with the norms in the following projections' launches and the residual adds in the output
- * projections' (the backend's fused ops): where there are no post-norms and no residual scale, and q/k/v have
- * biases all or none. The same values as the separate ops (ops.h). */
-static int fused_layer_ok(const xpi_fwd *f, const xpi_layer_weights *L) {
-  const xpi_backend_ops *o = f->o;
-  return o->matmul_multi && o->matmul_glu && o->matmul_add && !L->post_attn_norm.rows && !L->post_mlp_norm.rows &&
-         f->c->residual_scale == 1.0f && (!L->bq.rows) == (!L->bk.rows) && (!L->bq.rows) == (!L->bv.rows);
-}
-
-static xpi_status fused_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L) {
-  XPI_TRY(xpi_blk_flush(f));
-  XPI_TRY(attention(f, L, f->x, &L->attn_norm, f->x, 1)); /* x += o_proj(attn(norm(x))) */
-  XPI_TRY(f->o->matmul_glu(f->be, f->gate, f->up, f->x, &L->mlp_norm, f->c->rms_norm_eps, f->h, &L->gate, &L->up,
-                           glu_act(f->c), f->n));
-  return f->o->matmul_add(f->be, f->x, f->res, f->gate, &L->down, NULL, f->n); /* x += down(...) */
-}
-
 xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L) {
-  if (fused_layer_ok(f, L)) return fused_prenorm_layer(f, L);
-  XPI_TRY(xpi_blk_norm_in(f, &L->attn_norm));
-  XPI_TRY(xpi_blk_attention(f, L, f->h, f->res));
-  XPI_TRY(xpi_blk_branch(f, f->res, &L->post_attn_norm));
-  XPI_TRY(xpi_blk_norm_in(f, &L->mlp_norm));
-  XPI_TRY(xpi_blk_mlp(f, L, f->h, f->res));
-  return xpi_blk_branch(f, f->res, &L->post_mlp_norm);
+  XPI_TRY(xpi_blk_attention(f, L, &L->attn_norm, &L->post_attn_norm));
+  return xpi_blk_mlp(f, L, &L->mlp_norm, &L->post_mlp_norm);
 }

@@ -6,18 +6,20 @@
  *   load_layer  the tensors of one decoder layer, by name and shape (model/weights.h loader helpers)
  *   layer       the forward of one decoder layer over the ops, composed from the blocks below
  * The embedding, the final norm and the lm_head are the same for every family (with the config's embedding
- * and logit multipliers and softcap), in model/graph.c together with the batching and device_map machinery.
+ * and logit multipliers and softcap), in the graph (model/graph_step.c) with the batching and device_map machinery.
  * Adding a family: its file, its row in families/registry.c (XPI_FAMILIES), its layout in tools/mkrandmodel
  * and its test data (docs/ARCHITECTURE.md). */
 #ifndef XPI_MODEL_FAMILY_H
 #define XPI_MODEL_FAMILY_H
 
 #include "model/config.h"
+#include "model/fusion.h"
 #include "model/weights.h"
 #include "ops/ops.h"
 
 /* One layer's forward on one backend, over a batch of n tokens. The residual stream is x; `pending` is a
- * branch output not yet added into x (the add is fused into the next norm: x += pending; h = norm(x)). */
+ * branch output not yet added into x (the add is fused into the next norm: x += pending; h = norm(x)); fuse is
+ * which of the backend's fused ops the layer's blocks run (model/fusion.h). */
 typedef struct xpi_fwd {
   const xpi_config *c;
   xpi_backend *be;
@@ -36,6 +38,7 @@ typedef struct xpi_fwd {
   float *x, *h, *t, *q, *k, *v, *att, *res, *gate, *up;
   const struct xpi_moe_bufs *moe;  /* MoE layers' activations (model/moe.h); NULL for dense models */
   const float *pending;
+  xpi_fusion fuse;
 } xpi_fwd;
 
 typedef struct xpi_family {
@@ -81,23 +84,27 @@ xpi_status xpi_load_sandwich_layer(xpi_loader *ld, const xpi_config *c, xpi_laye
 /* gate_proj, up_proj, down_proj under mlp. */
 xpi_status xpi_load_mlp(xpi_loader *ld, const xpi_config *c, xpi_layer_weights *L);
 
-/* ---- forward blocks (blocks.c) */
-/* h = norm(x += pending) with w; pending consumed. */
-xpi_status xpi_blk_norm_in(xpi_fwd *f, const xpi_weight *w);
-/* x += pending (when there is one). */
-xpi_status xpi_blk_flush(xpi_fwd *f);
-/* out = o_proj(attention(rope(qk_norm(q, k)), v)) of in: the projections, the layer's q/k norm, RoPE set (or
- * none), window, softcap and scale as the config says. */
-xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out);
-/* out = down(act(gate(in)) * up(in)), act silu or gelu_tanh as the config says, at the size of L's gate (the
- * intermediate size; a Qwen2-MoE layer's shared expert). */
-xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out);
+/* ---- forward blocks (blocks.c)
+ * A block reads the residual stream x through its pre-norm pre (NULL: x itself) and adds its output back:
+ * x += post(block(pre(x))), post an optional post-norm (NULL or rows 0: none) times the config's residual_scale.
+ * How many launches that takes (norms and adds inside the projections' launches or apart) is f->fuse's choice. */
+/* x += post(o_proj(attention(rope(qk_norm(q, k)), v))), q|k|v the projections of pre(x): biases, the layer's
+ * q/k norm, RoPE set (or none), window, softcap and scale as the config says. */
+xpi_status xpi_blk_attention(xpi_fwd *f, const xpi_layer_weights *L, const xpi_weight *pre, const xpi_weight *post);
+/* x += post(down(act(gate(pre(x))) * up(pre(x)))), act silu or gelu_tanh as the config says. */
+xpi_status xpi_blk_mlp(xpi_fwd *f, const xpi_layer_weights *L, const xpi_weight *pre, const xpi_weight *post);
+/* The pre-norm decoder layer of Llama and most families: x += [post_norm](attn(norm(x))); x +=
+ * [post_norm](mlp(norm(x))), with the post-norms of Gemma 2/3 where the layer has them. */
+xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L);
+
+/* The pieces of a block that has no fused form (model/moe.c): */
+/* *in = pre(x) (h = norm(x += pending)), or x (x += pending) without pre; pending consumed. */
+xpi_status xpi_blk_input(xpi_fwd *f, const xpi_weight *pre, const float **in);
+/* out = down(act(gate(in)) * up(in)) at the size of L's gate (a Qwen2-MoE layer's shared expert), no residual. */
+xpi_status xpi_blk_ffn(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out);
 /* A branch's output becomes pending: post-norm it first when post_norm is given (rows > 0), then times the
  * config's residual_scale. */
 xpi_status xpi_blk_branch(xpi_fwd *f, float *branch, const xpi_weight *post_norm);
-/* The pre-norm decoder layer of Llama and most families: h = norm(x); x += [post_norm](attn(h)); h = norm(x);
- * x += [post_norm](mlp(h)), with the post-norms of Gemma 2/3 where the layer has them. */
-xpi_status xpi_blk_prenorm_layer(xpi_fwd *f, const xpi_layer_weights *L);
 
 /* x *= s and x = cap * tanh(x / cap) over count floats, skipped when s is 1 or cap is not positive (the config's
  * value that means "none"). */

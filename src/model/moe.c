@@ -97,17 +97,19 @@ xpi_status xpi_moe_bufs_alloc(xpi_backend *be, const xpi_config *c, int32_t max_
 
 /* ------------------------------------------------------------------ forward */
 
-xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out) {
+xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const xpi_weight *pre) {
   const xpi_config *c = f->c;
   const xpi_backend_ops *o = f->o;
   const xpi_moe_bufs *b = f->moe;
   xpi_backend *be = f->be;
   const int32_t n = f->n, K = c->n_experts_per_tok, Im = c->moe_intermediate_size, H = c->hidden_size;
   if (!b) return xpi_err(XPI_ERR_INTERNAL, "layer %d: a MoE layer without MoE buffers", f->layer);
+  const float *in = NULL;
+  XPI_TRY(xpi_blk_input(f, pre, &in));
   XPI_TRY(o->matmul(be, b->logits, in, &L->router, NULL, n));
   XPI_TRY(o->moe_route(be, b->ids, b->wts, b->logits, n, c->n_experts, K, c->norm_topk_prob));
   const int32_t *pos = NULL; /* slot s's row of y: s, or as moe_mlp left them */
-  if (o->moe_mlp) { /* the same in fewer launches (the CPU's prefill) */
+  if (xpi_fusion_moe_mlp(be, &L->ex_gate, n)) { /* the same in fewer launches (the CPU's prefill) */
     XPI_TRY(o->moe_mlp(be, b->y, b->pos, b->g, b->u, in, &L->ex_gate, &L->ex_up, &L->ex_down, b->ids, n, K));
     pos = b->pos;
   } else {
@@ -119,18 +121,15 @@ xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, 
   float *shared = NULL;
   if (L->shared_gate.rows) {
     shared = b->y + (size_t)n * (size_t)K * (size_t)H;
-    XPI_TRY(xpi_blk_mlp(f, L, in, shared)); /* the shared expert: the dense MLP at its own size */
+    XPI_TRY(xpi_blk_ffn(f, L, in, shared)); /* the shared expert: the dense MLP at its own size */
     XPI_TRY(o->matmul(be, b->sg, in, &L->shared_gate, NULL, n));
   }
-  return o->moe_combine(be, out, b->y, pos, b->wts, shared, b->sg, n, K, H);
+  XPI_TRY(o->moe_combine(be, f->res, b->y, pos, b->wts, shared, b->sg, n, K, H));
+  return xpi_blk_branch(f, f->res, NULL);
 }
 
 xpi_status xpi_moe_layer(xpi_fwd *f, const xpi_layer_weights *L) {
   if (!L->moe) return xpi_blk_prenorm_layer(f, L);
-  XPI_TRY(xpi_blk_norm_in(f, &L->attn_norm));
-  XPI_TRY(xpi_blk_attention(f, L, f->h, f->res));
-  XPI_TRY(xpi_blk_branch(f, f->res, NULL));
-  XPI_TRY(xpi_blk_norm_in(f, &L->mlp_norm));
-  XPI_TRY(xpi_blk_moe(f, L, f->h, f->res));
-  return xpi_blk_branch(f, f->res, NULL);
+  XPI_TRY(xpi_blk_attention(f, L, &L->attn_norm, NULL)); /* x += attn(norm(x)) */
+  return xpi_blk_moe(f, L, &L->mlp_norm);                /* x += moe(norm(x)) */
 }

@@ -33,10 +33,10 @@ xpi_status xpi_parse_moe(const char *path, const cJSON *root, xpi_config *c, int
  * dense layer's mlp. */
 xpi_status xpi_load_moe_layer(xpi_loader *ld, const xpi_config *c, xpi_layer_weights *L);
 
-/* out[n, hidden] = the sparse block of layer L on in[n, hidden]:
- *   p = softmax(in @ router^T), top-k (renormalized with norm_topk_prob), per chosen expert x:
- *   y_x = down_x(silu(gate_x(in)) * up_x(in)); out = sum_x w_x y_x (+ sigmoid(in @ shared_gate^T) * shared(in)). */
-xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const float *in, float *out);
+/* x += the sparse block of layer L on in = pre(x) (xpi_blk_input):
+ *   p = softmax(in @ router^T), top-k (renormalized with norm_topk_prob), per chosen expert e:
+ *   y_e = down_e(silu(gate_e(in)) * up_e(in)); out = sum_e w_e y_e (+ sigmoid(in @ shared_gate^T) * shared(in)). */
+xpi_status xpi_blk_moe(xpi_fwd *f, const xpi_layer_weights *L, const xpi_weight *pre);
 
 /* The pre-norm decoder layer with the sparse block as its MLP on sparse layers (xpi_blk_prenorm_layer else). */
 xpi_status xpi_moe_layer(xpi_fwd *f, const xpi_layer_weights *L);

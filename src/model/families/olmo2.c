@@ -20,12 +20,8 @@ static xpi_status load_layer(xpi_loader *ld, const xpi_config *c, xpi_layer_weig
 
 /* x += post_norm(attn(x)); x += post_norm(mlp(x)) */
 static xpi_status layer(xpi_fwd *f, const xpi_layer_weights *L) {
-  XPI_TRY(xpi_blk_flush(f));
-  XPI_TRY(xpi_blk_attention(f, L, f->x, f->res));
-  XPI_TRY(xpi_blk_branch(f, f->res, &L->post_attn_norm));
-  XPI_TRY(xpi_blk_flush(f));
-  XPI_TRY(xpi_blk_mlp(f, L, f->x, f->res));
-  return xpi_blk_branch(f, f->res, &L->post_mlp_norm);
+  XPI_TRY(xpi_blk_attention(f, L, NULL, &L->post_attn_norm));
+  return xpi_blk_mlp(f, L, NULL, &L->post_mlp_norm);
 }
 
 const xpi_family xpi_family_olmo2 = {"olmo2", "Olmo2ForCausalLM", 0, parse, load_layer, layer};
