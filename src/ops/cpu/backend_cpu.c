@@ -113,7 +113,7 @@ static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
                                     int64_t rows, int64_t cols, xpi_dtype want) {
   (void)be;
   memset(w, 0, sizeof *w);
-  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* perf: block quantization at load (quant.h, quant_weight.c) */
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* perf: block quantization at load (quant_format.h, quant_weight.c) */
     return xpi_cpu_quantize_weight(impl_of(be)->pool, w, src, src_dtype, rows, cols, want);
   if (!is_float_dtype(src_dtype) || !is_float_dtype(want))
     return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: weights of dtype %s -> %s are not supported",

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "ops/cpu/quant.h" /* XPI_QK: the block formats the XPU shares with the CPU */
+#include "ops/quant_format.h" /* XPI_QK: the block formats every backend shares */
 #include "ops/xpu/xpu_internal.h"
 #include "runtime/xpu.h"
 
