@@ -4,7 +4,7 @@
 
 #include <pthread.h>
 
-#include "api/xpu_fit.h"
+#include "model/placement.h"
 #include "io/safetensors.h"
 #include "model/config.h"
 #include "model/graph.h"
