@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "model/placement.h"
 #include "model/family.h"
+#include "model/op_check.h"
 #include "ops/backend_registry.h"
 
 #define PLAN_MIN_CTX 256 /* the shortest default context the memory plan reduces to before refusing the load */
@@ -207,6 +208,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   XPI_TRY(s);
   XPI_TRY(check_unused(m, o->strict));
   m->graph.w = &m->w;
+  XPI_TRY(xpi_graph_check_ops(&m->graph)); /* an op a device lacks refuses the load by name */
   XPI_TRY(xpi_graph_init(&m->graph));
 
   xpi_model_info *i = &m->info;

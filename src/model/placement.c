@@ -1,9 +1,9 @@
-/* A model that does not fit on its devices says so before loading. With only planned kinds (the XPUs), a plan: weights per layer at
- * their placed size, the KV pools for the context as the graph state allocates them (model/graph.c: sliding
- * layers in the window pool where that is smaller) and the step buffers, with the layers placed by it (the
- * context reduced with a notice where needed, the load refused with the numbers where even a short one does not
- * fit). Device maps mixing in the CPU: each XPU's share of the weights against its free memory. Free memory,
- * placed sizes and fit checks come from the backend table (ops/backend_registry.h). */
+/* A model that does not fit on its devices says so before loading. With only planned kinds (the XPUs), a plan:
+ * weights per layer at their placed size, the KV pools for the context as the graph state allocates them
+ * (model/graph.c: sliding layers in the window pool where that is smaller) and the step buffers, with the layers
+ * placed by it (the context reduced with a notice where needed, the load refused with the numbers where even a
+ * short one does not fit). Device maps mixing in the CPU: each XPU's share of the weights against its free
+ * memory. Free memory, placed sizes and fit checks come from the backend table (ops/backend_registry.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +51,8 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
         add(&t, layer_be[layer], placed_layer_bytes(xpi_backend_kind_of(layer_be[layer]), ts, want));
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
       add(&t, first, placed_matrix_bytes(kf, ts, want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want)); /* gathered */
-      if (cfg->tie_word_embeddings && last != first) add(&t, last, placed_matrix_bytes(kl, ts, want)); /* placed again */
+      if (cfg->tie_word_embeddings && last != first) /* the tied head is placed again */
+        add(&t, last, placed_matrix_bytes(kl, ts, want));
     } else if (!strcmp(ts->name, "model.norm.weight") || !strcmp(ts->name, "lm_head.weight")) {
       add(&t, last, placed_matrix_bytes(kl, ts, want));
     }

@@ -232,6 +232,8 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
 xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
                           const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
+/* Capability query of the op table (xpu_ops.c: the dtypes and sizes the ops take). */
+int xpu_supports(const xpi_backend *be, const xpi_op_desc *d);
 
 /* Placing a weight (backend_xpu.c, for the float and the q8/q4 paths): device memory for a [rows, cols] weight
  * of dtype dt (out of memory: a status naming the weight); and the end of an upload into buf, which frees buf
