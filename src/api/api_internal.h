@@ -3,8 +3,8 @@
 #ifndef XPI_API_INTERNAL_H
 #define XPI_API_INTERNAL_H
 
-#include "api/xpu_fit.h"
 #include "model/model.h"
+#include "model/placement.h"
 
 struct xpi_engine;
 struct xpi_seq;

@@ -6,10 +6,12 @@
 
 #include "core/fileio.h"
 #include "core/status.h"
-#include "api/xpu_fit.h"
 #include "engine/serve_limits.h"
 #include "model/family.h"
 #include "model/model.h"
+#include "model/op_check.h"
+#include "model/placement.h"
+#include "ops/backend_registry.h"
 #include "runtime/device.h"
 #include "runtime/xpu.h"
 
@@ -63,46 +65,46 @@ static xpi_status parse_quant(const char *s, int *out) {
   return XPI_OK;
 }
 
-/* One backend for a device name: "cpu", "xpu", "xpu:N". */
+/* One backend for a device name ("cpu", "xpu", "xpu:N": a row of the backend table) and its weight in a device
+ * map's split (the device's free memory where its kind counts it, else 1). */
 static xpi_status make_backend(const char *dev, const xpi_model_options *o, xpi_backend **out, double *weight) {
-  xpi_backend_config bc = {dev, o->n_threads, o->use_kernels};
+  const xpi_backend_kind *k;
+  int idx;
+  char name[32];
+  XPI_TRY(xpi_backend_kind_parse(dev, &k, &idx, name, sizeof name));
+  xpi_backend_config bc = {name, o->n_threads, o->use_kernels};
+  uint64_t free_bytes = 0;
   *weight = 1.0;
-  if (!strcmp(dev, "cpu")) return xpi_backend_cpu_create(&bc, out);
-  if (!strncmp(dev, "xpu", 3) && (dev[3] == 0 || dev[3] == ':')) {
-    int idx;
-    XPI_TRY(xpi_device_parse_xpu(dev, &idx)); /* its messages name the device */
-    size_t n;
-    XPI_TRY(xpi_xpu_count(&n));
-    char name[32];
-    snprintf(name, sizeof name, "xpu:%d", idx);
-    bc.device = name;
-    uint64_t free_bytes = 0; /* device maps split layers in proportion to free memory */
-    if ((size_t)idx < n && xpi_xpu_free_memory(idx, &free_bytes) == XPI_OK) *weight = (double)free_bytes;
-    xpi_status s = xpi_backend_xpu_create(&bc, out);
-    return s == XPI_OK ? s : xpi_err_prefix(s, "device '%s': ", name);
-  }
-  return xpi_err(XPI_ERR_INVALID_ARGUMENT, "unknown device '%s' (valid: auto, cpu, xpu, xpu:N)", dev);
+  if (k->free_memory && k->free_memory(idx, &free_bytes) == XPI_OK) *weight = (double)free_bytes;
+  xpi_status s = k->create(&bc, out);
+  return s == XPI_OK || !k->indexed ? s : xpi_err_prefix(s, "device '%s': ", name);
 }
 
-/* device (+ device_map) -> backends and the layer split. */
+/* device (+ device_map) -> backends and the layer split. "auto": the preferred kind with a visible device (its
+ * first device; with device_map "auto" every one of them, weighted by memory). */
 static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
   double weight[XPI_MAX_BACKENDS];
   const char *dev = o->device && *o->device ? o->device : "auto";
   const char *map = o->device_map;
-  char list[512];
-  size_t nxpu = 0;
-  XPI_TRY(xpi_xpu_count(&nxpu));
-  if (map && !strcmp(map, "auto")) { /* every visible XPU, weighted by memory; the CPU when there is none */
-    if (nxpu == 0) map = NULL, dev = "cpu";
+  char list[512], first[40];
+  const xpi_backend_kind *auto_kind = NULL;
+  size_t n_auto = 0;
+  if ((map && !strcmp(map, "auto")) || (!map && !strcmp(dev, "auto"))) {
+    XPI_TRY(xpi_backend_kind_auto(&auto_kind, &n_auto));
+    if (auto_kind->indexed) snprintf(first, sizeof first, "%s:0", auto_kind->name);
+    else snprintf(first, sizeof first, "%s", auto_kind->name);
+  }
+  if (map && !strcmp(map, "auto")) {
+    if (!auto_kind->indexed) map = NULL, dev = first;
     else {
       size_t o2 = 0;
       list[0] = 0;
-      for (size_t i = 0; i < nxpu && i < XPI_MAX_BACKENDS; i++)
-        o2 += (size_t)snprintf(list + o2, sizeof list - o2, "%sxpu:%zu", i ? "," : "", i);
+      for (size_t i = 0; i < n_auto && i < XPI_MAX_BACKENDS; i++)
+        o2 += (size_t)snprintf(list + o2, sizeof list - o2, "%s%s:%zu", i ? "," : "", auto_kind->name, i);
       map = list;
     }
   } else if (!map && !strcmp(dev, "auto")) {
-    dev = nxpu ? "xpu:0" : "cpu";
+    dev = first;
   }
   if (!map) { /* one device */
     XPI_TRY(make_backend(dev, o, &m->backends[0], &weight[0]));
@@ -125,7 +127,7 @@ static xpi_status make_backends(xpi_model *m, const xpi_model_options *o) {
   XPI_TRY(xpi_graph_split(m->cfg.n_layers, weight, m->n_backends, m->graph.layer_dev));
   /* info.device: "cpu", "xpu:0", or a range/list for a device map */
   if (m->n_backends == 1) snprintf(m->info.device, sizeof m->info.device, "%s", m->backends[0]->device);
-  else if (map == list) snprintf(m->info.device, sizeof m->info.device, "xpu:0-%d", m->n_backends - 1);
+  else if (map == list) snprintf(m->info.device, sizeof m->info.device, "%s:0-%d", auto_kind->name, m->n_backends - 1);
   else snprintf(m->info.device, sizeof m->info.device, "%.63s", map);
   return XPI_OK;
 }
@@ -209,6 +211,7 @@ static xpi_status load(xpi_model *m, const char *src, const xpi_model_options *o
   XPI_TRY(s);
   XPI_TRY(check_unused(m, o->strict));
   m->graph.w = &m->w;
+  XPI_TRY(xpi_graph_check_ops(&m->graph)); /* an op a device lacks refuses the load by name */
   XPI_TRY(xpi_graph_init(&m->graph));
 
   xpi_model_info *i = &m->info;

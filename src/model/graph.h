@@ -25,7 +25,7 @@ typedef struct xpi_graph {
   xpi_attn_impl attn;
   xpi_dtype kv_dtype;
   int32_t kv_plan_tokens;                   /* positions of KV the load's memory plan kept room for on every device
-                                             * (src/api/xpu_fit.c); the default pool is at least that, 0: none */
+                                             * (src/model/placement.c); the default pool is at least that, 0: none */
 } xpi_graph;
 
 /* Splits n_layers over n_dev devices in proportion to weight[d] (e.g. free memory): first[d] is the first
@@ -53,7 +53,7 @@ int64_t xpi_graph_pool_blocks(const xpi_graph *g, uint64_t bytes, int32_t block_
 
 /* Bytes the KV pools of layers [l0, l1) (one device's) take, as xpi_graph_state_create allocates them for a main
  * pool of n_blocks blocks: each pool with its spare block; with max_win_blocks > 0 the sliding layers' in the
- * window pool of min(n_blocks, max_win_blocks) blocks. The load's memory plan (api/xpu_fit.c) counts with it. */
+ * window pool of min(n_blocks, max_win_blocks) blocks. The load's memory plan (model/placement.c) counts with it. */
 uint64_t xpi_graph_kv_pool_bytes(const xpi_graph *g, int32_t l0, int32_t l1, int32_t n_blocks, int32_t max_win_blocks,
                                  int32_t block_size);
 

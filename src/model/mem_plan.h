@@ -8,7 +8,7 @@
 
 /* What the plan put on each device (bytes), for the notice, the refusal and the tests. */
 typedef struct xpi_mem_plan {
-  int n_dev;                                   /* 0: no plan (a backend is not an XPU) */
+  int n_dev;                                   /* 0: no plan (a backend's kind is not planned) */
   int32_t first[XPI_MAX_BACKENDS + 1];         /* layers [first[d], first[d+1]) on device d */
   int32_t ctx, ctx_wanted;                     /* KV positions kept room for, and asked for */
   int embed_on_host;                           /* the embedding table stays in host memory */

@@ -122,12 +122,14 @@ typedef enum xpi_op {
 } xpi_op;
 
 /* One op as the graph would place it: the op, the dtype of its weight (matmul family, embed, experts; F32 for
- * ops without one), the weight's shape (rows x cols; 0 where none) and the tokens of the step (n; 0: any). */
+ * ops without one), the weight's shape (rows x cols; 0 where none), the tokens of the step (n; 0: any) and the
+ * head size of rope and attention (head_dim; 0: not asked). */
 typedef struct xpi_op_desc {
   xpi_op op;
   xpi_dtype wdtype;
   int64_t rows, cols;
   int32_t n;
+  int32_t head_dim;
 } xpi_op_desc;
 
 /* Whether be can run d: its entry point exists and, where the backend has a supports function, it says yes.

@@ -49,7 +49,7 @@ for quant, args in (("q4", ["--device", "xpu:0"]), ("q8", ["--device-map", "auto
         want, got = json.loads(cpu.stdout)["ids"][:8], json.loads(p.stdout)["ids"][:8]
         check(got == want, f"--quant {quant} {args}: ids {got} != cpu {want}")
 
-# 8 MiB of bf16 weights over 3 devices of 2 MiB: some device cannot hold its share (src/api/xpu_fit.c)
+# 8 MiB of bf16 weights over 3 devices of 2 MiB: some device cannot hold its share (src/model/placement.c)
 p = run("0000:3a:00.0=2M,0000:1a:00.0=2M,0000:9a:00.0=2M", "--device-map", "auto")
 lines = p.stderr.strip().splitlines()
 check(p.returncode != 0 and len(lines) == 1 and "does not fit on xpu:" in lines[0] and "MiB" in lines[0],

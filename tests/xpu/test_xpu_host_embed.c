@@ -1,5 +1,5 @@
 /* The embedding table in host memory (what the memory plan chooses when a device is short of memory,
- * src/api/xpu_fit.c): tinyfortunes on xpu:0 with its weights loaded again with embed_on_host gives the golden
+ * src/model/placement.c): tinyfortunes on xpu:0 with its weights loaded again with embed_on_host gives the golden
  * greedy ids through the replayed decode steps (the step's rows gathered on the host and written to the device
  * before the replay) and through prefill; the device then holds no embedding table (its tied lm_head is placed
  * on its own), and an id outside the vocabulary is refused. */

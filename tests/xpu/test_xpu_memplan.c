@@ -1,4 +1,4 @@
-/* The memory plan (src/api/xpu_fit.c) on the Qwen3-0.6B benchmark shape (random weights, 1.19 GB of bf16),
+/* The memory plan (src/model/placement.c) on the Qwen3-0.6B benchmark shape (random weights, 1.19 GB of bf16),
  * software devices sized by tests.cmake. Mode from argv[1]:
  *   bf16-map  two devices of 800 MB: in f32 the model cannot fit and is refused with the numbers, leaving both
  *             devices as it found them; in bf16 --device-map auto loads (the embedding table stays on the host,

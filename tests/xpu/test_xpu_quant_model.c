@@ -133,7 +133,7 @@ static void run_model(const char *name, const char *dir, const cJSON *cases) {
   }
 }
 
-/* A --quant load on xpu:0 alone: the memory plan (src/api/xpu_fit.c) counted its weights exactly as the backend
+/* A --quant load on xpu:0 alone: the memory plan (src/model/placement.c) counted its weights exactly as the backend
  * placed them (the experts at 34 (q8) / 18 (q4) bytes per 32 weights, the router and shared-expert gate as
  * stored), and the device holds that plus only what the plan does not itemize: per placed q8/q4 matrix up to 63
  * bytes aligning its scales, per expert projection its address table, and the RoPE tables (under 64 KiB in all

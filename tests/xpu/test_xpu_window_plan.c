@@ -1,4 +1,4 @@
-/* The memory plan (src/api/xpu_fit.c) counts the window pool of sliding-window layers at its size, not a full
+/* The memory plan (src/model/placement.c) counts the window pool of sliding-window layers at its size, not a full
  * context a layer: a Gemma-3-like layout (window-models/gemma3-w1024 of tests/engine: 5 of 6 layers sliding over
  * 1024 positions, random weights) planned for an engine of one sequence (window pool of
  * min(ceil(4096 / 32), 1 x (32 + 2) + 16) = 50 blocks, engine.c's window_blocks), on a software device of

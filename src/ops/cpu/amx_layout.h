@@ -33,7 +33,7 @@
  * where f32 GEMMs differ by 1.1-1.6e-5; three terms: 5.1e-6 and 1.1e-5, the f32 figures
  * (bench/2026-12-01-cpu-xeon-tables.md). Each term is one more tile product with the same weight tiles.
  *
- * int8 activations (quant.h's per-32-column blocks), for token panel p, block b, 4-column group g, token t:
+ * int8 activations (quant_format.h's per-32-column blocks), for token panel p, block b, 4-column group g, token t:
  *   P[p][b][g][t][0..4) = xq[16p + t][32b + 4g .. 32b + 4g + 4)      (512 bytes per B tile)
  *   then, after all panels (64-byte aligned): dx[p][b][t] floats.
  * Weights: q8 rows are used as stored (A tile = 16 rows x 32 bytes of one block, stride = row bytes); q4 rows

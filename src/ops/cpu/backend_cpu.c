@@ -113,7 +113,7 @@ static xpi_status cpu_weight_create(xpi_backend *be, xpi_weight *w, const void *
                                     int64_t rows, int64_t cols, xpi_dtype want) {
   (void)be;
   memset(w, 0, sizeof *w);
-  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* perf: block quantization at load (quant.h, quant_weight.c) */
+  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) /* perf: block quantization at load (quant_format.h, quant_weight.c) */
     return xpi_cpu_quantize_weight(impl_of(be)->pool, w, src, src_dtype, rows, cols, want);
   if (!is_float_dtype(src_dtype) || !is_float_dtype(want))
     return xpi_err(XPI_ERR_UNSUPPORTED, "cpu: weights of dtype %s -> %s are not supported",
@@ -686,6 +686,21 @@ static xpi_status cpu_matmul_add(xpi_backend *be, float *x, float *tmp, const fl
   return cpu_add(be, x, tmp, (int64_t)n * w->rows);
 }
 
+/* What the CPU runs (ops.h: supports): matmuls and experts of the dtypes its kernel table has a GEMV for,
+ * embeddings and norms of float weights, rope of an even head_dim up to 1024 (cpu_rope). */
+static int cpu_supports(const xpi_backend *be, const xpi_op_desc *d) {
+  const cpu_impl *im = (const cpu_impl *)be->impl;
+  const int flt = d->wdtype == XPI_DT_F32 || d->wdtype == XPI_DT_F16 || d->wdtype == XPI_DT_BF16;
+  switch (d->op) {
+    case XPI_OP_MATMUL: case XPI_OP_MATMUL_MULTI: case XPI_OP_MATMUL_GLU: case XPI_OP_MATMUL_ADD:
+    case XPI_OP_MOE_MATMUL: case XPI_OP_MOE_MLP:
+      return d->wdtype >= 0 && d->wdtype < 8 && im->k->gemv[d->wdtype] != NULL;
+    case XPI_OP_EMBED: case XPI_OP_RMSNORM: return flt;
+    case XPI_OP_ROPE: return d->head_dim == 0 || (d->head_dim > 0 && d->head_dim % 2 == 0 && d->head_dim <= 1024);
+    default: return 1;
+  }
+}
+
 static const xpi_backend_ops k_cpu_ops = {
   .name = "cpu",
   .destroy = cpu_destroy,
@@ -719,6 +734,7 @@ static const xpi_backend_ops k_cpu_ops = {
   .graph_free = NULL,
   .sync = cpu_sync,
   .free_memory = cpu_free_memory,
+  .supports = cpu_supports,
   .matmul_multi = cpu_matmul_multi,
   .matmul_glu = cpu_matmul_glu,
   .matmul_add = cpu_matmul_add,

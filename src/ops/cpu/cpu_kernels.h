@@ -97,7 +97,7 @@ typedef struct xpi_cpu_gemm {
   size_t (*scratch_bytes)(int64_t cols);
   void (*run)(float *Y, int64_t ldy, const void *P, int32_t n, const void *W, const void *aux, int64_t cols,
               int64_t r0, int64_t r1, int32_t t0, int32_t t1, void *scratch);
-  /* 0: the activations are used as given (f32; q8/q4: quant.h's int8 blocks, as every path). Else each
+  /* 0: the activations are used as given (f32; q8/q4: quant_format.h's int8 blocks, as every path). Else each
    * activation is first rounded to this many significant bits (bf16 terms: 8 per term), which moves each output
    * by at most 2^-act_bits * sum_c |x_c W[r, c]| more. */
   int act_bits;

@@ -10,7 +10,7 @@
  *    (Q4: y += d_w * (dx * isum - 8 * dx * sum(xq)), the -8 offset of its quants).
  * A maddubs is 32 multiply-adds and Zen 3 issues about one per cycle, against 16 for its two 8-wide FMAs.
  * Measured on one thread, 512 tokens, 1024 x 1024 weights: Q4 65-80 GMAC/s, Q8 45-50 (it needs sign and
- * madd on every step), the f32 GEMM on bf16 weights 35-38. The result is the decode path's (quant.h): the
+ * madd on every step), the f32 GEMM on bf16 weights 35-38. The result is the decode path's (quant_format.h): the
  * product of the dequantized weights with the int8-rounded activations, so prefill and decode agree.
  *
  * Q4 accumulates maddubs results in int16 over one block: each lane adds 2 products per step, |15 * 127| * 2

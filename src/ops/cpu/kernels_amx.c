@@ -8,7 +8,7 @@
  * from a copy of each 32-row weight panel in tile order; each activation is XPI_AMX_BF16_TERMS bf16 terms
  * (three: exact, amx_layout.h says why), each a B tile multiplied by the same weight tiles.
  *
- * q8/q4: tdpbssd multiplies int8 and sums exactly in int32, as the AVX2 and VNNI GEMMs (quant.h's semantics).
+ * q8/q4: tdpbssd multiplies int8 and sums exactly in int32, as the AVX2 and VNNI GEMMs (quant_format.h's semantics).
  * One tile product covers one 32-column block, whose scales differ per block, so after each block the int32
  * tiles are stored and scaled into f32 sums by AVX-512: sum += d_w * dx * isum. q8 weight rows are the A tiles
  * as stored; q4 rows are unpacked to int8 (quant - 8) once per panel, so no offset correction is needed. */

@@ -4,7 +4,7 @@
  *  - decode (n < XPI_CPU_GEMM_MIN_N): streaming GEMV. Each weight row is read once from memory and used for
  *    all n tokens while it sits in L1; four rows are walked together so loads of x are shared and enough
  *    independent FMA chains hide latency. Q8/Q4 quantize the activations to int8 once per call and use
- *    exact int32 block dot products (maddubs; q256.h), as quant.h documents.
+ *    exact int32 block dot products (maddubs; q256.h), as quant_format.h documents.
  *  - prefill (n >= XPI_CPU_GEMM_MIN_N): blocked GEMM (see "prefill GEMM" below), in the phases of
  *    cpu_kernels.h's xpi_cpu_gemm. The activations are packed once per matmul, shared by all threads; each panel of 16 weight rows x KC columns is converted (bf16/f16 -> f32, once per
  *    matmul) into a column-major panel while a 6x16 register-blocked microkernel sweeps all tokens over it,

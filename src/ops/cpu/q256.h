@@ -1,4 +1,4 @@
-/* 256-bit integer kernels of q8/q4 weights (quant.h), one source for two instruction sets:
+/* 256-bit integer kernels of q8/q4 weights (quant_format.h), one source for two instruction sets:
  *  - AVX2 (kernels_avx2.c): int8 products with maddubs, widened with madd;
  *  - AVX-VNNI (kernels_avxvnni.c, VEX) and AVX-512 VNNI (kernels_avx512.c, EVEX on ymm): one vpdpbusd.
  * The including file defines Q256_DPBUSD(acc, u8, s8) for VNNI, or nothing for AVX2 (and may set Q256_PF_BYTES
@@ -52,7 +52,7 @@ static inline float q256_hsum(__m256 v) {
 #endif
 
 /* ------------------------------------------------------------------ decode GEMV */
-/* A pass's activations, quantized per Q256_CC-column chunk (quant.h's int8 blocks), one token after another */
+/* A pass's activations, quantized per Q256_CC-column chunk (quant_format.h's int8 blocks), one token after another */
 typedef struct {
   _Alignas(64) int8_t xq[Q256_NT][Q256_CC];
   _Alignas(64) uint8_t xa[Q256_NT][Q256_CC]; /* q8: |xq|; q4: xq in the row kernel's order */

@@ -1,4 +1,4 @@
-/* Places a weight on the CPU backend as XPI_DT_Q8/Q4 (formats in quant.h): one 64-byte aligned block of the
+/* Places a weight on the CPU backend as XPI_DT_Q8/Q4 (formats in quant_format.h): one 64-byte aligned block of the
  * weight arena (weight_arena.h: free it with xpi_cpu_wfree) holding the quants then the half scales, filled by
  * all pool threads (rows split evenly). */
 #include "ops/cpu/quant_weight.h"

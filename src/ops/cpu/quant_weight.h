@@ -1,4 +1,4 @@
-/* XPI_DT_Q8/Q4 weight placement for the CPU backend's weight_create (formats in quant.h). */
+/* XPI_DT_Q8/Q4 weight placement for the CPU backend's weight_create (formats in ops/quant_format.h). */
 #ifndef XPI_CPU_QUANT_WEIGHT_H
 #define XPI_CPU_QUANT_WEIGHT_H
 

@@ -359,6 +359,7 @@ static const xpi_backend_ops k_xpu_ops = {
   .graph_free = xpu_graph_free,
   .sync = xpu_sync_op,
   .free_memory = xpu_free_memory_op,
+  .supports = xpu_supports,
   .matmul_multi = xpu_matmul_multi,
   .matmul_glu = xpu_matmul_glu,
   .matmul_add = xpu_matmul_add,

@@ -8,33 +8,15 @@
 #include <stdint.h>
 
 #include "ops/ops.h"
+#include "ops/xpu/xpu_kernel_table.h"
 #include "runtime/ze/ze_devices.h"
 #include "runtime/ze/ze_loader.h"
 
-/* Every kernel the backend launches; names and tiers in xpu_kernels.c. */
+/* Every kernel the backend launches (xpu_kernel_table.h: names, tiers, arguments and costs). */
 typedef enum xpu_kid {
-  XK_EMBED, XK_ADD, XK_SWIGLU, XK_GEGLU, XK_SOFTCAP, XK_SCALE, XK_CONVERT, XK_ARGMAX, XK_TOPK, XK_RMSNORM, XK_ROPE,
-  XK_GEMV_F32, XK_GEMV_F16, XK_GEMV_BF16, XK_GEMM_F32, XK_GEMM_F16, XK_GEMM_BF16,
-  XK_KV_STORE, XK_SDPA, XK_EAGER, XK_FLASH,
-  XK_MOE_ROUTE, XK_MOE_MATMUL, XK_MOE_COMBINE,
-  XK_GEMV3_F32, XK_GEMV3_F16, XK_GEMV3_BF16, XK_GEMV_GLU_F32, XK_GEMV_GLU_F16, XK_GEMV_GLU_BF16,
-  /* tuned tier (NULL when the device or driver cannot take it) */
-  XK_GEMV_SG_F32, XK_GEMV_SG_F16, XK_GEMV_SG_BF16, XK_RMSNORM_SG, XK_GEMM_DPAS_BF16,
-  XK_GEMV3_SG_F32, XK_GEMV3_SG_F16, XK_GEMV3_SG_BF16, XK_GEMV_GLU_SG_F32, XK_GEMV_GLU_SG_F16, XK_GEMV_GLU_SG_BF16,
-  /* portable tier: q8/q4 weights (xpu_quant.c) */
-  XK_QUANT_ACT, XK_GEMV_Q8, XK_GEMV_Q4, XK_GEMM_Q8, XK_GEMM_Q4,
-  /* portable tier: q8/q4 experts (xpu_moe.c) */
-  XK_MOE_GEMV_Q8, XK_MOE_GEMV_Q4, XK_MOE_GEMM_Q8, XK_MOE_GEMM_Q4,
-  XK_GEMV3_Q8, XK_GEMV3_Q4, XK_GEMV_GLU_Q8, XK_GEMV_GLU_Q4,
-  /* tuned tier: q8/q4 decode GEMV and its fused forms with block reads (kernels/tuned/gemv_q_sg.cl), the portable
-   * ones' bits */
-  XK_GEMV_SG_Q8, XK_GEMV_SG_Q4, XK_GEMV3_SG_Q8, XK_GEMV3_SG_Q4, XK_GEMV_GLU_SG_Q8, XK_GEMV_GLU_SG_Q4,
-  /* portable tier: split-K decode GEMV for matrices with few rows (kernels/portable/gemv_splitk.cl, xpu_splitk.c) */
-  XK_GEMV_SPLITK_F32, XK_GEMV_SPLITK_F16, XK_GEMV_SPLITK_BF16, XK_GEMV_SPLITK_Q8, XK_GEMV_SPLITK_Q4,
-  /* DPAS tier: q8/q4 prefill GEMM with int8 DPAS (kernels/common/xpi_gemm_dpas_q.h), the portable GEMM's bits */
-  XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4,
-  /* tuned tier: q8/q4 prefill GEMM in registers (kernels/tuned/gemm_q_sg.cl), the portable GEMM's bits */
-  XK_GEMM_SG_Q8, XK_GEMM_SG_Q4,
+#define XPU_KID(id, name, tier, args, wbytes, indirect, cost) XK_##id,
+  XPU_KERNELS(XPU_KID)
+#undef XPU_KID
   XK_COUNT
 } xpu_kid;
 
@@ -250,6 +232,8 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
 xpi_status xpu_matmul_add(xpi_backend *be, float *x, float *tmp, const float *in, const xpi_weight *w,
                           const xpi_weight *bias, int32_t n);
 xpi_status xpu_convert(xpi_backend *be, void *dst, xpi_dtype ddt, const void *src, xpi_dtype sdt, size_t count);
+/* Capability query of the op table (xpu_ops.c: the dtypes and sizes the ops take). */
+int xpu_supports(const xpi_backend *be, const xpi_op_desc *d);
 
 /* Placing a weight (backend_xpu.c, for the float and the q8/q4 paths): device memory for a [rows, cols] weight
  * of dtype dt (out of memory: a status naming the weight); and the end of an upload into buf, which frees buf

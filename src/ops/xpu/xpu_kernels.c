@@ -11,54 +11,16 @@
 #include "ops/xpu/xpu_spirv.h"
 #include "runtime/ze/ze_memory.h"
 
+/* Names, modules and indirect access of the kernels, from their table (xpu_kernel_table.h). */
 static const struct {
   const char *name;
-  int tuned; /* module: 0 portable, 1 tuned, 2 dpas */
+  int tuned;    /* module: 0 portable, 1 tuned, 2 dpas */
+  int indirect; /* reads the experts through a table of device addresses (ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE) */
 } k_kernels[XK_COUNT] = {
-  [XK_EMBED] = {"xpi_embed", 0},           [XK_ADD] = {"xpi_add", 0},
-  [XK_SWIGLU] = {"xpi_swiglu", 0},         [XK_CONVERT] = {"xpi_convert", 0},
-  [XK_GEGLU] = {"xpi_geglu", 0},           [XK_SOFTCAP] = {"xpi_softcap", 0},
-  [XK_SCALE] = {"xpi_scale", 0},
-  [XK_ARGMAX] = {"xpi_argmax", 0},         [XK_TOPK] = {"xpi_topk", 0},
-  [XK_RMSNORM] = {"xpi_rmsnorm", 0},       [XK_ROPE] = {"xpi_rope", 0},
-  [XK_GEMV_F32] = {"xpi_gemv_f32", 0},     [XK_GEMV_F16] = {"xpi_gemv_f16", 0},
-  [XK_GEMV_BF16] = {"xpi_gemv_bf16", 0},   [XK_GEMM_F32] = {"xpi_gemm_f32", 0},
-  [XK_GEMM_F16] = {"xpi_gemm_f16", 0},     [XK_GEMM_BF16] = {"xpi_gemm_bf16", 0},
-  [XK_KV_STORE] = {"xpi_kv_store", 0},     [XK_SDPA] = {"xpi_sdpa", 0},
-  [XK_EAGER] = {"xpi_attn_eager", 0},      [XK_FLASH] = {"xpi_flash_attention_2", 0},
-  [XK_MOE_ROUTE] = {"xpi_moe_route", 0},   [XK_MOE_MATMUL] = {"xpi_moe_matmul", 0},
-  [XK_MOE_COMBINE] = {"xpi_moe_combine", 0},
-  [XK_GEMV_SG_F32] = {"xpi_gemv_sg_f32", 1}, [XK_GEMV_SG_F16] = {"xpi_gemv_sg_f16", 1},
-  [XK_GEMV_SG_BF16] = {"xpi_gemv_sg_bf16", 1}, [XK_RMSNORM_SG] = {"xpi_rmsnorm_sg", 1},
-  [XK_GEMM_DPAS_BF16] = {"xpi_gemm_dpas_bf16", 2},
-  [XK_GEMV3_F32] = {"xpi_gemv3_f32", 0},   [XK_GEMV3_F16] = {"xpi_gemv3_f16", 0},
-  [XK_GEMV3_BF16] = {"xpi_gemv3_bf16", 0}, [XK_GEMV_GLU_F32] = {"xpi_gemv_glu_f32", 0},
-  [XK_GEMV_GLU_F16] = {"xpi_gemv_glu_f16", 0}, [XK_GEMV_GLU_BF16] = {"xpi_gemv_glu_bf16", 0},
-  [XK_GEMV3_SG_F32] = {"xpi_gemv3_sg_f32", 1}, [XK_GEMV3_SG_F16] = {"xpi_gemv3_sg_f16", 1},
-  [XK_GEMV3_SG_BF16] = {"xpi_gemv3_sg_bf16", 1}, [XK_GEMV_GLU_SG_F32] = {"xpi_gemv_glu_sg_f32", 1},
-  [XK_GEMV_GLU_SG_F16] = {"xpi_gemv_glu_sg_f16", 1}, [XK_GEMV_GLU_SG_BF16] = {"xpi_gemv_glu_sg_bf16", 1},
-  [XK_QUANT_ACT] = {"xpi_quant_act", 0},   [XK_GEMV_Q8] = {"xpi_gemv_q8", 0},
-  [XK_GEMV_Q4] = {"xpi_gemv_q4", 0},       [XK_GEMM_Q8] = {"xpi_gemm_q8", 0},
-  [XK_GEMM_Q4] = {"xpi_gemm_q4", 0},
-  [XK_MOE_GEMV_Q8] = {"xpi_moe_gemv_q8", 0}, [XK_MOE_GEMV_Q4] = {"xpi_moe_gemv_q4", 0},
-  [XK_MOE_GEMM_Q8] = {"xpi_moe_gemm_q8", 0}, [XK_MOE_GEMM_Q4] = {"xpi_moe_gemm_q4", 0},
-  [XK_GEMV3_Q8] = {"xpi_gemv3_q8", 0},     [XK_GEMV3_Q4] = {"xpi_gemv3_q4", 0},
-  [XK_GEMV_GLU_Q8] = {"xpi_gemv_glu_q8", 0}, [XK_GEMV_GLU_Q4] = {"xpi_gemv_glu_q4", 0},
-  [XK_GEMV_SG_Q8] = {"xpi_gemv_sg_q8", 1}, [XK_GEMV_SG_Q4] = {"xpi_gemv_sg_q4", 1},
-  [XK_GEMV3_SG_Q8] = {"xpi_gemv3_sg_q8", 1}, [XK_GEMV3_SG_Q4] = {"xpi_gemv3_sg_q4", 1},
-  [XK_GEMV_GLU_SG_Q8] = {"xpi_gemv_glu_sg_q8", 1}, [XK_GEMV_GLU_SG_Q4] = {"xpi_gemv_glu_sg_q4", 1},
-  [XK_GEMV_SPLITK_F32] = {"xpi_gemv_splitk_f32", 0}, [XK_GEMV_SPLITK_F16] = {"xpi_gemv_splitk_f16", 0},
-  [XK_GEMV_SPLITK_BF16] = {"xpi_gemv_splitk_bf16", 0}, [XK_GEMV_SPLITK_Q8] = {"xpi_gemv_splitk_q8", 0},
-  [XK_GEMV_SPLITK_Q4] = {"xpi_gemv_splitk_q4", 0},
-  [XK_GEMM_DPAS_Q8] = {"xpi_gemm_dpas_q8", 2}, [XK_GEMM_DPAS_Q4] = {"xpi_gemm_dpas_q4", 2},
-  [XK_GEMM_SG_Q8] = {"xpi_gemm_sg_q8", 1},     [XK_GEMM_SG_Q4] = {"xpi_gemm_sg_q4", 1},
+#define XPU_KERNEL_ROW(id, name, tier, args, wbytes, indirect, cost) [XK_##id] = {name, tier, indirect},
+  XPU_KERNELS(XPU_KERNEL_ROW)
+#undef XPU_KERNEL_ROW
 };
-
-/* Kernels that read the experts through a table of device addresses (ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE). */
-static int reads_expert_table(int kid) {
-  return kid == XK_MOE_MATMUL || kid == XK_MOE_GEMV_Q8 || kid == XK_MOE_GEMV_Q4 || kid == XK_MOE_GEMM_Q8 ||
-         kid == XK_MOE_GEMM_Q4;
-}
 
 const char *xpu_kernel_name(xpu_kid kid) { return kid >= 0 && kid < XK_COUNT ? k_kernels[kid].name : "?"; }
 
@@ -129,7 +91,7 @@ static xpi_status create_kernels(xpu_device *d, ze_module_handle_t mod, int tune
       return xpi_err(XPI_ERR_DEVICE, "xpu:%d: creating kernel %s failed (%s)", d->index, k_kernels[i].name,
                      xpu_ze_result_name(r));
     }
-    if (reads_expert_table(i)) {
+    if (k_kernels[i].indirect) {
       r = d->ze->zeKernelSetIndirectAccess(d->k[i], ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE);
       if (r != ZE_RESULT_SUCCESS)
         return xpi_err(XPI_ERR_DEVICE, "xpu:%d: indirect access for kernel %s failed (%s)", d->index,

@@ -3,7 +3,7 @@
  * experts (the dense block formats, xpu_quant.c): the activations are quantized on the device by the dense
  * path's kernel, then a per-slot GEMV (decode, a few tokens) or a GEMM grouped by expert (prefill). */
 #include "core/status.h"
-#include "ops/cpu/quant.h" /* XPI_QK, xpi_q_nblocks: the block formats the XPU shares with the CPU */
+#include "ops/quant_format.h" /* XPI_QK, xpi_q_nblocks: the block formats every backend shares */
 #include "ops/xpu/xpu_internal.h"
 
 /* Up to this many tokens (batched decode) the q8/q4 experts run as per-slot GEMVs: every chosen expert row is

@@ -474,3 +474,22 @@ xpi_status xpu_matmul_glu(xpi_backend *be, float *out, float *tmp, const float *
   xpu_arg a[] = {XA(out), XA(in), XA(wg), XA(wu), XA(cols), XA(ac), XA(fn.nw), XA(fn.nwdt), XA(fn.has), XA(fn.eps)};
   return xpu_launch(be, pk[di], (uint32_t)rows, 1, 1, XPU_WG, 1, 1, a, 10);
 }
+
+/* What the XPU runs (ops.h: supports), as the ops check it: embeddings and norms of f32/f16/bf16 weights, matmuls and
+ * experts of those or q8/q4, weights of fewer than 2^31 rows and columns, rope of an even head_dim, attention up to
+ * XPU_MAX_HD. */
+int xpu_supports(const xpi_backend *be, const xpi_op_desc *d) {
+  (void)be;
+  const int flt = d->wdtype == XPI_DT_F32 || d->wdtype == XPI_DT_F16 || d->wdtype == XPI_DT_BF16;
+  const int q = d->wdtype == XPI_DT_Q8 || d->wdtype == XPI_DT_Q4;
+  if (d->rows > INT32_MAX || d->cols > INT32_MAX) return 0;
+  switch (d->op) {
+    case XPI_OP_EMBED: case XPI_OP_RMSNORM: return flt;
+    case XPI_OP_MATMUL: case XPI_OP_MATMUL_MULTI: case XPI_OP_MATMUL_GLU: case XPI_OP_MATMUL_ADD:
+    case XPI_OP_MOE_MATMUL: case XPI_OP_MOE_MLP:
+      return flt || q;
+    case XPI_OP_ROPE: return d->head_dim >= 0 && d->head_dim % 2 == 0;
+    case XPI_OP_ATTENTION: return d->head_dim >= 0 && d->head_dim <= XPU_MAX_HD;
+    default: return 1;
+  }
+}

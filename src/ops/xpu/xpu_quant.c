@@ -1,4 +1,4 @@
-/* q8/q4 weights on the XPU: the CPU's block formats and layout (src/ops/cpu/quant.h), quantized on the host at
+/* q8/q4 weights on the XPU: the shared block formats and layout (src/ops/quant_format.h), quantized on the host at
  * load by the CPU's own quantizer, so the quants and scales are the CPU backend's bit for bit, then uploaded
  * once as one allocation (quants, then the half scales at a 64-byte aligned offset). The CPU keeps exactly this
  * row-major layout in w->data / w->aux (its GEMM panels and AMX tiles are repacked per call), so nothing here is
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "ops/cpu/quant.h"
+#include "ops/quant_format.h"
 #include "ops/xpu/xpu_backend.h"
 #include "ops/xpu/xpu_internal.h"
 

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "core/status.h"
-#include "ops/cpu/quant.h"
+#include "ops/quant_format.h"
 #include "ops/xpu/xpu_internal.h"
 
 #define XPU_SPLITK_MINCHUNK 256

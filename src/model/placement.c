@@ -1,15 +1,17 @@
-/* A model that does not fit on its XPUs says so before loading. With only XPUs, a plan: weights per layer at
- * their placed size, the KV pools for the context as the graph state allocates them (model/graph.c: sliding
- * layers in the window pool where that is smaller) and the step buffers, with the layers placed by it (the
- * context reduced with a notice where needed, the load refused with the numbers where even a short one does not
- * fit). Device maps mixing in the CPU: each XPU's share of the weights against its free memory. */
+/* A model that does not fit on its devices says so before loading. With only planned kinds (the XPUs), a plan:
+ * weights per layer at their placed size, the KV pools for the context as the graph state allocates them
+ * (model/graph.c: sliding layers in the window pool where that is smaller) and the step buffers, with the layers
+ * placed by it (the context reduced with a notice where needed, the load refused with the numbers where even a
+ * short one does not fit). Device maps mixing in the CPU: each XPU's share of the weights against its free
+ * memory. Free memory, placed sizes and fit checks come from the backend table (ops/backend_registry.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/xpu_fit.h"
+#include "model/placement.h"
+
 #include "core/status.h"
-#include "runtime/xpu.h"
+#include "ops/backend_registry.h"
 
 #define FIT_MAX 64
 
@@ -32,30 +34,32 @@ static void add(fit_table *t, xpi_backend *be, uint64_t bytes) {
   t->n++;
 }
 
-static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want);
-static uint64_t placed_layer_bytes(const xpi_st_tensor *t, int want);
+static uint64_t placed_matrix_bytes(const xpi_backend_kind *k, const xpi_st_tensor *t, int want);
+static uint64_t placed_layer_bytes(const xpi_backend_kind *k, const xpi_st_tensor *t, int want);
 
 xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, xpi_backend *const *layer_be, int want) {
   int32_t nl = cfg->n_layers;
   if (nl <= 0) return XPI_OK;
   xpi_backend *first = layer_be[0], *last = layer_be[nl - 1];
   fit_table t = {0};
+  const xpi_backend_kind *kf = xpi_backend_kind_of(first), *kl = xpi_backend_kind_of(last);
   for (size_t i = 0; i < xpi_st_count(st); i++) {
     const xpi_st_tensor *ts = xpi_st_at(st, i);
-    uint64_t b = placed_matrix_bytes(ts, want);
     int layer = -1;
     if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
-      if (layer >= 0 && layer < nl) add(&t, layer_be[layer], placed_layer_bytes(ts, want));
+      if (layer >= 0 && layer < nl)
+        add(&t, layer_be[layer], placed_layer_bytes(xpi_backend_kind_of(layer_be[layer]), ts, want));
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
-      add(&t, first, placed_matrix_bytes(ts, want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want)); /* gathered */
-      if (cfg->tie_word_embeddings && last != first) add(&t, last, b); /* the tied head is placed again */
+      add(&t, first, placed_matrix_bytes(kf, ts, want == XPI_DT_Q8 || want == XPI_DT_Q4 ? -1 : want)); /* gathered */
+      if (cfg->tie_word_embeddings && last != first) /* the tied head is placed again */
+        add(&t, last, placed_matrix_bytes(kl, ts, want));
     } else if (!strcmp(ts->name, "model.norm.weight") || !strcmp(ts->name, "lm_head.weight")) {
-      add(&t, last, b);
+      add(&t, last, placed_matrix_bytes(kl, ts, want));
     }
   }
   for (int i = 0; i < t.n; i++) {
-    int idx = -1;
-    if (strcmp(t.be[i]->ops->name, "xpu") || sscanf(t.be[i]->device, "xpu:%d", &idx) != 1) continue;
+    const xpi_backend_kind *k = xpi_backend_kind_of(t.be[i]);
+    if (!k || !k->check_fit) continue;
     int lo = -1, hi = -1;
     for (int32_t l = 0; l < nl; l++)
       if (layer_be[l] == t.be[i]) {
@@ -64,7 +68,7 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
       }
     char what[96];
     snprintf(what, sizeof what, "the weights for layers %d-%d of %d", lo, hi, nl);
-    XPI_TRY(xpi_xpu_check_fit(idx, t.need[i], what));
+    XPI_TRY(k->check_fit(xpi_backend_index(t.be[i]), t.need[i], what));
   }
   return XPI_OK;
 }
@@ -74,29 +78,27 @@ xpi_status xpi_xpu_fit_check(const xpi_config *cfg, const xpi_safetensors *st, x
 #define PLAN_RESERVE_SHIFT 6 /* 1/64 of each device's free memory stays free: RoPE tables, page rounding of
                               * allocations, the eager attention's scores, what the driver allocates itself */
 
-/* Bytes of tensor t once placed with `want`: matrices converted or quantized (the CPU's block formats,
- * ops/cpu/quant.h: 32 weights a block, Q8 34 bytes, Q4 18 bytes, the last block of a row padded), vectors as
- * stored (model/weights.c converts matrices only). */
-static uint64_t placed_matrix_bytes(const xpi_st_tensor *t, int want) {
-  if (t->ndim != 2 || want < 0) return t->nbytes;
-  uint64_t rows = (uint64_t)t->shape[0], cols = (uint64_t)t->shape[1];
-  if (want == XPI_DT_Q8 || want == XPI_DT_Q4) return rows * ((cols + 31) / 32) * (want == XPI_DT_Q8 ? 34u : 18u);
-  size_t ws = xpi_dtype_size((xpi_dtype)want);
-  return ws ? rows * cols * ws : t->nbytes;
+/* Bytes of tensor t once placed with `want` on a backend of kind k: matrices converted or quantized (the block
+ * formats of ops/quant_format.h: 32 weights a block, Q8 34 bytes, Q4 18 bytes, the last block of a row padded),
+ * vectors as stored (model/weights.c converts matrices only). */
+static uint64_t placed_matrix_bytes(const xpi_backend_kind *k, const xpi_st_tensor *t, int want) {
+  if (t->ndim != 2 || want < 0 || !k) return t->nbytes;
+  uint64_t b = k->placed_bytes(t->shape[0], t->shape[1], (xpi_dtype)want);
+  return b ? b : t->nbytes;
 }
 
 /* A layer tensor's placed bytes. Under q8/q4 the mixture-of-experts router and the shared expert's gate stay
  * as stored (model/moe.c loads them with xpi_load_matrix_float: they decide which experts run), every other
  * matrix, the experts included, in the block format. */
-static uint64_t placed_layer_bytes(const xpi_st_tensor *t, int want) {
+static uint64_t placed_layer_bytes(const xpi_backend_kind *k, const xpi_st_tensor *t, int want) {
   static const char *const as_stored[] = {".mlp.gate.weight", ".mlp.shared_expert_gate.weight"};
   const size_t nl = strlen(t->name);
   if (want == XPI_DT_Q8 || want == XPI_DT_Q4)
     for (size_t i = 0; i < sizeof as_stored / sizeof as_stored[0]; i++) {
       const size_t sl = strlen(as_stored[i]);
-      if (nl >= sl && !strcmp(t->name + nl - sl, as_stored[i])) return placed_matrix_bytes(t, -1);
+      if (nl >= sl && !strcmp(t->name + nl - sl, as_stored[i])) return placed_matrix_bytes(k, t, -1);
     }
-  return placed_matrix_bytes(t, want);
+  return placed_matrix_bytes(k, t, want);
 }
 
 typedef struct plan_in {
@@ -225,14 +227,17 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
   int32_t nl = cfg->n_layers;
   int n = g->n_backends, idx[XPI_MAX_BACKENDS];
   if (nl <= 0 || n <= 0) return XPI_OK;
-  for (int d = 0; d < n; d++)
-    if (strcmp(g->backends[d]->ops->name, "xpu") || sscanf(g->backends[d]->device, "xpu:%d", &idx[d]) != 1)
-      return XPI_OK;
+  for (int d = 0; d < n; d++) {
+    const xpi_backend_kind *k = xpi_backend_kind_of(g->backends[d]);
+    if (!k || !k->planned || !g->backends[d]->ops->free_memory) return XPI_OK;
+    idx[d] = xpi_backend_index(g->backends[d]);
+  }
+  const xpi_backend_kind *kind = xpi_backend_kind_of(g->backends[0]);
   xpi_mem_plan p = {0};
   p.n_dev = n;
   p.ctx_wanted = ctx_wanted;
   for (int d = 0; d < n; d++) {
-    XPI_TRY(xpi_xpu_free_memory(idx[d], &p.free[d]));
+    XPI_TRY(g->backends[d]->ops->free_memory(g->backends[d], &p.free[d]));
     p.reserve[d] = p.free[d] >> PLAN_RESERVE_SHIFT;
   }
   plan_in in = {0};
@@ -245,17 +250,17 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
     const xpi_st_tensor *ts = xpi_st_at(st, i);
     int layer = -1;
     if (sscanf(ts->name, "model.layers.%d.", &layer) == 1) {
-      if (layer >= 0 && layer < nl) in.layer[layer] += placed_layer_bytes(ts, want);
+      if (layer >= 0 && layer < nl) in.layer[layer] += placed_layer_bytes(kind, ts, want);
     } else if (!strcmp(ts->name, "model.embed_tokens.weight")) {
-      in.embed = placed_matrix_bytes(ts, quant ? -1 : want); /* gathered rows: never quantized */
+      in.embed = placed_matrix_bytes(kind, ts, quant ? -1 : want); /* gathered rows: never quantized */
       if (cfg->tie_word_embeddings) {
-        in.head_alone = placed_matrix_bytes(ts, want);
+        in.head_alone = placed_matrix_bytes(kind, ts, want);
         in.head_shared = quant ? in.head_alone : 0; /* unquantized and tied on one device: the same tensor */
       }
     } else if (!strcmp(ts->name, "lm_head.weight") && !cfg->tie_word_embeddings) {
-      in.head_alone = in.head_shared = placed_matrix_bytes(ts, want);
+      in.head_alone = in.head_shared = placed_matrix_bytes(kind, ts, want);
     } else if (!strcmp(ts->name, "model.norm.weight")) {
-      in.norm = placed_matrix_bytes(ts, want);
+      in.norm = placed_matrix_bytes(kind, ts, want);
     }
   }
   for (int32_t l = 0; l < nl; l++)
@@ -289,8 +294,8 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
     for (int32_t l = 0; l < nl; l++) tot_w += in.layer[l];
     kv = kv_bytes_for(&in, min_ctx, 0, nl);
     char devs[96];
-    if (n == 1) snprintf(devs, sizeof devs, "xpu:%d", idx[0]);
-    else snprintf(devs, sizeof devs, "xpu:%d-%d", idx[0], idx[n - 1]);
+    if (n == 1) snprintf(devs, sizeof devs, "%s", g->backends[0]->device);
+    else snprintf(devs, sizeof devs, "%s-%d", g->backends[0]->device, idx[n - 1]);
     free(in.layer);
     return xpi_err(XPI_ERR_OUT_OF_MEMORY,
                    "the model does not fit on %s (%.1f MiB free in all): weights %.1f MiB (%d layers of up to "
@@ -310,9 +315,9 @@ xpi_status xpi_xpu_plan(const xpi_config *cfg, const xpi_safetensors *st, xpi_gr
     if (p.kv[d] > kv_max) kv_max = p.kv[d];
   if (p.ctx < ctx_wanted)
     xpi_log(2,
-            "memory plan: a KV cache of %d positions does not fit next to the weights on xpu:%d%s; requests default "
+            "memory plan: a KV cache of %d positions does not fit next to the weights on %s%s; requests default "
             "to a context of %d positions (%.1f MiB of KV per device at most)",
-            ctx_wanted, idx[0], n > 1 ? " and the other devices of the map" : "", p.ctx, mib(kv_max));
+            ctx_wanted, g->backends[0]->device, n > 1 ? " and the other devices of the map" : "", p.ctx, mib(kv_max));
   for (int d = 0; d <= n; d++) g->layer_dev[d] = p.first[d];
   g->kv_plan_tokens = p.ctx;
   *plan = p;
