@@ -3,7 +3,7 @@
 
 /* Whether be runs op over weight w (dtype and shape) for n tokens. */
 static int runs(const xpi_backend *be, xpi_op op, const xpi_weight *w, int32_t n) {
-  const xpi_op_desc d = {op, w->dtype, w->rows, w->cols, n};
+  const xpi_op_desc d = {op, w->dtype, w->rows, w->cols, n, 0};
   return xpi_backend_supports(be, &d);
 }
 
@@ -23,6 +23,6 @@ int xpi_fusion_head_norm(const xpi_backend *be, const xpi_weight *lm_head) {
 }
 
 int xpi_fusion_moe_mlp(const xpi_backend *be, const xpi_experts *gate, int32_t n) {
-  const xpi_op_desc d = {XPI_OP_MOE_MLP, gate->dtype, gate->rows, gate->cols, n};
+  const xpi_op_desc d = {XPI_OP_MOE_MLP, gate->dtype, gate->rows, gate->cols, n, 0};
   return xpi_backend_supports(be, &d);
 }

@@ -666,7 +666,8 @@ int main(int argc, char **argv) {
     char what[256];
     op_case_describe(c, what, sizeof what);
     if (filter && *filter && !strstr(what, filter)) continue;
-    const xpi_op_desc d = {c->op, c->dt, c->rows, c->cols, c->n};
+    const int32_t hd = c->op == XPI_OP_ROPE || c->op == XPI_OP_ATTENTION ? c->hd : 0;
+    const xpi_op_desc d = {c->op, c->dt, c->rows, c->cols, c->n, hd};
     if (!xpi_backend_supports(t.be, &d)) {
       if (!skipped[c->op]++)
         printf("skip: %s on %s: the backend does not support %s (%s)\n", what, t.spec, xpi_op_name(c->op),
