@@ -12,8 +12,6 @@
 #include "model/op_check.h"
 #include "model/placement.h"
 #include "ops/backend_registry.h"
-#include "runtime/device.h"
-#include "runtime/xpu.h"
 
 #define PLAN_MIN_CTX 256 /* the shortest default context the memory plan reduces to before refusing the load */
 

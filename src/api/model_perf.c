@@ -5,7 +5,7 @@
 
 #include "core/status.h"
 #include "model/model.h"
-#include "runtime/xpu.h"
+#include "ops/backend_xpu.h"
 
 /* Weights every decode step reads: all placed weights, with the embedding counted as the one row gathered and a
  * mixture-of-experts layer's experts as the k a token chooses (the others are never read). */

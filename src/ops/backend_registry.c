@@ -8,7 +8,7 @@
 #include "core/status.h"
 #include "ops/quant_format.h"
 #include "runtime/device.h"
-#include "runtime/xpu.h"
+#include "ops/backend_xpu.h"
 
 /* Both backends place matrices alike: converted to the dtype's size, or in the q8/q4 block format (quants and
  * half scales; ops/quant_format.h). */

@@ -290,6 +290,6 @@ typedef struct xpi_backend_config {
   int use_kernels;
 } xpi_backend_config;
 xpi_status xpi_backend_cpu_create(const xpi_backend_config *cfg, xpi_backend **out);
-/* xpi_backend_xpu_create: runtime/xpu.h (the XPU seam; src/ops/xpu or a CPU-only build's stub). */
+/* xpi_backend_xpu_create: ops/backend_xpu.h (src/ops/xpu, or a CPU-only build's stub). */
 
 #endif /* XPI_OPS_H */

@@ -1,14 +1,17 @@
-/* The XPU side of the library as the rest of it sees it: discovery, memory and the backend constructor.
- * One seam, two implementations chosen by the build (XPUINFER_XPU): src/runtime/ze + src/ops/xpu (Level Zero,
- * SPIR-V kernels), or src/runtime/xpu_off.c (a CPU-only library: no XPU is ever visible, and asking for one
- * says that XPU support was not built). Only those files include Level Zero headers. */
+/* The XPU devices as the rest of the library sees them: discovery and memory (the backend built on them is
+ * ops/backend_xpu.h). One seam, two implementations chosen by the build (XPUINFER_XPU): src/runtime/ze
+ * (Level Zero), or src/runtime/xpu_off.c (a CPU-only library: no XPU is ever visible, and asking for one says
+ * that XPU support was not built). Only those files include Level Zero headers. */
 #ifndef XPI_RUNTIME_XPU_H
 #define XPI_RUNTIME_XPU_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ops/ops.h"
+#include "xpuinfer.h"
+
+/* What a CPU-only build answers when asked for an XPU. */
+#define XPI_XPU_OFF "XPU support was not built into this libxpuinfer (configured with -DXPUINFER_XPU=OFF): CPU only"
 
 /* Visible XPUs in library order (xpu:0, xpu:1, ...): 0 when there is no loader, no driver, or no XPU support
  * in this build. Enumerated once; thread safe. */
@@ -24,11 +27,5 @@ xpi_status xpi_xpu_free_memory(int index, uint64_t *bytes);
 /* XPI_ERR_OUT_OF_MEMORY ("the model does not fit on xpu:N: <what> need ...") naming the need and the free
  * memory, when need bytes do not fit on xpu:index: for checks before anything is uploaded. */
 xpi_status xpi_xpu_check_fit(int index, uint64_t need, const char *what);
-/* Launch counting for the performance model (xpi_model_perf_decode): from begin to end, every launch of the
- * XPU backend be adds its cost (src/ops/xpu/xpu_perf.c) to *acc by kernel. be must be an XPU backend. */
-xpi_status xpi_xpu_perf_begin(xpi_backend *be, xpi_perf_report *acc);
-void xpi_xpu_perf_end(xpi_backend *be);
-/* A backend on cfg->device ("xpu:N", already resolved against the visible devices). */
-xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out);
 
 #endif

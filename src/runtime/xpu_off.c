@@ -5,8 +5,6 @@
 #include "core/status.h"
 #include "runtime/xpu.h"
 
-#define XPI_XPU_OFF "XPU support was not built into this libxpuinfer (configured with -DXPUINFER_XPU=OFF): CPU only"
-
 xpi_status xpi_xpu_count(size_t *n) {
   if (!n) return xpi_err(XPI_ERR_INVALID_ARGUMENT, "xpi_xpu_count: NULL output");
   *n = 0;
@@ -31,15 +29,3 @@ xpi_status xpi_xpu_check_fit(int index, uint64_t need, const char *what) {
   (void)need, (void)what;
   return xpi_err(XPI_ERR_DEVICE, "xpu:%d: %s", index, XPI_XPU_OFF);
 }
-
-xpi_status xpi_backend_xpu_create(const xpi_backend_config *cfg, xpi_backend **out) {
-  if (out) *out = NULL;
-  return xpi_err(XPI_ERR_DEVICE, "device '%s': %s", cfg && cfg->device ? cfg->device : "xpu", XPI_XPU_OFF);
-}
-
-xpi_status xpi_xpu_perf_begin(xpi_backend *be, xpi_perf_report *acc) {
-  (void)be, (void)acc;
-  return xpi_err(XPI_ERR_DEVICE, "%s", XPI_XPU_OFF);
-}
-
-void xpi_xpu_perf_end(xpi_backend *be) { (void)be; }

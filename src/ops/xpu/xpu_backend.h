@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 #include "ops/ops.h"
-#include "runtime/xpu.h" /* the seam: free memory, fit checks, the constructor */
+#include "ops/backend_xpu.h" /* the seams: the devices (runtime/xpu.h) and this backend's constructor */
 
 /* Which kernel tier the backend's device uses: "portable", "tuned", "tuned+dpas" or "tuned+dpas8" (sub-group 8). */
 const char *xpi_xpu_tier(const xpi_backend *be);

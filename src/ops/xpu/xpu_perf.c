@@ -15,7 +15,7 @@
 #include "core/status.h"
 #include "ops/quant_format.h" /* XPI_QK: the block formats every backend shares */
 #include "ops/xpu/xpu_internal.h"
-#include "runtime/xpu.h"
+#include "ops/backend_xpu.h"
 
 #define I32(k) (*(const int *)args[k].value)
 #define U64(k) (*(const uint64_t *)args[k].value)
