@@ -34,13 +34,14 @@ XPI_QDOT(, global)
 XPI_QDOT(l, local)
 
 /* One work-item's share of a GEMV row: blocks b = first, first + step, ... < nb of weight row wr (scales dr)
- * against activation row xt (scales dxt), each block d * dx * (exact int32 dot). */
+ * against activation row xt (scales dxt), each block acc = fma(d * dx, (float)(exact int32 dot), acc): written as
+ * the fma so that no compiler contracts it otherwise (every q8/q4 GEMV row sum of both tiers has this form). */
 #define XPI_QROW_PART(SUFFIX, BS, WT)                                                                         \
   static inline float xpi_qrow_part_##SUFFIX(const global WT *wr, const global half *dr, const global char *xt, \
                                              const global float *dxt, int nb, int first, int step) {           \
     float acc = 0.0f;                                                                                        \
     for (int b = first; b < nb; b += step)                                                                   \
-      acc += vload_half(b, dr) * dxt[b] * (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK);          \
+      acc = fma(vload_half(b, dr) * dxt[b], (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK), acc);   \
     return acc;                                                                                              \
   }
 XPI_QROW_PART(q8, XPI_QK, char)

@@ -34,7 +34,7 @@ static void xpi_q_stage(local char *xq, local float *dxs, local float *red, cons
     float ss = 0.0f;
     for (int j = lid; j < cols; j += XPI_QWG) {
       float v = x[j];
-      ss += v * v;
+      ss = fma(v, v, ss); /* explicit: the same bits under any contraction rule */
     }
     inv = xpi_rms_inv(xpi_q_wg_sum(red, ss), cols, eps);
   }

@@ -7,6 +7,7 @@
  *      weight quants (q4: nibble - 8) with xq, scaled by d * dx in f32.
  * Only the f32 order of the per-block sums differs from the CPU. Weights: quants qs[rows][nb*32] (q8, int8) or
  * [rows][nb*16] (q4, byte j = element j low nibble, element 16+j high nibble), scales d[rows][nb] as half bits. */
+#pragma OPENCL FP_CONTRACT OFF /* products added with explicit fma only (tuned/gemv_sg.cl says why) */
 #include "xpi_cl.h"
 #include "xpi_quant.h" /* XPI_QK, the block dots, the weight-quant unpacking */
 #include "xpi_quant_stage.h" /* xpi_div_rn, the fused forms' staging of the input row (shared with the tuned tier) */
@@ -89,8 +90,8 @@ XPI_GEMM_Q(q4, XPI_QK / 2, uchar)
     const global WT *wr = (const global WT *)w + (ulong)r * nb * (BS);                                     \
     float acc = 0.0f;                                                                                      \
     for (int b = get_local_id(0); b < nb; b += XPI_QWG)                                                    \
-      acc += vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b] *                              \
-             (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b * XPI_QK);                                    \
+      acc = fma(vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b],                             \
+                (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b * XPI_QK), acc);                           \
     return xpi_q_wg_sum(red, acc);                                                                         \
   }
 
