@@ -11,6 +11,14 @@
 
 #define XPI_QK 32
 
+/* The activation codes of a block of largest magnitude amax: round_even(x * s * id), id = xpi_act_inv(amax, s),
+ * s = xpi_act_prescale(amax), saturated: the CPU's rule (src/ops/cpu/quant.h, xpi_quant_act_prescale), the
+ * quotient correctly rounded (xpi_div_rn). s = 2^64 below amax 2^-64, where 127 / amax could overflow, else 1;
+ * scaling by a power of two is exact, so it changes no code where 127 / amax is finite. (A device that flushes
+ * f32 denormals reads denormal inputs as 0: such blocks are the CPU's only where it does not.) */
+static inline float xpi_act_prescale(float amax) { return amax < 0x1p-64f ? 0x1p64f : 1.0f; }
+static inline float xpi_act_inv(float amax, float s) { return amax > 0.0f ? xpi_div_rn(127.0f, amax * s) : 0.0f; }
+
 /* Integer dot of one weight block with an activation block (both 32 quants): xpi_qdot_q8/q4 with the activation
  * quants in global memory, xpi_qdotl_q8/q4 in local memory (OpenCL C 1.2 has no generic address space). */
 #define XPI_QDOT(SUF, AS)                                                                                      \

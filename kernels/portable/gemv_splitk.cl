@@ -105,8 +105,8 @@ XPI_GEMV_SPLITK(bf16)
       const global float *x = in + b * XPI_QK;                                                              \
       float amax = 0.0f;                                                                                    \
       for (int j = 0; j < wd; j++) amax = fmax(amax, fabs(x[j]));                                           \
-      const float id = amax > 0.0f ? xpi_div_rn(127.0f, amax) : 0.0f;                                       \
-      for (int j = 0; j < XPI_QK; j++) xq[k * XPI_QK + j] = j < wd ? convert_char_sat_rte(x[j] * id) : (char)0; \
+      const float s = xpi_act_prescale(amax), id = xpi_act_inv(amax, s);                                    \
+      for (int j = 0; j < XPI_QK; j++) xq[k * XPI_QK + j] = j < wd ? convert_char_sat_rte(x[j] * s * id) : (char)0; \
       dxs[k] = xpi_div_rn(amax, 127.0f);                                                                    \
     }                                                                                                       \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                           \

@@ -25,9 +25,9 @@ kernel void xpi_quant_act(global char *xq, global float *dx, const global float 
   const int w = min(XPI_QK, cols - b * XPI_QK);
   float amax = 0.0f;
   for (int j = 0; j < w; j++) amax = fmax(amax, fabs(x[j]));
-  const float id = amax > 0.0f ? xpi_div_rn(127.0f, amax) : 0.0f;
+  const float s = xpi_act_prescale(amax), id = xpi_act_inv(amax, s);
   global char *q = xq + ((ulong)t * nb + b) * XPI_QK;
-  for (int j = 0; j < XPI_QK; j++) q[j] = j < w ? convert_char_sat_rte(x[j] * id) : (char)0;
+  for (int j = 0; j < XPI_QK; j++) q[j] = j < w ? convert_char_sat_rte(x[j] * s * id) : (char)0;
   dx[(ulong)t * nb + b] = xpi_div_rn(amax, 127.0f);
 }
 
