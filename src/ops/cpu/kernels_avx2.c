@@ -215,11 +215,13 @@ void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const flo
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
     const float amax = _mm_cvtss_f32(m4), ps = xpi_quant_act_prescale(amax);
+    float as = amax; /* amax * ps, without a multiply ahead of the division on the common path */
     if (ps != 1.0f) { /* a tiny block: scaled exactly, so that 127 / amax stays finite */
       const __m256 vs = _mm256_set1_ps(ps);
       v0 = _mm256_mul_ps(v0, vs), v1 = _mm256_mul_ps(v1, vs), v2 = _mm256_mul_ps(v2, vs), v3 = _mm256_mul_ps(v3, vs);
+      as = amax * ps;
     }
-    const float id = amax > 0 ? 127.0f / (amax * ps) : 0.0f;
+    const float id = as > 0 ? 127.0f / as : 0.0f;
     const __m256 vid = _mm256_set1_ps(id);
     __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
     __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
