@@ -91,6 +91,7 @@ static inline float xpi_rms_inv(float ss, int d, float eps) {
  * the fused GEMV epilogues, so that both give the same bits. act 0: silu(g) = g / (1 + exp(-g)); 1: gelu_tanh,
  * 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))). */
 static inline float xpi_glu(float g, float u, int act) {
+#pragma OPENCL FP_CONTRACT OFF /* g + 0.044715 g^3 as a multiply and an add, whichever module includes this */
   if (act == 1) {
     float inner = 0.7978845608028654f * (g + 0.044715f * g * g * g);
     return 0.5f * g * (1.0f + tanh(inner)) * u;

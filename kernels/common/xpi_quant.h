@@ -1,4 +1,4 @@
-/* The q8/q4 block formats on the device (src/ops/cpu/quant.h, the CPU's row-major layout): 32 weights a block,
+/* The q8/q4 block formats on the device (src/ops/quant_format.h, the CPU's row-major layout): 32 weights a block,
  * quants qs[rows][nb*32] (q8, int8) or [rows][nb*16] (q4, byte j = element j low nibble, element 16+j high
  * nibble, value nibble - 8), one half scale d[rows][nb]; activations as int8 blocks xq[t][nb*32] with one f32
  * scale dx[t][nb] (xpi_quant_act, kernels/portable/matmul_q.cl). Shared by the dense q8/q4 matmuls and the
@@ -10,6 +10,14 @@
 #include "xpi_cl.h" /* xpi_load */
 
 #define XPI_QK 32
+
+/* The activation codes of a block of largest magnitude amax: round_even(x * s * id), id = xpi_act_inv(amax, s),
+ * s = xpi_act_prescale(amax), saturated: the CPU's rule (src/ops/quant_format.h, xpi_quant_act_prescale), the
+ * quotient correctly rounded (xpi_div_rn). s = 2^64 below amax 2^-64, where 127 / amax could overflow, else 1;
+ * scaling by a power of two is exact, so it changes no code where 127 / amax is finite. (A device that flushes
+ * f32 denormals reads denormal inputs as 0: such blocks are the CPU's only where it does not.) */
+static inline float xpi_act_prescale(float amax) { return amax < 0x1p-64f ? 0x1p64f : 1.0f; }
+static inline float xpi_act_inv(float amax, float s) { return amax > 0.0f ? xpi_div_rn(127.0f, amax * s) : 0.0f; }
 
 /* Integer dot of one weight block with an activation block (both 32 quants): xpi_qdot_q8/q4 with the activation
  * quants in global memory, xpi_qdotl_q8/q4 in local memory (OpenCL C 1.2 has no generic address space). */
@@ -34,13 +42,14 @@ XPI_QDOT(, global)
 XPI_QDOT(l, local)
 
 /* One work-item's share of a GEMV row: blocks b = first, first + step, ... < nb of weight row wr (scales dr)
- * against activation row xt (scales dxt), each block d * dx * (exact int32 dot). */
+ * against activation row xt (scales dxt), each block acc = fma(d * dx, (float)(exact int32 dot), acc): written as
+ * the fma so that no compiler contracts it otherwise (every q8/q4 GEMV row sum of both tiers has this form). */
 #define XPI_QROW_PART(SUFFIX, BS, WT)                                                                         \
   static inline float xpi_qrow_part_##SUFFIX(const global WT *wr, const global half *dr, const global char *xt, \
                                              const global float *dxt, int nb, int first, int step) {           \
     float acc = 0.0f;                                                                                        \
     for (int b = first; b < nb; b += step)                                                                   \
-      acc += vload_half(b, dr) * dxt[b] * (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK);          \
+      acc = fma(vload_half(b, dr) * dxt[b], (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK), acc);   \
     return acc;                                                                                              \
   }
 XPI_QROW_PART(q8, XPI_QK, char)

@@ -34,7 +34,7 @@ static void xpi_q_stage(local char *xq, local float *dxs, local float *red, cons
     float ss = 0.0f;
     for (int j = lid; j < cols; j += XPI_QWG) {
       float v = x[j];
-      ss += v * v;
+      ss = fma(v, v, ss); /* explicit: the same bits under any contraction rule */
     }
     inv = xpi_rms_inv(xpi_q_wg_sum(red, ss), cols, eps);
   }
@@ -42,10 +42,10 @@ static void xpi_q_stage(local char *xq, local float *dxs, local float *red, cons
     const int c0 = b * XPI_QK, w = min(XPI_QK, cols - c0);
     float amax = 0.0f;
     for (int j = 0; j < w; j++) amax = fmax(amax, fabs(has_norm ? x[c0 + j] * inv * xpi_load(nw, nwdt, c0 + j) : x[c0 + j]));
-    const float id = amax > 0.0f ? xpi_div_rn(127.0f, amax) : 0.0f;
+    const float s = xpi_act_prescale(amax), id = xpi_act_inv(amax, s);
     for (int j = 0; j < XPI_QK; j++) {
       float h = j < w ? (has_norm ? x[c0 + j] * inv * xpi_load(nw, nwdt, c0 + j) : x[c0 + j]) : 0.0f;
-      xq[c0 + j] = j < w ? convert_char_sat_rte(h * id) : (char)0;
+      xq[c0 + j] = j < w ? convert_char_sat_rte(h * s * id) : (char)0;
     }
     dxs[b] = xpi_div_rn(amax, 127.0f);
   }

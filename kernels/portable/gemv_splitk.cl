@@ -10,6 +10,7 @@
  * all 8 rows' accumulators (several rows sharing x), then one local tree per row. Grid: ceil(rows / 8) * splits
  * groups of 64; group g: row block g / splits, split g % splits. chunk is a multiple of 256; the last split may be
  * short (cols need not be a multiple of anything). q8/q4 weights split by lanes instead (below). */
+#pragma OPENCL FP_CONTRACT OFF /* products added with explicit fma only (tuned/gemv_sg.cl says why) */
 #include "xpi_cl.h"
 #include "xpi_quant.h"
 #include "xpi_quant_stage.h" /* xpi_div_rn: the quantization of xpi_quant_act */
@@ -60,7 +61,7 @@ static void xpi_sk_merge(global float *out, const global void *bias, int bdt, in
     for (int c = c0 + lid; c < c1; c += XPI_SKWG) {                                                         \
       const float x = in[c];                                                                                \
       for (int j = 0; j < XPI_SKR; j++) /* rows past the matrix re-read its last row, never stored */       \
-        acc[j] += x * xpi_sk_##T(w, (ulong)(r0 + min(j, nr - 1)) * cols + c);                               \
+        acc[j] = fma(x, xpi_sk_##T(w, (ulong)(r0 + min(j, nr - 1)) * cols + c), acc[j]);                    \
     }                                                                                                       \
     for (int j = 0; j < XPI_SKR; j++) red[j][lid] = acc[j];                                                 \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
@@ -104,8 +105,8 @@ XPI_GEMV_SPLITK(bf16)
       const global float *x = in + b * XPI_QK;                                                              \
       float amax = 0.0f;                                                                                    \
       for (int j = 0; j < wd; j++) amax = fmax(amax, fabs(x[j]));                                           \
-      const float id = amax > 0.0f ? xpi_div_rn(127.0f, amax) : 0.0f;                                       \
-      for (int j = 0; j < XPI_QK; j++) xq[k * XPI_QK + j] = j < wd ? convert_char_sat_rte(x[j] * id) : (char)0; \
+      const float s = xpi_act_prescale(amax), id = xpi_act_inv(amax, s);                                    \
+      for (int j = 0; j < XPI_QK; j++) xq[k * XPI_QK + j] = j < wd ? convert_char_sat_rte(x[j] * s * id) : (char)0; \
       dxs[k] = xpi_div_rn(amax, 127.0f);                                                                    \
     }                                                                                                       \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
@@ -114,7 +115,7 @@ XPI_GEMV_SPLITK(bf16)
     const global half *dr = (const global half *)d + (ulong)r * nb;                                        \
     float acc = 0.0f;                                                                                       \
     for (int b = l; b < nb; b += XPI_SKWG) /* the unsplit lane's blocks and order; local index b / S */     \
-      acc += vload_half(b, dr) * dxs[b / S] * (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b / S * XPI_QK); \
+      acc = fma(vload_half(b, dr) * dxs[b / S], (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b / S * XPI_QK), acc); \
     red[lid] = acc;                                                                                         \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                           \
     for (int s = L / 2; s > 0; s >>= 1) { /* the tree's steps 32 .. S within row j's lanes */              \

@@ -1,6 +1,8 @@
 /* Matrix products out[n, rows] = in[n, cols] @ W^T (+ bias), W [rows, cols] row-major in f32/f16/bf16,
  * f32 accumulation. GEMV (decode, n = 1): one work-group of 64 per output, local-memory reduction.
- * GEMM (prefill): 16x16 output tiles with the shared K slices of in and W staged in local memory. */
+ * GEMM (prefill): 16x16 output tiles with the shared K slices of in and W staged in local memory.
+ * Products are added with explicit fma and nothing is contracted (FP_CONTRACT OFF; gemv_sg.cl says why). */
+#pragma OPENCL FP_CONTRACT OFF
 #include "xpi_cl.h"
 
 #define XPI_MWG 64
@@ -20,7 +22,7 @@ static inline float xpi_ld_bf16(const global void *w, ulong i) { return xpi_bf16
     ulong wb = (ulong)r * cols;                                                                           \
     const global float *xr = in + (ulong)t * cols;                                                        \
     float acc = 0.0f;                                                                                     \
-    for (int c = lid; c < cols; c += XPI_MWG) acc += xr[c] * xpi_ld_##SUFFIX(w, wb + c);                  \
+    for (int c = lid; c < cols; c += XPI_MWG) acc = fma(xr[c], xpi_ld_##SUFFIX(w, wb + c), acc);          \
     red[lid] = acc;                                                                                       \
     barrier(CLK_LOCAL_MEM_FENCE);                                                                         \
     for (int s = XPI_MWG / 2; s > 0; s >>= 1) {                                                           \
@@ -46,7 +48,7 @@ static inline float xpi_ld_bf16(const global void *w, ulong i) { return xpi_bf16
       xs[ly][lx] = (t0 + ly < n && kk < cols) ? in[(ulong)(t0 + ly) * cols + kk] : 0.0f;                  \
       ws[ly][lx] = (r0 + ly < rows && kk < cols) ? xpi_ld_##SUFFIX(w, (ulong)(r0 + ly) * cols + kk) : 0.0f; \
       barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
-      for (int k = 0; k < XPI_T; k++) acc += xs[ly][k] * ws[lx][k];                                       \
+      for (int k = 0; k < XPI_T; k++) acc = fma(xs[ly][k], ws[lx][k], acc);                               \
       barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
     }                                                                                                     \
     int r = r0 + lx, t = t0 + ly;                                                                         \
@@ -85,7 +87,7 @@ static float xpi_mm_norm_inv(local float *red, const global float *xr, int cols,
   float ss = 0.0f;
   for (int j = get_local_id(0); j < cols; j += XPI_MWG) {
     float v = xr[j];
-    ss += v * v;
+    ss = fma(v, v, ss);
   }
   return xpi_rms_inv(xpi_mm_wg_sum(red, ss), cols, eps);
 }
@@ -98,7 +100,7 @@ static float xpi_mm_norm_inv(local float *red, const global float *xr, int cols,
     float acc = 0.0f;                                                                                     \
     for (int c = lid; c < cols; c += XPI_MWG) {                                                           \
       float h = has_norm ? xr[c] * inv * xpi_load(nw, nwdt, c) : xr[c];                                   \
-      acc += h * xpi_ld_##SUFFIX(w, wb + c);                                                              \
+      acc = fma(h, xpi_ld_##SUFFIX(w, wb + c), acc);                                                      \
     }                                                                                                     \
     return xpi_mm_wg_sum(red, acc);                                                                       \
   }

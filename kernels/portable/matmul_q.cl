@@ -1,4 +1,4 @@
-/* Matrix products with q8/q4 weights (block formats of src/ops/cpu/quant.h, the CPU's row-major layout
+/* Matrix products with q8/q4 weights (block formats of src/ops/quant_format.h, the CPU's row-major layout
  * unchanged): out[n, rows] = in[n, cols] @ W^T (+ bias), with the CPU backend's integer semantics:
  *   1. xpi_quant_act rounds the activations to int8 per 32-column block, dx = amax/127, xq = round(x * (127/amax))
  *      to nearest even, padding zero: bit for bit what xpi_quantize_act_scalar / the AVX2 kernels make (both
@@ -7,6 +7,7 @@
  *      weight quants (q4: nibble - 8) with xq, scaled by d * dx in f32.
  * Only the f32 order of the per-block sums differs from the CPU. Weights: quants qs[rows][nb*32] (q8, int8) or
  * [rows][nb*16] (q4, byte j = element j low nibble, element 16+j high nibble), scales d[rows][nb] as half bits. */
+#pragma OPENCL FP_CONTRACT OFF /* products added with explicit fma only (tuned/gemv_sg.cl says why) */
 #include "xpi_cl.h"
 #include "xpi_quant.h" /* XPI_QK, the block dots, the weight-quant unpacking */
 #include "xpi_quant_stage.h" /* xpi_div_rn, the fused forms' staging of the input row (shared with the tuned tier) */
@@ -24,9 +25,9 @@ kernel void xpi_quant_act(global char *xq, global float *dx, const global float 
   const int w = min(XPI_QK, cols - b * XPI_QK);
   float amax = 0.0f;
   for (int j = 0; j < w; j++) amax = fmax(amax, fabs(x[j]));
-  const float id = amax > 0.0f ? xpi_div_rn(127.0f, amax) : 0.0f;
+  const float s = xpi_act_prescale(amax), id = xpi_act_inv(amax, s);
   global char *q = xq + ((ulong)t * nb + b) * XPI_QK;
-  for (int j = 0; j < XPI_QK; j++) q[j] = j < w ? convert_char_sat_rte(x[j] * id) : (char)0;
+  for (int j = 0; j < XPI_QK; j++) q[j] = j < w ? convert_char_sat_rte(x[j] * s * id) : (char)0;
   dx[(ulong)t * nb + b] = xpi_div_rn(amax, 127.0f);
 }
 
@@ -89,8 +90,8 @@ XPI_GEMM_Q(q4, XPI_QK / 2, uchar)
     const global WT *wr = (const global WT *)w + (ulong)r * nb * (BS);                                     \
     float acc = 0.0f;                                                                                      \
     for (int b = get_local_id(0); b < nb; b += XPI_QWG)                                                    \
-      acc += vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b] *                              \
-             (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b * XPI_QK);                                    \
+      acc = fma(vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b],                             \
+                (float)xpi_qdotl_##SUFFIX(wr + b * (BS), xq + b * XPI_QK), acc);                           \
     return xpi_q_wg_sum(red, acc);                                                                         \
   }
 

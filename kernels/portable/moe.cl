@@ -65,7 +65,7 @@ kernel void xpi_moe_matmul(global float *out, const global float *in, int in_k, 
     if (e != x) continue;
     const global float *xr = in + (ulong)(in_k == 1 ? s / k : s) * cols;
     float acc = 0.0f;
-    for (int c = lid; c < cols; c += XPI_MOE_WG) acc += xr[c] * xpi_load(w, wdt, wb + c);
+    for (int c = lid; c < cols; c += XPI_MOE_WG) acc = fma(xr[c], xpi_load(w, wdt, wb + c), acc);
     red[lid] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int h = XPI_MOE_WG / 2; h > 0; h >>= 1) {

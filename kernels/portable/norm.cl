@@ -1,5 +1,7 @@
 /* RMSNorm (with the residual add fused) and RoPE (with qwen3's per-head q/k RMSNorm fused).
- * One work-group of 64 per row (token, or token x head); sums reduced in local memory. */
+ * One work-group of 64 per row (token, or token x head); sums reduced in local memory. Squares are added with
+ * explicit fma and nothing is contracted (FP_CONTRACT OFF; tuned/gemv_sg.cl says why). */
+#pragma OPENCL FP_CONTRACT OFF
 #include "xpi_cl.h"
 
 #define XPI_NWG 64
@@ -33,7 +35,7 @@ kernel void xpi_rmsnorm(global float *out, global float *x, const global float *
       v += residual[base + j];
       x[base + j] = v;
     }
-    ss += v * v;
+    ss = fma(v, v, ss);
   }
   float inv = xpi_rms_inv(xpi_wg_sum(red, ss), d, eps);
   for (int j = lid; j < d; j += XPI_NWG) out[base + j] = x[base + j] * inv * xpi_load(w, wdt, j);
@@ -61,7 +63,7 @@ kernel void xpi_rope(global float *q, global float *k, const global int *pos, in
   float inv = 1.0f;
   if (has_norm) {
     float ss = 0.0f;
-    for (int j = lid; j < hd; j += XPI_NWG) ss += x[j] * x[j];
+    for (int j = lid; j < hd; j += XPI_NWG) ss = fma(x[j], x[j], ss);
     inv = rsqrt(xpi_wg_sum(red, ss) / (float)hd + eps);
   }
   float p = (float)pos[i];

@@ -8,6 +8,7 @@
  * dots are scaled (d * dx) * dot and summed in block order from 0, the portable xpi_gemm_q8/q4's f32 operations
  * in its order (kernels/common/xpi_quant.h, xpi_qtile_block): the same bits, so the tier changes no output. */
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#pragma OPENCL FP_CONTRACT OFF /* products added with explicit fma only (tuned/gemv_sg.cl says why) */
 #include "xpi_cl.h"
 #include "xpi_quant.h"
 

@@ -12,6 +12,7 @@
  * (same expression, same order), and the 64 partials go through the same xpi_wg_sum tree. A run that would pass
  * the row end (nb % 16 != 0) is summed lane by lane with the portable block dots. */
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#pragma OPENCL FP_CONTRACT OFF /* products added with explicit fma only (tuned/gemv_sg.cl says why) */
 #include "xpi_cl.h"
 #include "xpi_quant.h"
 #include "xpi_quant_stage.h"
@@ -108,9 +109,9 @@ static inline int xpi_run_q4_l(const global uchar *wr, const local char *xt, uin
       const int b = c + (int)lane;                                                                         \
       if (c + XPI_QSG <= nb) {                                                                             \
         const int s = xpi_run_##SUFFIX##_g(wr + c * (BS), xt + c * XPI_QK, lane);                         \
-        acc += vload_half(b, dr) * dxt[b] * (float)s;                                                      \
+        acc = fma(vload_half(b, dr) * dxt[b], (float)s, acc);                                              \
       } else if (b < nb) {                                                                                 \
-        acc += vload_half(b, dr) * dxt[b] * (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK);      \
+        acc = fma(vload_half(b, dr) * dxt[b], (float)xpi_qdot_##SUFFIX(wr + b * (BS), xt + b * XPI_QK), acc); \
       }                                                                                                    \
     }                                                                                                      \
     const float sum = xpi_wg_sum(red, acc, lid, XPI_QSG_WG);                                               \
@@ -144,10 +145,10 @@ static inline int xpi_qdotl_sg_q4(const global uchar *w, const local char *x) {
       const int b = c + (int)lane;                                                                         \
       if (c + XPI_QSG <= nb) {                                                                             \
         const int s = xpi_run_##SUFFIX##_l(wr + c * (BS), xq + c * XPI_QK, lane);                          \
-        acc += vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b] * (float)s;                  \
+        acc = fma(vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b], (float)s, acc);          \
       } else if (b < nb) {                                                                                 \
-        acc += vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b] *                            \
-               (float)xpi_qdotl_sg_##SUFFIX(wr + b * (BS), xq + b * XPI_QK);                               \
+        acc = fma(vload_half((ulong)r * nb + b, (const global half *)d) * dxs[b],                          \
+                  (float)xpi_qdotl_sg_##SUFFIX(wr + b * (BS), xq + b * XPI_QK), acc);                      \
       }                                                                                                    \
     }                                                                                                      \
     return xpi_q_wg_sum(red, acc);                                                                         \

@@ -1,7 +1,11 @@
 /* Intel-tuned GEMV and RMSNorm: sub-groups of 16 (cl_intel_subgroups, cl_intel_required_subgroup_size),
- * weights and activations fetched with sub-group block reads, sums with sub_group_reduce_add.
- * Selected at run time when the device reports sub-group size 16 and this module builds. */
+ * weights and activations fetched with sub-group block reads, lane sums added in a fixed shuffle-xor tree.
+ * Selected at run time when the device reports sub-group size 16 and this module builds.
+ * Every product added into a sum is an explicit fma and nothing else may be contracted (FP_CONTRACT OFF): a
+ * contracted a * b + c reaches the driver as SPIR-V `mad`, fused or not as each compilation chooses, so the
+ * plain and fused forms would give the same bits only where the driver happened to choose alike. */
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#pragma OPENCL FP_CONTRACT OFF
 #include "xpi_cl.h"
 
 #define XPI_SG 16
@@ -34,16 +38,18 @@ static inline float xpi_w_f32(const global void *w, ulong i) { return ((const gl
  * xpi_q_stage), which is the CPU's: work-item i of 64 sums x[i + 64 k] in k order, then the 64 partials go
  * through the halving tree (i += i + 32, then i + 16, 8, 4, 2, 1). One sub-group of 16 plays the 64 work-items:
  * lane l keeps the partials of i = l, l + 16, l + 32, l + 48 (s0..s3, in registers), the tree's first two levels
- * are lane-local (s0 + s2, s1 + s3, their sum), and the last four are xor shuffles (lanes l and l ^ m add the same
- * two values, so every lane ends with the tree's result). Why the order matters: the q8/q4 path quantizes the
+ * are lane-local (s0 + s2, s1 + s3, their sum), and the last four are xor shuffles (xpi_sg_sum: lanes l and l ^ m
+ * add the same two values, so every lane ends with the tree's result; the GEMVs sum their lanes with it too). Why the order matters: the q8/q4 path quantizes the
  * normalised row to int8, and one ulp of it can move a quant (tests/xpu_intel/test_xpu_intel_q_bits.c). */
-static inline float xpi_sumsq_tree_sg(float s0, float s1, float s2, float s3) {
-  float b = (s0 + s2) + (s1 + s3);
+static inline float xpi_sg_sum(float b) {
   b += intel_sub_group_shuffle_xor(b, 8);
   b += intel_sub_group_shuffle_xor(b, 4);
   b += intel_sub_group_shuffle_xor(b, 2);
   b += intel_sub_group_shuffle_xor(b, 1);
   return b;
+}
+static inline float xpi_sumsq_tree_sg(float s0, float s1, float s2, float s3) {
+  return xpi_sg_sum((s0 + s2) + (s1 + s3));
 }
 
 /* rsqrt(mean(x^2) + eps) of the row as xpi_rmsnorm_sg computes it (the portable order, above), or 1 without a
@@ -53,10 +59,10 @@ static inline float xpi_norm_inv_sg(const global float *x, int cols, int has_nor
   float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
   for (int j = get_sub_group_local_id(); j < cols; j += 4 * XPI_SG) {
     float v = x[j];
-    s0 += v * v;
-    if (j + XPI_SG < cols) v = x[j + XPI_SG], s1 += v * v;
-    if (j + 2 * XPI_SG < cols) v = x[j + 2 * XPI_SG], s2 += v * v;
-    if (j + 3 * XPI_SG < cols) v = x[j + 3 * XPI_SG], s3 += v * v;
+    s0 = fma(v, v, s0);
+    if (j + XPI_SG < cols) v = x[j + XPI_SG], s1 = fma(v, v, s1);
+    if (j + 2 * XPI_SG < cols) v = x[j + 2 * XPI_SG], s2 = fma(v, v, s2);
+    if (j + 3 * XPI_SG < cols) v = x[j + 3 * XPI_SG], s3 = fma(v, v, s3);
   }
   return xpi_rms_inv(xpi_sumsq_tree_sg(s0, s1, s2, s3), cols, eps);
 }
@@ -76,7 +82,8 @@ static inline float8 xpi_block_h8(const global float *x, int c0, int has_norm, f
 /* (normalised) in . A and in . B for two weight rows A, B (byte pointers) in one pass over x: each x block (and
  * norm weight block) is read once for both rows; each row keeps its own float8 accumulator, summed in one
  * order for every GEMV of this file (same 128-column steps, lanes and final reduce), so the plain, fused and
- * paired forms give the same bits for a row. The k loop is unrolled by 2 (the order is unchanged). */
+ * paired forms give the same bits for a row (fma per term, then the lane's 8 partials in order, then xpi_sg_sum).
+ * The k loop is unrolled by 2 (the order is unchanged). */
 #define XPI_DOT2_SG(T, ESZ)                                                                               \
   static inline float2 xpi_dot2_sg_##T(const global float *x, const global uchar *wa,                     \
                                        const global uchar *wb, int cols, int has_norm, float inv,         \
@@ -85,11 +92,11 @@ static inline float8 xpi_block_h8(const global float *x, int c0, int has_norm, f
     __attribute__((opencl_unroll_hint(2)))                                                                \
     for (int c0 = 0; c0 < cols; c0 += 8 * XPI_SG) {                                                       \
       float8 h = xpi_block_h8(x, c0, has_norm, inv, nw, nwdt);                                            \
-      a += h * xpi_block_w8_##T(wa + (ulong)c0 * ESZ);                                                    \
-      b += h * xpi_block_w8_##T(wb + (ulong)c0 * ESZ);                                                    \
+      a = fma(h, xpi_block_w8_##T(wa + (ulong)c0 * ESZ), a);                                              \
+      b = fma(h, xpi_block_w8_##T(wb + (ulong)c0 * ESZ), b);                                              \
     }                                                                                                     \
-    return (float2)(sub_group_reduce_add(a.s0 + a.s1 + a.s2 + a.s3 + a.s4 + a.s5 + a.s6 + a.s7),          \
-                    sub_group_reduce_add(b.s0 + b.s1 + b.s2 + b.s3 + b.s4 + b.s5 + b.s6 + b.s7));         \
+    return (float2)(xpi_sg_sum(a.s0 + a.s1 + a.s2 + a.s3 + a.s4 + a.s5 + a.s6 + a.s7),                    \
+                    xpi_sg_sum(b.s0 + b.s1 + b.s2 + b.s3 + b.s4 + b.s5 + b.s6 + b.s7));                   \
   }
 
 XPI_DOT2_SG(bf16, 2)
@@ -198,7 +205,7 @@ static inline void xpi_rms_term_sg(global float *x, const global float *residual
     v += residual[j];
     x[j] = v;
   }
-  *ss += v * v;
+  *ss = fma(v, v, *ss);
 }
 
 /* rmsnorm_forward as in portable/norm.cl, one sub-group per row: no local memory, no barriers; the sum of squares

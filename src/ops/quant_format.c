@@ -201,11 +201,12 @@ void xpi_quantize_act_scalar(int8_t *xq, float *dx, float *sx, const float *x, i
       int64_t c = b * XPI_QK + j;
       if (c < cols && fabsf(x[c]) > amax) amax = fabsf(x[c]);
     }
-    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+    const float s = xpi_quant_act_prescale(amax);
+    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / (amax * s) : 0.0f;
     int sum = 0;
     for (int j = 0; j < XPI_QK; j++) {
       int64_t c = b * XPI_QK + j;
-      int q = c < cols ? (int)nearbyintf(x[c] * id) : 0; /* nearest even, as the kernels' cvtps */
+      int q = c < cols ? (int)nearbyintf(x[c] * s * id) : 0; /* nearest even, as the kernels' cvtps */
       xq[c] = (int8_t)q;
       sum += q;
     }

@@ -87,6 +87,10 @@ void xpi_dequantize_row(xpi_dtype dt, float *out, const void *qs, const uint16_t
 
 /* Activation quantization of the matmuls: xq[nb*32] (padding zeroed), dx[nb], sx[nb] = dx * sum(xq). */
 void xpi_quantize_act_scalar(int8_t *xq, float *dx, float *sx, const float *x, int64_t cols);
+/* The scale s of a block's codes round_even(x * s * (127 / (amax * s))), the rule of every table and of the XPU's
+ * xpi_quant_act: 2^64 below amax 2^-64, where 127 / amax could overflow (amax < 3.7e-37), else 1. Scaling by a
+ * power of two is exact and commutes with the rounding, so it changes no code where 127 / amax is finite. */
+static inline float xpi_quant_act_prescale(float amax) { return amax < 0x1p-64f ? 0x1p64f : 1.0f; }
 /* Integer-path reference for one row: sum over blocks of d*dx*(int dot) (Q4 with its -8 offset). */
 float xpi_q_dot_int_scalar(xpi_dtype dt, const void *qs, const uint16_t *d, int64_t row, const int8_t *xq,
                            const float *dx, int64_t cols);

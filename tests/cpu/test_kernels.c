@@ -273,6 +273,52 @@ static int64_t quant_format_case(xpi_dtype dt, int64_t rows, int64_t cols, float
   return searched;
 }
 
+/* One activation rounding rule (quant.h, xpi_quant_act_prescale) for every table: the int8 paths of the AVX2,
+ * AVX-VNNI, AVX-512 and AMX tables all quantize with xpi_quant_act_avx2, whose codes, scales and code sums must be
+ * the scalar table's bit for bit, on blocks made to hit the rule's edges: exact halves (ties to even), a negative
+ * largest element, -0, a ragged last block, an all-zero block, and tiny blocks down to denormals, where 127 / amax
+ * overflows unless the block is first scaled by 2^64. Scaling a block by a power of two must not move its codes. */
+static void quant_act_rule_cases(void) {
+  enum { C = 9 * XPI_QK + 13 };
+  static const float tiny[] = {1e-30f, 1e-36f, 3e-37f, 1e-38f, 1e-40f, 1e-44f};
+  float x[C], y[C];
+  int8_t qa[10 * XPI_QK], qb[10 * XPI_QK], qy[10 * XPI_QK];
+  uint8_t xa[10 * XPI_QK];
+  float dxa[10], dxb[10], sxa[10], sxb[10], dxy[10], sxy[10];
+  for (int rep = 0; rep < 64; rep++) {
+    for (int i = 0; i < C; i++) x[i] = frand();
+    for (int j = 0; j < XPI_QK; j++) x[j] = (float)(j - 16) + 0.5f; /* block 0: amax 16.5, codes x * 127/16.5 */
+    x[40] = -127.0f;                                                  /* block 1: id 1, so the halves below tie */
+    for (int j = 41; j < 64; j++) x[j] = (float)((j % 9) - 4) + 0.5f;
+    x[64] = -0.0f;
+    for (int j = 3 * XPI_QK; j < 4 * XPI_QK; j++) x[j] = 0.0f; /* block 3: all zero */
+    for (int b = 4; b < 10; b++)                                /* blocks 4..9: tiny, the largest last seen */
+      for (int j = b * XPI_QK; j < (b + 1) * XPI_QK && j < C; j++) x[j] *= tiny[b - 4];
+    xpi_quantize_act_scalar(qa, dxa, sxa, x, C);
+    xpi_quant_act_avx2(qb, xa, dxb, sxb, x, C);
+    CHECK(!memcmp(qa, qb, sizeof qa) && !memcmp(dxa, dxb, sizeof dxa) && !memcmp(sxa, sxb, sizeof sxa),
+          "rep %d: avx2 activation codes/scales differ from the scalar table's", rep);
+    for (int b = 0; b < 10; b++)
+      for (int j = 0; j < XPI_QK && b * XPI_QK + j < C; j++) {
+        const int q = qa[b * XPI_QK + j];
+        CHECK(q >= -127 && q <= 127, "block %d: code %d out of range", b, q);
+        CHECK(b != 3 || q == 0, "block 3 (zeros): code %d", q);
+      }
+    for (int j = 41; j < 64; j++) CHECK(qa[j] == (int8_t)nearbyint((double)x[j]), "tie at %d: %d", j, qa[j]);
+    for (int b = 4; b < 10; b++) { /* tiny blocks: the largest element still maps to +-127 */
+      int jm = b * XPI_QK;
+      for (int j = jm; j < (b + 1) * XPI_QK && j < C; j++) jm = fabsf(x[j]) > fabsf(x[jm]) ? j : jm;
+      CHECK(abs(qa[jm]) == 127, "tiny block %d (amax %g): code %d for its largest element", b, fabsf(x[jm]), qa[jm]);
+    }
+    const float p2[] = {0x1p-70f, 0x1p-20f, 0x1p20f, 0x1p70f};
+    for (int k = 0; k < 4; k++) { /* blocks 0..2 (not tiny): the same codes at every power-of-two scale */
+      for (int i = 0; i < 3 * XPI_QK; i++) y[i] = x[i] * p2[k];
+      xpi_quantize_act_scalar(qy, dxy, sxy, y, 3 * XPI_QK);
+      CHECK(!memcmp(qy, qa, 3 * XPI_QK), "rep %d: codes move when the input is scaled by %g", rep, p2[k]);
+    }
+  }
+}
+
 static void vec_cases(const xpi_cpu_kernels *k) {
   const xpi_cpu_kernels *ref = xpi_cpu_kernels_scalar();
   static const int64_t sizes[] = {1, 7, 8, 9, 15, 17, 31, 33, 100, 1000, 1027};
@@ -470,6 +516,7 @@ int main(void) {
             (long long)blocks);
     }
   }
+  if (xpi_cpu_has(XPI_ISA_AVX2)) quant_act_rule_cases();
   CHECK_OK(xpi_pool_create(3, &g_pool));
   g_ws = xpi_cpu_mm_ws_create();
   CHECK(g_ws != NULL, "no matmul workspace");

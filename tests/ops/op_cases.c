@@ -26,14 +26,6 @@ static const op_tol k_exact_replay = {0, 0, 0, "bit-identical: the same kernels 
  * Intel's CPU OpenCL compiler, the fused kernels and the separate GEMV do not give the same bits (the two share no
  * reduction code, so how the compiler contracts and vectorizes each decides the order), while the portable tier and
  * the CPU do. Held there to the reference's dot bound until the forms sum alike by construction. */
-static void tuned_f32_gemv_exception(op_case *c) {
-  if (c->dt != XPI_DT_F32 || c->n != 1 || c->cols % 128) return;
-  c->except = "xpu:tuned";
-  c->tol2x = c->tol;
-  c->tol2x.why = "f32 reassociation on the tuned tier: its fused and separate f32 GEMVs are not the same bits under "
-                 "Intel's CPU OpenCL compiler (no shared reduction code), so the dot bound";
-}
-
 static op_case *add(xpi_op op, xpi_dtype dt) {
   op_case *c = &g_cases[g_n < MAXC ? g_n++ : MAXC - 1];
   memset(c, 0, sizeof *c);
@@ -79,7 +71,6 @@ static void matmul_rows(void) {
         c->tol = dot_tol(c->cols);
         c->tol.atol += 4 * U; /* matmul_add: the residual add */
         c->tol2 = k_exact_fused;
-        tuned_f32_gemv_exception(c);
       }
   /* q8/q4: the GEMV (n 1), the batched decode GEMV (7) and the GEMM (33) over ragged and split-K shapes */
   static const struct { int rows, cols; } qs[] = {{37, 67}, {37, 32}, {37, 256}, {300, 1000}, {8, 4096}, {256, 768}};
@@ -115,7 +106,6 @@ static void fused_rows(void) {
                               "f32 reassociation of the dot (2 cols u sum|x w|), scaled by |h| <= sqrt(cols) after "
                               "the norm, plus the norm's own 8 cols u"};
             c->tol2 = k_exact_fused;
-            tuned_f32_gemv_exception(c);
             for (int act = 0; act < 2 && !bias; act++) {
               /* gate within 4 tol (weights x4), |g| <= G = 4 cols hs, up within tol; activation slopes < 1.2 and
                * |act(g)| <= |g|, plus the element-wise ops' 32 u on values up to G cols hs */
@@ -126,7 +116,6 @@ static void fused_rows(void) {
                                 "the gate's and up's dot bounds carried through the activation (slope < 1.2) and "
                                 "the product, plus the element-wise op's 32 u"};
               c->tol2 = k_exact_fused;
-              tuned_f32_gemv_exception(c);
             }
             if (!norm) {
               c = add(XPI_OP_MATMUL_ADD, dts[di]);
@@ -134,7 +123,6 @@ static void fused_rows(void) {
               c->tol = dot_tol(c->cols);
               c->tol.atol += 4 * U;
               c->tol2 = k_exact_fused;
-              tuned_f32_gemv_exception(c);
             }
           }
 }

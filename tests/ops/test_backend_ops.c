@@ -35,7 +35,7 @@
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
 #include "ops/ops.h"
-#include "runtime/xpu.h"
+#include "ops/backend_xpu.h"
 #if XPI_TEST_HAVE_XPU
 #include "ops/xpu/xpu_backend.h"
 #endif

@@ -175,6 +175,15 @@ static void run_moe(void) {
   free(path);
 }
 
+/* name is one of the comma-separated entries of set (every name when set is NULL or empty). */
+static int in_set(const char *set, const char *name) {
+  if (!set || !*set) return 1;
+  const size_t n = strlen(name);
+  for (const char *p = set; (p = strstr(p, name)); p += n)
+    if ((p == set || p[-1] == ',') && (p[n] == 0 || p[n] == ',')) return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *skip = getenv("XPI_XPU_TEST_SKIP");
   if (skip && *skip) {
@@ -187,22 +196,32 @@ int main(int argc, char **argv) {
            "at a near tie: %d\n", g_lp_max, g_row_max, g_near_ties);
     return xpi_test_done();
   }
-  char *path = xpi_test_strf("%s/goldens/tinyfortunes.json", xpi_test_env("XPI_TEST_DATA"));
-  char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
+  /* XPI_QUANT_MODEL_SET: a comma-separated list of the models to run (tests.cmake runs them as several entries, in
+   * parallel); unset, all */
+  const char *set = getenv("XPI_QUANT_MODEL_SET");
+  int ran = 0;
+  if (in_set(set, "tinyfortunes")) {
+    char *path = xpi_test_strf("%s/goldens/tinyfortunes.json", xpi_test_env("XPI_TEST_DATA"));
+    char *dir = xpi_test_strf("%s/examples/models/tinyfortunes", xpi_test_env("XPI_SOURCE_DIR"));
+    cJSON *g = xpi_test_load_json(path);
+    run_model("tinyfortunes", dir, g);
+    cJSON_Delete(g);
+    free(path), free(dir);
+    ran++;
+  }
+  char *path = xpi_test_strf("%s/goldens/random_models.json", xpi_test_env("XPI_TEST_DATA"));
   cJSON *g = xpi_test_load_json(path);
-  run_model("tinyfortunes", dir, g);
-  cJSON_Delete(g);
-  free(path), free(dir);
-  path = xpi_test_strf("%s/goldens/random_models.json", xpi_test_env("XPI_TEST_DATA"));
-  g = xpi_test_load_json(path);
   const char *names[] = {"tiny-qwen3-f32", "tiny-qwen3-bf16", "tiny-llama-bf16", "tiny-qwen2-f16"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    dir = xpi_test_strf("%s/%s", xpi_test_env("XPI_MODELS_DIR"), names[i]);
+    if (!in_set(set, names[i])) continue;
+    char *dir = xpi_test_strf("%s/%s", xpi_test_env("XPI_MODELS_DIR"), names[i]);
     run_model(names[i], dir, cJSON_GetObjectItem(cJSON_GetObjectItem(g, names[i]), "cases"));
     free(dir);
+    ran++;
   }
   cJSON_Delete(g);
   free(path);
+  CHECK(ran > 0, "XPI_QUANT_MODEL_SET=%s names no model", set);
   printf("max |first-token logprob xpu - cpu|: %.3g (bound 0.02); max over the vocabulary %.3g; greedy runs parted "
          "at a near tie: %d\n", g_lp_max, g_row_max, g_near_ties);
   return xpi_test_done();

@@ -19,7 +19,7 @@
 #include "engine/engine_internal.h"
 #include "check.h"
 #include "model_util.h"
-#include "runtime/xpu.h"
+#include "ops/backend_xpu.h"
 
 #define MIB (1024.0 * 1024.0)
 #define SLACK (1u << 20) /* device bytes the plan does not itemize: RoPE tables (head_dim/2 floats a device) */

@@ -13,7 +13,10 @@ set(XPI_XPU_TESTS xpu/test_xpu_ops xpu/test_xpu_ops_barriers xpu/test_xpu_fit xp
                    xpu/test_xpu_numeric xpu/test_xpu_engine xpu/test_xpu_large_alloc xpu/test_xpu_moe
                    xpu/test_xpu_moe_model)
 if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
-  list(APPEND XPI_XPU_TESTS xpu/test_xpu_model)
+  # its six model runs as two entries of three (XPI_XPU_MODEL_PART), run in parallel
+  add_test(NAME xpu/test_xpu_model_2 COMMAND test_xpu_model)
+  set_tests_properties(xpu/test_xpu_model_2 PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" TIMEOUT 900)
+  list(APPEND XPI_XPU_TESTS xpu/test_xpu_model xpu/test_xpu_model_2)
 endif()
 # The op-case list (tests/ops/op_cases.c) on the portable tier (PoCL cannot build the Intel-tuned one)
 add_test(NAME xpu/test_backend_ops_portable COMMAND test_backend_ops xpu:portable)
@@ -32,7 +35,14 @@ list(APPEND XPI_XPU_TESTS xpu/test_xpu_perf xpu/test_xpu_perf_06b xpu/test_xpu_p
 # mixture-of-experts golden models (q8/q4 experts) as a test of their own
 add_test(NAME xpu/test_xpu_quant_moe_model COMMAND test_xpu_quant_model moe)
 set_tests_properties(xpu/test_xpu_quant_moe_model PROPERTIES ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
-list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model)
+# test_xpu_quant_model's models as three entries (tinyfortunes; two random golden models each), so that none runs
+# near its timeout on a slow machine: on a loaded 2-core VM the four random models took 726 s in one entry
+add_test(NAME xpu/test_xpu_quant_model_random1 COMMAND test_xpu_quant_model)
+add_test(NAME xpu/test_xpu_quant_model_random2 COMMAND test_xpu_quant_model)
+set_tests_properties(xpu/test_xpu_quant_model_random1 xpu/test_xpu_quant_model_random2 PROPERTIES
+                     ENVIRONMENT "${XPI_TEST_ENV}" LABELS xpu TIMEOUT 900)
+list(APPEND XPI_XPU_TESTS xpu/test_xpu_quant xpu/test_xpu_quant_model xpu/test_xpu_quant_model_random1
+     xpu/test_xpu_quant_model_random2 xpu/test_xpu_quant_moe_model)
 # Submission: a replayed decode step is one submission, no copy, one host wait, 4 bytes read
 # (zesim counts the calls); weights go up on zesim's copy engine, and with ZESIM_COPY_ENGINE=0 (no copy-only
 # queue group) on the compute group, giving the same logits bit for bit (the first run writes them, the second
@@ -61,7 +71,7 @@ foreach(t ${XPI_XPU_TESTS})
     set(devices "0000:1a:00.0=800M,0000:3a:00.0=800M")
   elseif(t STREQUAL "xpu/test_xpu_memplan_q4")
     set(devices "0000:1a:00.0=700M")
-  elseif(t STREQUAL "xpu/test_xpu_quant_model" OR t STREQUAL "xpu/test_xpu_quant_moe_model")
+  elseif(t MATCHES "^xpu/test_xpu_quant_(model|model_random1|model_random2|moe_model)$")
     set(devices "0000:3a:00.0=512M,0000:1a:00.0=512M") # --device-map auto over two devices
   endif()
   if(TARGET ze_zesim)
@@ -77,7 +87,9 @@ foreach(t ${XPI_XPU_TESTS})
   set_tests_properties(${t} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
 if(TARGET xpu/test_xpu_model OR EXISTS ${CMAKE_CURRENT_LIST_DIR}/test_xpu_model.c)
-  set_tests_properties(xpu/test_xpu_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
+  set_tests_properties(xpu/test_xpu_model xpu/test_xpu_model_2 PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow")
+  set_property(TEST xpu/test_xpu_model APPEND PROPERTY ENVIRONMENT "XPI_XPU_MODEL_PART=1")
+  set_property(TEST xpu/test_xpu_model_2 APPEND PROPERTY ENVIRONMENT "XPI_XPU_MODEL_PART=2")
 endif()
 # the 0.6B model (1.19 GB) comes from the random-model fixture; minutes on zesim
 set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_perf_06b
@@ -86,8 +98,17 @@ set_tests_properties(xpu/test_xpu_memplan xpu/test_xpu_memplan_q4 xpu/test_xpu_p
 # GEMM gives other logits than the CPU's own scalar, AVX2 and AVX-512 paths on tinyfortunes --quant q8 (0.2 from
 # the third position of 'The meaning of life is', measured 2026-12-01; those three and the XPU agree within 6e-6),
 # a CPU-side discrepancy, not a property of the XPU path.
-set_tests_properties(xpu/test_xpu_quant_model PROPERTIES FIXTURES_REQUIRED random_models LABELS "xpu;slow") # ~4 min
-set_property(TEST xpu/test_xpu_quant_model xpu/test_xpu_quant_moe_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")
+set_tests_properties(xpu/test_xpu_quant_model xpu/test_xpu_quant_model_random1 xpu/test_xpu_quant_model_random2
+                     PROPERTIES LABELS "xpu;slow")
+set_tests_properties(xpu/test_xpu_quant_model_random1 xpu/test_xpu_quant_model_random2 PROPERTIES
+                     FIXTURES_REQUIRED random_models)
+set_property(TEST xpu/test_xpu_quant_model xpu/test_xpu_quant_model_random1 xpu/test_xpu_quant_model_random2
+             xpu/test_xpu_quant_moe_model APPEND PROPERTY ENVIRONMENT "XPI_CPU_ISA=avx2")
+set_property(TEST xpu/test_xpu_quant_model APPEND PROPERTY ENVIRONMENT "XPI_QUANT_MODEL_SET=tinyfortunes")
+set_property(TEST xpu/test_xpu_quant_model_random1 APPEND PROPERTY ENVIRONMENT
+             "XPI_QUANT_MODEL_SET=tiny-qwen3-f32,tiny-qwen2-f16")
+set_property(TEST xpu/test_xpu_quant_model_random2 APPEND PROPERTY ENVIRONMENT
+             "XPI_QUANT_MODEL_SET=tiny-qwen3-bf16,tiny-llama-bf16")
 # The plan counts the window pool (test_xpu_window_plan.c): gemma3-w1024 of tests/engine's window models on a device
 # just large enough for one sequence of 4096 positions with its sliding layers in a window pool of 50 blocks
 # (the backend's own split counters and split-K partial sums, ~280 KiB, included).

@@ -12,7 +12,7 @@
 #include "ops/cpu/quant.h"
 #include "ops/half.h"
 #include "ops/ops.h"
-#include "runtime/xpu.h"
+#include "ops/backend_xpu.h"
 
 /* Creates the XPU backend, or tells why the test cannot run: returns 77 (ctest SKIP_RETURN_CODE) when the
  * software device is not built into this tree (XPI_XPU_TEST_SKIP set by tests.cmake), else fails. */

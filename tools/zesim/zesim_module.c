@@ -153,6 +153,40 @@ static unsigned char *spirv_to_bitcode(const unsigned char *spv, size_t n, size_
   return data;
 }
 
+/* Built programs of the SPIR-V engine (Intel's runtime) are kept in the cache folder, keyed by the SPIR-V, the
+ * build options and the engine (device name, driver and device versions): that runtime compiles a module for
+ * minutes on a loaded 2-core machine, and every zesim device of a process and every test process would compile
+ * the same modules again. A build error is kept too (its log), as a module that fails (the DPAS builtins) fails
+ * the same way every time. Files are written under a unique name, then renamed. */
+static void prog_cache_path(const unsigned char *spv, size_t n, const char *opts, char *out, size_t cap) {
+  char id[1024] = "", drv[256] = "", ver[256] = "";
+  clGetDeviceInfo(zs_cl.device, CL_DRIVER_VERSION, sizeof drv - 1, drv, NULL);
+  clGetDeviceInfo(zs_cl.device, CL_DEVICE_VERSION, sizeof ver - 1, ver, NULL);
+  snprintf(id, sizeof id, "%s|%s|%s|%s", opts, zs_cl.name, drv, ver);
+  snprintf(out, cap, "%s/prog-%016llx-%016llx-%zu.bin", zs_cache_dir(), (unsigned long long)fnv1a(spv, n),
+           (unsigned long long)fnv1a((const unsigned char *)id, strlen(id)), n);
+}
+
+static void prog_cache_put(const char *path, const void *head, size_t hn, const void *data, size_t n) {
+  char tmp[1300];
+  snprintf(tmp, sizeof tmp, "%s.tmp-%d", path, (int)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) return;
+  int ok = fwrite(head, 1, hn, f) == hn && fwrite(data, 1, n, f) == n;
+  if (fclose(f) == 0 && ok) rename(tmp, path);
+  else unlink(tmp);
+}
+
+static void prog_cache_store(const char *path, cl_program prog) {
+  size_t bn = 0;
+  if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bn, &bn, NULL) != CL_SUCCESS || !bn) return;
+  unsigned char *bin = malloc(bn);
+  unsigned char *bins[1] = {bin};
+  if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+    prog_cache_put(path, "BIN\n", 4, bin, bn);
+  free(bin);
+}
+
 /* Keeps the standard OpenCL options a Level Zero program may pass; drops Intel-only ones (-ze-*, -cl-intel-*). */
 static void build_options(const char *flags, char *out, size_t cap) {
   snprintf(out, cap, "-cl-kernel-arg-info");
@@ -195,10 +229,32 @@ ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, con
     make_log(plog, why);
     return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
   }
-  cl_int err;
-  cl_program prog;
+  cl_int err = CL_SUCCESS;
+  cl_program prog = NULL;
+  char opts[1024], cpath[1300] = "";
+  build_options(desc->pBuildFlags, opts, sizeof opts);
+  int cached = 0;
   if (zs_cl.spirv_il) {
-    prog = clCreateProgramWithIL(zs_cl.ctx, spv, desc->inputSize, &err);
+    prog_cache_path(spv, desc->inputSize, opts, cpath, sizeof cpath);
+    size_t cn = 0;
+    unsigned char *c = read_all(cpath, &cn);
+    if (c && cn > 5 && !memcmp(c, "FAIL\n", 5)) { /* the kept build error */
+      char *msg = malloc(cn - 5 + 1);
+      if (msg) memcpy(msg, c + 5, cn - 5), msg[cn - 5] = 0;
+      make_log(plog, msg ? msg : "zesim: clBuildProgram failed");
+      free(msg), free(c);
+      return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+    }
+    if (c && cn > 4 && !memcmp(c, "BIN\n", 4)) {
+      const size_t bn = cn - 4;
+      const unsigned char *bins[1] = {c + 4};
+      cl_int st;
+      prog = clCreateProgramWithBinary(zs_cl.ctx, 1, &zs_cl.device, &bn, bins, &st, &err);
+      if (prog && clBuildProgram(prog, 1, &zs_cl.device, opts, NULL, NULL) == CL_SUCCESS) cached = 1;
+      else if (prog) clReleaseProgram(prog), prog = NULL;
+    }
+    free(c);
+    if (!prog) prog = clCreateProgramWithIL(zs_cl.ctx, spv, desc->inputSize, &err);
   } else {
     char *log = NULL;
     size_t bc_len = 0;
@@ -219,9 +275,7 @@ ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, con
     make_log(plog, msg);
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   }
-  char opts[1024];
-  build_options(desc->pBuildFlags, opts, sizeof opts);
-  err = clBuildProgram(prog, 1, &zs_cl.device, opts, NULL, NULL);
+  err = cached ? CL_SUCCESS : clBuildProgram(prog, 1, &zs_cl.device, opts, NULL, NULL);
   size_t ln = 0;
   clGetProgramBuildInfo(prog, zs_cl.device, CL_PROGRAM_BUILD_LOG, 0, NULL, &ln);
   char *blog = calloc(1, ln + 1);
@@ -229,12 +283,14 @@ ze_result_t zs_zeModuleCreate(ze_context_handle_t hc, ze_device_handle_t hd, con
   if (err != CL_SUCCESS) {
     char *msg = malloc(ln + 128);
     if (msg) snprintf(msg, ln + 128, "zesim: clBuildProgram failed (%d):\n%s", err, blog ? blog : "");
+    if (msg && *cpath && err == CL_BUILD_PROGRAM_FAILURE) prog_cache_put(cpath, "FAIL\n", 5, msg, strlen(msg));
     make_log(plog, msg ? msg : "zesim: clBuildProgram failed");
     free(msg);
     free(blog);
     clReleaseProgram(prog);
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
   }
+  if (*cpath && !cached) prog_cache_store(cpath, prog);
   ze_result_t r = make_log(plog, blog);
   free(blog);
   zs_module *m = calloc(1, sizeof *m);

@@ -192,8 +192,9 @@ static void gemv_bf16(float *Y, int64_t ldy, const float *X, int32_t n, const vo
 }
 
 /* ------------------------------------------------------------------ decode GEMV for q8/q4 weights */
-/* Activation blocks of 32 floats -> int8 (same rounding as xpi_quantize_act_scalar: x * (127/amax) rounded
- * to nearest even by cvtps under the default MXCSR). xq gets |q| in xa for the q8 sign trick. */
+/* Activation blocks of 32 floats -> int8 (xpi_quantize_act_scalar's codes: x * s * (127 / (amax * s)), s from
+ * xpi_quant_act_prescale, rounded to nearest even by cvtps under the default MXCSR). xq gets |q| in xa for the
+ * q8 sign trick. Every table's int8 paths quantize here, so their codes are the scalar table's. */
 void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const float *x, int64_t cols) {
   const __m256 signbit = _mm256_set1_ps(-0.0f);
   const int64_t nb = xpi_q_nblocks(cols);
@@ -213,8 +214,14 @@ void xpi_quant_act_avx2(int8_t *xq, uint8_t *xa, float *dx, float *sx, const flo
     __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
     m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-    const float amax = _mm_cvtss_f32(m4);
-    const float id = amax > 0 ? 127.0f / amax : 0.0f;
+    const float amax = _mm_cvtss_f32(m4), ps = xpi_quant_act_prescale(amax);
+    float as = amax; /* amax * ps, without a multiply ahead of the division on the common path */
+    if (ps != 1.0f) { /* a tiny block: scaled exactly, so that 127 / amax stays finite */
+      const __m256 vs = _mm256_set1_ps(ps);
+      v0 = _mm256_mul_ps(v0, vs), v1 = _mm256_mul_ps(v1, vs), v2 = _mm256_mul_ps(v2, vs), v3 = _mm256_mul_ps(v3, vs);
+      as = amax * ps;
+    }
+    const float id = as > 0 ? 127.0f / as : 0.0f;
     const __m256 vid = _mm256_set1_ps(id);
     __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(v0, vid)), i1 = _mm256_cvtps_epi32(_mm256_mul_ps(v1, vid));
     __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(v2, vid)), i3 = _mm256_cvtps_epi32(_mm256_mul_ps(v3, vid));
