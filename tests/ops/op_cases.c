@@ -22,10 +22,6 @@ static const op_tol k_exact_fused = {0, 0, 0,
                                      "(so model goldens do not depend on which a backend runs)"};
 static const op_tol k_exact_replay = {0, 0, 0, "bit-identical: the same kernels on the same inputs"};
 
-/* The tuned tier's f32 decode GEMV (n = 1, cols a multiple of its 128-column step) in the fused forms: built by
- * Intel's CPU OpenCL compiler, the fused kernels and the separate GEMV do not give the same bits (the two share no
- * reduction code, so how the compiler contracts and vectorizes each decides the order), while the portable tier and
- * the CPU do. Held there to the reference's dot bound until the forms sum alike by construction. */
 static op_case *add(xpi_op op, xpi_dtype dt) {
   op_case *c = &g_cases[g_n < MAXC ? g_n++ : MAXC - 1];
   memset(c, 0, sizeof *c);
