@@ -8,7 +8,9 @@
  * The backend under test: argv[1] or XPI_TEST_BACKEND, "cpu" (the auto table), "cpu:<table>" (scalar, avx2,
  * avxvnni, avx512, amx: XPI_CPU_ISA forces it; a table this CPU lacks skips the test, exit 77), "xpu" or
  * "xpu:<tier>" (portable: XPI_XPU_TIER forces it; tuned: fails unless the device selected it; dpas: skips where the
- * device could not build it). XPI_OP_FILTER=text runs only the cases whose description contains text.
+ * device could not build it; dpas-emu16, dpas-emu8: the tuned tier with the DPAS kernels of that sub-group size,
+ * their matrix builtins emulated (tests/xpu_intel/dpas_emu.h), where no runtime has the builtins).
+ * XPI_OP_FILTER=text runs only the cases whose description contains text.
  *
  * That it finds at least what the hand-written tests find was shown by breaking kernels on purpose (scratch
  * changes, reverted):
@@ -37,6 +39,7 @@
 #include "ops/ops.h"
 #include "ops/backend_xpu.h"
 #if XPI_TEST_HAVE_XPU
+#include "../xpu_intel/dpas_emu.h"
 #include "ops/xpu/xpu_backend.h"
 #endif
 
@@ -593,6 +596,9 @@ typedef struct target {
   const char *spec; /* as asked: "cpu", "cpu:avx2", "xpu:tuned" */
   char variant[64]; /* what runs: "cpu:auto", "cpu:avx2", "xpu:portable", "xpu:tuned+dpas" */
   xpi_backend *be;
+#if XPI_TEST_HAVE_XPU
+  xt_dpas_emu emu; /* the emulated DPAS kernels a dpas-emu target installed */
+#endif
 } target;
 
 /* 0: ready; 77: skip (printed); 1: failure */
@@ -628,6 +634,15 @@ static int open_target(target *t) {
   if (!strcmp(tier, "portable")) setenv("XPI_XPU_TIER", "portable", 1);
   int rc = xt_open_xpu("xpu:0", &t->be);
   if (rc) return rc;
+  const int emu_sg = !strcmp(tier, "dpas-emu16") ? 16 : !strcmp(tier, "dpas-emu8") ? 8 : 0;
+  if (emu_sg) { /* on the tuned tier (Intel's CPU runtime honours sub-group sizes 16 and 8) */
+    if (strcmp(xpi_xpu_tier(t->be), "tuned") != 0) {
+      CHECK(0, "%s needs the tuned tier under it, the device selected %s", tier, xpi_xpu_tier(t->be));
+      return 1;
+    }
+    if (!xt_dpas_emu_install(t->be, emu_sg, &t->emu)) return 1;
+    tier = emu_sg == 8 ? "tuned+dpas8" : "tuned+dpas";
+  }
   const char *got = xpi_xpu_tier(t->be);
   printf("xpu:0 kernel tier: %s\n", got);
   snprintf(t->variant, sizeof t->variant, "xpu:%s", got);
@@ -649,7 +664,9 @@ static int open_target(target *t) {
 }
 
 int main(int argc, char **argv) {
-  target t = {argc > 1 ? argv[1] : getenv("XPI_TEST_BACKEND") ? getenv("XPI_TEST_BACKEND") : "cpu", "", NULL};
+  target t;
+  memset(&t, 0, sizeof t);
+  t.spec = argc > 1 ? argv[1] : getenv("XPI_TEST_BACKEND") ? getenv("XPI_TEST_BACKEND") : "cpu";
   const int rc = open_target(&t);
   if (rc) return rc == 77 ? 77 : (xpi_test_done(), 1);
   xpi_backend_config rcfg = {"cpu", 2, 0};
@@ -709,6 +726,9 @@ int main(int argc, char **argv) {
     if (ran[op] || skipped[op])
       printf("%-14s %6d %6d %6d %8.2f\n", xpi_op_name((xpi_op)op), ran[op], failed[op], skipped[op], secs[op]);
   ref->ops->destroy(ref);
+#if XPI_TEST_HAVE_XPU
+  if (t.emu.mod) xt_dpas_emu_remove(t.be, &t.emu);
+#endif
   t.be->ops->destroy(t.be);
   return xpi_test_done();
 }

@@ -4,6 +4,7 @@
 target_sources(test_backend_ops PRIVATE ${CMAKE_CURRENT_LIST_DIR}/op_cases.c)
 if(XPUINFER_XPU)
   target_compile_definitions(test_backend_ops PRIVATE XPI_TEST_HAVE_XPU=1)
+  target_link_libraries(test_backend_ops PRIVATE xpi_kernels_test) # the DPAS kernels with emulated builtins
 endif()
 set_tests_properties(ops/test_backend_ops PROPERTIES SKIP_RETURN_CODE 77)
 foreach(isa scalar avx2 avxvnni avx512 amx)

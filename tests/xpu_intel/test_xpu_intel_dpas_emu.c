@@ -16,9 +16,7 @@
 #include "ops/xpu/xpu_spirv.h"
 #include "runtime/ze/ze_memory.h"
 #include "../xpu/xpu_test_util.h"
-
-extern const unsigned char xpi_spv_dpas_emu[], xpi_spv_dpas8_emu[];
-extern const size_t xpi_spv_dpas_emu_size, xpi_spv_dpas8_emu_size;
+#include "dpas_emu.h"
 
 #define U 5.96e-8 /* unit roundoff of f32 */
 
@@ -158,27 +156,8 @@ static void check_q_shape(int sg, xpi_dtype dt, int rows, int cols, int n, xpi_d
 /* Installs the emulated variant of sub-group size sg as the device's DPAS kernels (what device_create does
  * with the real module), runs the shapes, and takes them out again. */
 static void check_variant(int sg) {
-  xpu_device *d = im_of(xpu)->d;
-  static const xpu_kid kids[3] = {XK_GEMM_DPAS_BF16, XK_GEMM_DPAS_Q8, XK_GEMM_DPAS_Q4};
-  CHECK(d->dpas == 0 && d->k[XK_GEMM_DPAS_BF16] == NULL && d->k[XK_GEMM_DPAS_Q8] == NULL &&
-        d->k[XK_GEMM_DPAS_Q4] == NULL, "xpu:0 already has a DPAS kernel (a CPU runtime has none)");
-  ze_module_handle_t mod = NULL;
-  xpi_status s = xpi_ze_module_from_spirv(d->ctx, d->dev, sg == 8 ? "dpas8_emu" : "dpas_emu",
-                                          sg == 8 ? xpi_spv_dpas8_emu : xpi_spv_dpas_emu,
-                                          sg == 8 ? xpi_spv_dpas8_emu_size : xpi_spv_dpas_emu_size, NULL, &mod);
-  CHECK(s == XPI_OK, "building the emulated DPAS module (sub-group %d): %s", sg, xpi_last_error());
-  if (s != XPI_OK) return;
-  ze_kernel_handle_t k[3] = {NULL, NULL, NULL};
-  int made = 0;
-  for (int i = 0; i < 3; i++) {
-    ze_kernel_desc_t kd = {.stype = ZE_STRUCTURE_TYPE_KERNEL_DESC, .pKernelName = xpu_kernel_name(kids[i])};
-    ze_result_t r = d->ze->zeKernelCreate(mod, &kd, &k[i]);
-    CHECK(r == ZE_RESULT_SUCCESS, "zeKernelCreate(%s): %s", kd.pKernelName, xpu_ze_result_name(r));
-    made += r == ZE_RESULT_SUCCESS;
-  }
-  if (made == 3) {
-    for (int i = 0; i < 3; i++) d->k[kids[i]] = k[i];
-    d->dpas = sg;
+  xt_dpas_emu emu;
+  if (xt_dpas_emu_install(xpu, sg, &emu)) {
     CHECK(strcmp(xpi_xpu_tier(xpu), sg == 8 ? "tuned+dpas8" : "tuned+dpas") == 0, "tier %s", xpi_xpu_tier(xpu));
     /* rows: 37 (neither % 16 nor % 8), 40 (% 8 but not % 16), 64 (whole tiles), 5 (under one tile);
      * n: 13 (% 8 = 5), 8 (one tile), 17 (% 8 = 1), 2; cols: 1, 3, 10 K steps of 16. */
@@ -197,12 +176,8 @@ static void check_variant(int sg) {
       check_q_shape(sg, dt, 5, 160, 2, XPI_DT_F32);
       check_q_shape(sg, dt, 129, 64, 9, (xpi_dtype)-1);
     }
-    for (int i = 0; i < 3; i++) d->k[kids[i]] = NULL;
-    d->dpas = 0;
   }
-  for (int i = 0; i < 3; i++)
-    if (k[i]) d->ze->zeKernelDestroy(k[i]);
-  d->ze->zeModuleDestroy(mod);
+  xt_dpas_emu_remove(xpu, &emu);
 }
 
 int main(void) {

@@ -54,11 +54,14 @@ list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_intel_q_bits)
 add_test(NAME xpu_intel/test_xpu_moe COMMAND test_xpu_moe)
 list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_xpu_moe)
 
-# The op-case list (tests/ops/op_cases.c) on the tuned tier. The DPAS tier (test_backend_ops xpu:dpas) has no entry:
-# no CPU OpenCL runtime builds it (the tier tests below check the fallback), and asking for it here costs minutes of
-# module builds to reach the skip.
+# The op-case list (tests/ops/op_cases.c) on the tuned tier, and on the DPAS tier in both sub-group variants with
+# the matrix builtins emulated (no CPU OpenCL runtime has them; the tier tests below check the real module's
+# fallback, tests/isa its code in Intel's GPU compiler).
 add_test(NAME xpu_intel/test_backend_ops_tuned COMMAND test_backend_ops xpu:tuned)
-list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_backend_ops_tuned)
+add_test(NAME xpu_intel/test_backend_ops_dpas16 COMMAND test_backend_ops xpu:dpas-emu16)
+add_test(NAME xpu_intel/test_backend_ops_dpas8 COMMAND test_backend_ops xpu:dpas-emu8)
+list(APPEND XPI_XPU_INTEL_TESTS xpu_intel/test_backend_ops_tuned xpu_intel/test_backend_ops_dpas16
+     xpu_intel/test_backend_ops_dpas8)
 
 set(iocl_skip "")
 if(NOT TARGET ze_zesim)
