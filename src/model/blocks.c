@@ -107,7 +107,7 @@ xpi_status xpi_load_mlp(xpi_loader *ld, const xpi_config *c, xpi_layer_weights *
   return xpi_load_matrix(ld, "mlp.down_proj.weight", H, I, &L->down);
 }
 
-/* ------------------------------------------------------------------ op wrappers (issue 15's new ops) */
+/* ------------------------------------------------------------------ op wrappers */
 
 xpi_status xpi_op_scale(xpi_backend *be, float *x, int64_t count, float s) {
   if (s == 1.0f) return XPI_OK;

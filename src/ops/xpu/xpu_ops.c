@@ -255,7 +255,7 @@ xpi_status xpu_topk(xpi_backend *be, int32_t *ids, float *vals, float *norm, con
  * xpi_rmsnorm), and has a separate rmsnorm launch elsewhere. The q8/q4 forms always take it (one launch less per
  * norm on the tuned tier): both tiers stage the input row with the same code (kernels/common/xpi_quant_stage.h),
  * whose sum of squares is xpi_rmsnorm's and xpi_rmsnorm_sg's order and whose scale is xpi_rms_inv's correctly
- * rounded one, so the int8 activations are the same bits on either tier and with either norm kernel (issue 17;
+ * rounded one, so the int8 activations are the same bits on either tier and with either norm kernel (
  * tests/xpu_intel/test_xpu_intel_q_bits.c). */
 
 static int gemv_di(const xpi_weight *w) { return w->dtype == XPI_DT_F32 ? 0 : w->dtype == XPI_DT_F16 ? 1 : 2; }
